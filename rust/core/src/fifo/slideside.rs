@@ -1,0 +1,2 @@
+//! STUB: to be replaced by the real algorithm.
+crate::stub_algorithm!(SlideSide);

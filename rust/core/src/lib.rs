@@ -1,0 +1,24 @@
+//! slidewise-core: incremental sliding-window aggregation in pure Rust.
+//!
+//! * [`monoid`]: lift / combine / lower over monoids (Reactive Aggregator §3).
+//! * [`ops`]: the aggregation operations, generic over the input dtype.
+//! * [`fifo`]: FIFO final aggregators, one file per algorithm.
+//! * [`rolling`]: per-row batch kernels (`rolling()` with slide 1).
+//! * [`window`]: count windows with Pairs partial aggregation (streams).
+//! * [`engine`]: run-time dispatch from (agg name, Arrow dtype, algorithm)
+//!   to one monomorphised implementation: one virtual call per batch.
+//!
+//! The core knows nothing of Python; `rust/python` is a thin binding.
+
+pub mod codec;
+pub mod engine;
+pub mod error;
+pub mod fifo;
+pub mod monoid;
+pub mod ops;
+pub mod rolling;
+pub mod window;
+
+pub use error::{Error, Result};
+pub use fifo::{Algorithm, FifoAggregator};
+pub use monoid::{AggOp, Monoid};

@@ -1,0 +1,157 @@
+//! The aggregation operations of DESIGN.md ("Names the tests use"), each a
+//! zero-sized type implementing [`AggOp`](crate::AggOp) for the four input
+//! dtypes. Grouped by family:
+//!
+//! * [`arith`]: count, sum, mean, geomean (invertible, commutative)
+//! * [`order`]: min, max, maxcount, mincount, range, argmax, argmin
+//! * [`moments`]: var / std, sample and population (Chan's merge)
+//! * [`list`]: collect, first, last
+//!
+//! Semantics shared by all (DESIGN.md "Nulls and NaN"): nulls never reach
+//! `lift` (the caller uses the identity), NaN is greater than every number
+//! for ordering operations and propagates through arithmetic ones.
+
+pub mod arith;
+pub mod list;
+pub mod moments;
+pub mod order;
+
+pub use arith::{Count, FSum, Geomean, ISum, Mean, Sum, SumAcc};
+pub use list::{Collect, First, Last};
+pub use moments::{Moments, Var};
+pub use order::{ArgMax, ArgMin, Max, MaxCount, Min, MinCount, Range};
+
+use std::fmt::Debug;
+
+use crate::codec::Codec;
+
+/// An input dtype: i32, i64, f32, f64.
+pub trait Num: Copy + Send + Sync + Debug + PartialEq + Default + Codec + crate::engine::ToArrow + crate::engine::FromArrow + 'static {
+    /// Arrow-style name, for messages.
+    const DTYPE: &'static str;
+    /// A key whose integer order is the total order slidewise uses: NaN above
+    /// every number (Spark), all NaNs equal, `KEY_LOW` below and `KEY_HIGH`
+    /// above every real key (the identities of max and min: "empty", never 0).
+    type Key: Copy + Ord + Debug + Send + Sync + Codec + 'static;
+    const KEY_LOW: Self::Key;
+    const KEY_HIGH: Self::Key;
+    /// The sum accumulator: exact wrapping i64 for integers, compensated f64
+    /// with non-finite counts for floats.
+    type Acc: SumAcc;
+    /// Sum and range results: i64 for integers, f64 for floats.
+    type Wide: Copy + Send + Sync + Debug + PartialEq + crate::engine::ToArrow + 'static;
+
+    fn key(self) -> Self::Key;
+    fn from_key(k: Self::Key) -> Self;
+    fn to_f64(self) -> f64;
+    fn range(max: Self, min: Self) -> Self::Wide;
+}
+
+macro_rules! float_num {
+    ($t:ty, $bits:ty, $name:literal) => {
+        impl Num for $t {
+            const DTYPE: &'static str = $name;
+            type Key = $bits;
+            const KEY_LOW: $bits = 0;
+            const KEY_HIGH: $bits = <$bits>::MAX;
+            type Acc = FSum;
+            type Wide = f64;
+            #[inline(always)]
+            fn key(self) -> $bits {
+                const SIGN: $bits = 1 << (<$bits>::BITS - 1);
+                // One positive quiet NaN for all NaNs, so NaN is the largest key.
+                let b = if self.is_nan() { <$t>::NAN.to_bits() } else { self.to_bits() };
+                // Flip negatives entirely, set the sign bit of positives: the
+                // integer order then equals the numeric order, and 0 is unused
+                // (−inf maps above it), so 0 and MAX are free for identities.
+                if b & SIGN != 0 { !b } else { b | SIGN }
+            }
+            #[inline(always)]
+            fn from_key(k: $bits) -> $t {
+                const SIGN: $bits = 1 << (<$bits>::BITS - 1);
+                if k & SIGN != 0 { <$t>::from_bits(k & !SIGN) } else { <$t>::from_bits(!k) }
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn range(max: $t, min: $t) -> f64 {
+                max as f64 - min as f64
+            }
+        }
+    };
+}
+float_num!(f64, u64, "float64");
+float_num!(f32, u32, "float32");
+
+impl Num for i32 {
+    const DTYPE: &'static str = "int32";
+    type Key = i64;
+    const KEY_LOW: i64 = i64::MIN;
+    const KEY_HIGH: i64 = i64::MAX;
+    type Acc = ISum;
+    type Wide = i64;
+    #[inline(always)]
+    fn key(self) -> i64 {
+        self as i64
+    }
+    #[inline(always)]
+    fn from_key(k: i64) -> i32 {
+        k as i32
+    }
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    #[inline(always)]
+    fn range(max: i32, min: i32) -> i64 {
+        max as i64 - min as i64
+    }
+}
+
+impl Num for i64 {
+    const DTYPE: &'static str = "int64";
+    // Every i64 is a value, so the identities need a wider key.
+    type Key = i128;
+    const KEY_LOW: i128 = i128::MIN;
+    const KEY_HIGH: i128 = i128::MAX;
+    type Acc = ISum;
+    type Wide = i64;
+    #[inline(always)]
+    fn key(self) -> i128 {
+        self as i128
+    }
+    #[inline(always)]
+    fn from_key(k: i128) -> i64 {
+        k as i64
+    }
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    #[inline(always)]
+    fn range(max: i64, min: i64) -> i64 {
+        max.wrapping_sub(min)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_key_order_is_numeric_with_nan_on_top() {
+        let xs = [f64::NEG_INFINITY, -1e300, -1.0, -0.0, 0.0, 1e-300, 1.0, f64::INFINITY, f64::NAN, -f64::NAN];
+        for w in xs.windows(2).take(xs.len() - 2) {
+            assert!(w[0].key() < w[1].key(), "{:?}", w);
+        }
+        assert_eq!(f64::NAN.key(), (-f64::NAN).key());
+        for x in xs {
+            assert!(x.key() > f64::KEY_LOW && x.key() < f64::KEY_HIGH);
+            let back = f64::from_key(x.key());
+            assert!(back.to_bits() == x.to_bits() || (x.is_nan() && back.is_nan()));
+        }
+        assert!((-1.5f32).key() < 2.5f32.key() && f32::NAN.key() > f32::INFINITY.key());
+    }
+}

@@ -1,0 +1,220 @@
+//! Ordering operations over the total-order key of [`Num`]: NaN above every
+//! number, identities strictly outside the data (never 0: data may be
+//! negative). None is invertible (RA Table 2); max/min/maxcount/mincount/range
+//! are commutative. argmax/argmin take the oldest of equal extremes, which
+//! makes them order-sensitive.
+
+use std::marker::PhantomData;
+
+use super::Num;
+use crate::monoid::{AggOp, Monoid};
+
+/// Maximum; NaN if the window holds a NaN (Spark).
+pub struct Max<T>(PhantomData<T>);
+impl<T: Num> Monoid for Max<T> {
+    type Agg = T::Key;
+    const NAME: &'static str = "max";
+    const COMMUTATIVE: bool = true;
+    #[inline(always)]
+    fn identity() -> T::Key {
+        T::KEY_LOW
+    }
+    #[inline(always)]
+    fn combine(a: &T::Key, b: &T::Key) -> T::Key {
+        if *b > *a { *b } else { *a }
+    }
+}
+impl<T: Num> AggOp for Max<T> {
+    type In = T;
+    type Out = T;
+    #[inline(always)]
+    fn lift(x: T, _: i64) -> T::Key {
+        x.key()
+    }
+    #[inline(always)]
+    fn lower(a: &T::Key) -> Option<T> {
+        (*a != T::KEY_LOW).then(|| T::from_key(*a))
+    }
+}
+
+/// Minimum; NaN only if every value is NaN (Spark).
+pub struct Min<T>(PhantomData<T>);
+impl<T: Num> Monoid for Min<T> {
+    type Agg = T::Key;
+    const NAME: &'static str = "min";
+    const COMMUTATIVE: bool = true;
+    #[inline(always)]
+    fn identity() -> T::Key {
+        T::KEY_HIGH
+    }
+    #[inline(always)]
+    fn combine(a: &T::Key, b: &T::Key) -> T::Key {
+        if *b < *a { *b } else { *a }
+    }
+}
+impl<T: Num> AggOp for Min<T> {
+    type In = T;
+    type Out = T;
+    #[inline(always)]
+    fn lift(x: T, _: i64) -> T::Key {
+        x.key()
+    }
+    #[inline(always)]
+    fn lower(a: &T::Key) -> Option<T> {
+        (*a != T::KEY_HIGH).then(|| T::from_key(*a))
+    }
+}
+
+/// How many rows hold the maximum (ties counted; NaNs are equal).
+pub struct MaxCount<T>(PhantomData<T>);
+impl<T: Num> Monoid for MaxCount<T> {
+    type Agg = (T::Key, i64);
+    const NAME: &'static str = "maxcount";
+    const COMMUTATIVE: bool = true;
+    #[inline(always)]
+    fn identity() -> (T::Key, i64) {
+        (T::KEY_LOW, 0)
+    }
+    #[inline(always)]
+    fn combine(a: &(T::Key, i64), b: &(T::Key, i64)) -> (T::Key, i64) {
+        if a.0 == b.0 {
+            (a.0, a.1 + b.1)
+        } else if b.0 > a.0 {
+            *b
+        } else {
+            *a
+        }
+    }
+}
+impl<T: Num> AggOp for MaxCount<T> {
+    type In = T;
+    type Out = i64;
+    #[inline(always)]
+    fn lift(x: T, _: i64) -> (T::Key, i64) {
+        (x.key(), 1)
+    }
+    #[inline(always)]
+    fn lower(a: &(T::Key, i64)) -> Option<i64> {
+        (a.1 > 0).then_some(a.1)
+    }
+}
+
+/// How many rows hold the minimum.
+pub struct MinCount<T>(PhantomData<T>);
+impl<T: Num> Monoid for MinCount<T> {
+    type Agg = (T::Key, i64);
+    const NAME: &'static str = "mincount";
+    const COMMUTATIVE: bool = true;
+    #[inline(always)]
+    fn identity() -> (T::Key, i64) {
+        (T::KEY_HIGH, 0)
+    }
+    #[inline(always)]
+    fn combine(a: &(T::Key, i64), b: &(T::Key, i64)) -> (T::Key, i64) {
+        if a.0 == b.0 {
+            (a.0, a.1 + b.1)
+        } else if b.0 < a.0 {
+            *b
+        } else {
+            *a
+        }
+    }
+}
+impl<T: Num> AggOp for MinCount<T> {
+    type In = T;
+    type Out = i64;
+    #[inline(always)]
+    fn lift(x: T, _: i64) -> (T::Key, i64) {
+        (x.key(), 1)
+    }
+    #[inline(always)]
+    fn lower(a: &(T::Key, i64)) -> Option<i64> {
+        (a.1 > 0).then_some(a.1)
+    }
+}
+
+/// max - min, as i64 for integers and f64 for floats; NaN if a NaN is present.
+pub struct Range<T>(PhantomData<T>);
+impl<T: Num> Monoid for Range<T> {
+    type Agg = (T::Key, T::Key);
+    const NAME: &'static str = "range";
+    const COMMUTATIVE: bool = true;
+    #[inline(always)]
+    fn identity() -> (T::Key, T::Key) {
+        (T::KEY_LOW, T::KEY_HIGH)
+    }
+    #[inline(always)]
+    fn combine(a: &(T::Key, T::Key), b: &(T::Key, T::Key)) -> (T::Key, T::Key) {
+        (a.0.max(b.0), a.1.min(b.1))
+    }
+}
+impl<T: Num> AggOp for Range<T> {
+    type In = T;
+    type Out = T::Wide;
+    #[inline(always)]
+    fn lift(x: T, _: i64) -> (T::Key, T::Key) {
+        (x.key(), x.key())
+    }
+    #[inline(always)]
+    fn lower(a: &(T::Key, T::Key)) -> Option<T::Wide> {
+        (a.0 != T::KEY_LOW).then(|| T::range(T::from_key(a.0), T::from_key(a.1)))
+    }
+}
+
+/// The position (or argument) of the maximum; the oldest of equal maxima.
+/// `Agg = (key, pos)`; `pos` is what `lift` was given.
+pub struct ArgMax<T>(PhantomData<T>);
+impl<T: Num> Monoid for ArgMax<T> {
+    type Agg = (T::Key, i64);
+    const NAME: &'static str = "argmax";
+    const COMMUTATIVE: bool = false;
+    #[inline(always)]
+    fn identity() -> (T::Key, i64) {
+        (T::KEY_LOW, 0)
+    }
+    #[inline(always)]
+    fn combine(a: &(T::Key, i64), b: &(T::Key, i64)) -> (T::Key, i64) {
+        // `a` is older: the newer one wins only when strictly greater.
+        if b.0 > a.0 { *b } else { *a }
+    }
+}
+impl<T: Num> AggOp for ArgMax<T> {
+    type In = T;
+    type Out = i64;
+    #[inline(always)]
+    fn lift(x: T, pos: i64) -> (T::Key, i64) {
+        (x.key(), pos)
+    }
+    #[inline(always)]
+    fn lower(a: &(T::Key, i64)) -> Option<i64> {
+        (a.0 != T::KEY_LOW).then_some(a.1)
+    }
+}
+
+/// The position (or argument) of the minimum; the oldest of equal minima.
+pub struct ArgMin<T>(PhantomData<T>);
+impl<T: Num> Monoid for ArgMin<T> {
+    type Agg = (T::Key, i64);
+    const NAME: &'static str = "argmin";
+    const COMMUTATIVE: bool = false;
+    #[inline(always)]
+    fn identity() -> (T::Key, i64) {
+        (T::KEY_HIGH, 0)
+    }
+    #[inline(always)]
+    fn combine(a: &(T::Key, i64), b: &(T::Key, i64)) -> (T::Key, i64) {
+        if b.0 < a.0 { *b } else { *a }
+    }
+}
+impl<T: Num> AggOp for ArgMin<T> {
+    type In = T;
+    type Out = i64;
+    #[inline(always)]
+    fn lift(x: T, pos: i64) -> (T::Key, i64) {
+        (x.key(), pos)
+    }
+    #[inline(always)]
+    fn lower(a: &(T::Key, i64)) -> Option<i64> {
+        (a.0 != T::KEY_HIGH).then_some(a.1)
+    }
+}
