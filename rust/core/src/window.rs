@@ -10,7 +10,8 @@
 //!
 //! End of stream (`flush`): the rows after the last slide edge are emitted in
 //! the window the next slide would close, cut to the rows that arrived
-//! (`window_end` = rows seen), so no row is left out of every window.
+//! (`window_end` = rows seen), so no row is left out of every window (rows
+//! in the gaps of a slide > range belong to no window by definition).
 
 use arrow_array::{Array, ArrayRef};
 use arrow_schema::DataType;
@@ -258,7 +259,11 @@ where
             }
             let end = self.pos - in_slide + s;
             let pos = self.pos;
-            self.emit(end, &mut out, &mut starts, &mut ends, pos);
+            // With slide > range the tail may lie in the gap between windows:
+            // then no window covers it, by the query's own definition.
+            if end.saturating_sub(self.spec.range) < pos {
+                self.emit(end, &mut out, &mut starts, &mut ends, pos);
+            }
         }
         self.flushed = true;
         Ok(WindowBatch { start: starts, end: ends, values: out.finish() })

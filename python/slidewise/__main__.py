@@ -1,0 +1,3 @@
+from slidewise.cli import main
+
+raise SystemExit(main())
