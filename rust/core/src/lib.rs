@@ -5,6 +5,7 @@
 //! * [`fifo`]: FIFO final aggregators, one file per algorithm.
 //! * [`rolling`]: per-row batch kernels (`rolling()` with slide 1).
 //! * [`window`]: count windows with Pairs partial aggregation (streams).
+//! * [`plan`]: shared execution plans for many queries over one stream.
 //! * [`engine`]: run-time dispatch from (agg name, Arrow dtype, algorithm)
 //!   to one monomorphised implementation: one virtual call per batch.
 //!
@@ -16,6 +17,7 @@ pub mod error;
 pub mod fifo;
 pub mod monoid;
 pub mod ops;
+pub mod plan;
 pub mod rolling;
 pub mod window;
 

@@ -8,10 +8,18 @@
 //! `2*floor(r/s) + 1` fragments (`r/s` when f2 = 0). Rows are folded into the
 //! open fragment; only fragments reach the final aggregator.
 //!
+//! Many queries over one stream share one plan ([`crate::plan`], FlatFIT
+//! §2.3): one set of partials cut at the union of their edges, one final
+//! aggregator sized by the longest range, and `query_last(k)` per query at
+//! the edges where it fires. A single query is the plan of one query, whose
+//! edges are exactly its Pairs fragments.
+//!
 //! End of stream (`flush`): the rows after the last slide edge are emitted in
 //! the window the next slide would close, cut to the rows that arrived
 //! (`window_end` = rows seen), so no row is left out of every window (rows
 //! in the gaps of a slide > range belong to no window by definition).
+
+use std::collections::VecDeque;
 
 use arrow_array::{Array, ArrayRef};
 use arrow_schema::DataType;
@@ -20,6 +28,7 @@ use crate::codec::Codec;
 use crate::engine::{AggKind, DType, FromArrow, OutBuilder, ToArrow};
 use crate::fifo::{Algorithm, FifoAggregator, New};
 use crate::monoid::AggOp;
+use crate::plan::{SharedPlan, Slide};
 use crate::{invalid, Error, Result};
 
 /// A count-window query.
@@ -72,19 +81,58 @@ pub trait CountWindowOp: Send {
     fn rows_seen(&self) -> u64;
 }
 
+/// The state of one or more count-window queries over one column, sharing
+/// partials; one virtual call per batch.
+pub trait SharedWindowOp: Send {
+    /// One [`WindowBatch`] per query, in the order given. `args`: for
+    /// argmax/argmin with an argument column, that column's values (as i64)
+    /// per row; otherwise the row position is reported.
+    fn push(&mut self, values: &dyn Array, args: Option<&[i64]>) -> Result<Vec<WindowBatch>>;
+    fn flush(&mut self) -> Result<Vec<WindowBatch>>;
+    fn save(&self, out: &mut Vec<u8>);
+    fn out_type(&self) -> DataType;
+    fn rows_seen(&self) -> u64;
+}
+
+/// Build the shared state of `specs` (all of the same aggregation).
+pub fn build_shared(specs: &[CountSpec], dtype: DType, algo: Algorithm) -> Result<Box<dyn SharedWindowOp>> {
+    make(specs, dtype, algo, None)
+}
+
+/// Restore what [`SharedWindowOp::save`] wrote, for the same specs.
+pub fn load_shared(specs: &[CountSpec], dtype: DType, algo: Algorithm, bytes: &mut &[u8]) -> Result<Box<dyn SharedWindowOp>> {
+    make(specs, dtype, algo, Some(bytes))
+}
+
 /// Build the state of one query over a column of `dtype`.
 pub fn build(spec: &CountSpec, dtype: DType, algo: Algorithm) -> Result<Box<dyn CountWindowOp>> {
-    spec.check()?;
-    crate::with_dtype!(dtype, |T| crate::with_op!(spec.agg, T, |Op| build_op::<Op>(spec, algo, None)))
+    Ok(Box::new(Single(build_shared(std::slice::from_ref(spec), dtype, algo)?)))
 }
 
 /// Restore what [`CountWindowOp::save`] wrote.
 pub fn load(spec: &CountSpec, dtype: DType, algo: Algorithm, bytes: &mut &[u8]) -> Result<Box<dyn CountWindowOp>> {
-    spec.check()?;
-    crate::with_dtype!(dtype, |T| crate::with_op!(spec.agg, T, |Op| build_op::<Op>(spec, algo, Some(bytes))))
+    Ok(Box::new(Single(load_shared(std::slice::from_ref(spec), dtype, algo, bytes)?)))
 }
 
-fn build_op<M>(spec: &CountSpec, algo: Algorithm, saved: Option<&mut &[u8]>) -> Result<Box<dyn CountWindowOp>>
+fn make(specs: &[CountSpec], dtype: DType, algo: Algorithm, saved: Option<&mut &[u8]>) -> Result<Box<dyn SharedWindowOp>> {
+    let agg = match specs.first() {
+        Some(s) => s.agg,
+        None => return invalid!("a stream needs at least one query"),
+    };
+    for s in specs {
+        s.check()?;
+        if s.agg != agg {
+            return invalid!(
+                "queries sharing a plan must use the same aggregation, got '{}' and '{}'",
+                agg.name(),
+                s.agg.name()
+            );
+        }
+    }
+    crate::with_dtype!(dtype, |T| crate::with_op!(agg, T, |Op| build_op::<Op>(specs, algo, saved)))
+}
+
+fn build_op<M>(specs: &[CountSpec], algo: Algorithm, saved: Option<&mut &[u8]>) -> Result<Box<dyn SharedWindowOp>>
 where
     M: AggOp,
     M::In: FromArrow,
@@ -92,114 +140,157 @@ where
 {
     let algo = algo.resolve::<M>();
     algo.check::<M>()?;
-    crate::with_fifo!(algo, M, new_window(spec, saved))
+    crate::with_fifo!(algo, M, new_window(specs, saved))
 }
 
-fn new_window<M, A>(spec: &CountSpec, saved: Option<&mut &[u8]>) -> Result<Box<dyn CountWindowOp>>
+fn new_window<M, A>(specs: &[CountSpec], saved: Option<&mut &[u8]>) -> Result<Box<dyn SharedWindowOp>>
 where
     M: AggOp,
     M::In: FromArrow,
     M::Out: ToArrow,
     A: FifoAggregator<M> + New + 'static,
 {
-    let mut w = CountWindow::<M, A>::new(spec.clone())?;
+    let mut w = SharedWindow::<M, A>::new(specs)?;
     if let Some(bytes) = saved {
         w.restore(bytes)?;
     }
     Ok(Box::new(w))
 }
 
-pub struct CountWindow<M: AggOp, A: FifoAggregator<M>> {
-    spec: CountSpec,
-    /// Fragment lengths within a slide: [f1, f2] (f2 = 0: one fragment).
-    frag: [u64; 2],
+/// One query seen through the shared machinery.
+struct Single(Box<dyn SharedWindowOp>);
+
+impl CountWindowOp for Single {
+    fn push(&mut self, values: &dyn Array, args: Option<&[i64]>) -> Result<WindowBatch> {
+        Ok(self.0.push(values, args)?.pop().expect("one query"))
+    }
+    fn flush(&mut self) -> Result<WindowBatch> {
+        Ok(self.0.flush()?.pop().expect("one query"))
+    }
+    fn save(&self, out: &mut Vec<u8>) {
+        self.0.save(out)
+    }
+    fn out_type(&self) -> DataType {
+        self.0.out_type()
+    }
+    fn rows_seen(&self) -> u64 {
+        self.0.rows_seen()
+    }
+}
+
+/// Results of one batch, per query.
+struct Emitted<O: ToArrow> {
+    out: Vec<(OutBuilder<O>, Vec<i64>, Vec<i64>)>,
+}
+
+impl<O: ToArrow> Emitted<O> {
+    fn new(queries: usize) -> Self {
+        Emitted { out: (0..queries).map(|_| (OutBuilder::with_capacity(16), Vec::new(), Vec::new())).collect() }
+    }
+    fn finish(self) -> Vec<WindowBatch> {
+        self.out.into_iter().map(|(b, start, end)| WindowBatch { start, end, values: b.finish() }).collect()
+    }
+}
+
+pub struct SharedWindow<M: AggOp, A: FifoAggregator<M>> {
+    specs: Vec<CountSpec>,
+    plan: SharedPlan,
     agg: A,
-    /// Non-null rows per fragment in the window, for min_periods.
-    counts: std::collections::VecDeque<u64>,
-    count_sum: u64,
-    /// The open fragment.
+    /// Cumulative non-null row count at the end of each partial in the
+    /// window, and before the oldest one: min_periods in O(1) per query.
+    cum: VecDeque<u64>,
+    cum_base: u64,
+    total: u64,
+    /// The open partial.
     cur: M::Agg,
     cur_count: u64,
-    /// Rows seen so far.
+    /// Rows seen, the row where the current plan period started, and the
+    /// index of the next edge in the period.
     pos: u64,
+    period_start: u64,
+    edge_i: usize,
     flushed: bool,
 }
 
-impl<M: AggOp, A: FifoAggregator<M> + New> CountWindow<M, A> {
-    pub fn new(spec: CountSpec) -> Result<Self> {
-        let f2 = spec.range % spec.slide;
-        let frag = if f2 == 0 { [spec.slide, 0] } else { [spec.slide - f2, f2] };
-        let cap = spec.partials_per_window() + 1;
-        Ok(CountWindow {
-            agg: A::new_with_capacity(cap)?,
-            spec,
-            frag,
-            counts: Default::default(),
-            count_sum: 0,
+impl<M: AggOp, A: FifoAggregator<M> + New> SharedWindow<M, A> {
+    pub fn new(specs: &[CountSpec]) -> Result<Self> {
+        let slides: Vec<Slide> = specs.iter().map(|s| Slide { range: s.range, slide: s.slide }).collect();
+        let plan = SharedPlan::build(&slides)?;
+        Ok(SharedWindow {
+            agg: A::new_with_capacity(plan.w_size + 1)?,
+            specs: specs.to_vec(),
+            plan,
+            cum: VecDeque::new(),
+            cum_base: 0,
+            total: 0,
             cur: M::identity(),
             cur_count: 0,
             pos: 0,
+            period_start: 0,
+            edge_i: 0,
             flushed: false,
         })
     }
 }
 
-impl<M: AggOp, A: FifoAggregator<M>> CountWindow<M, A>
+impl<M: AggOp, A: FifoAggregator<M>> SharedWindow<M, A>
 where
     M::Out: ToArrow,
 {
-    /// Row offset within the slide where the open fragment ends.
-    #[inline]
-    fn fragment_end(&self, in_slide: u64) -> u64 {
-        if self.frag[1] == 0 || in_slide >= self.frag[0] { self.spec.slide } else { self.frag[0] }
-    }
-
-    fn close_fragment(&mut self) {
+    fn close_partial(&mut self) {
         let p = std::mem::replace(&mut self.cur, M::identity());
         self.agg.insert(p);
-        self.counts.push_back(self.cur_count);
-        self.count_sum += self.cur_count;
-        self.cur_count = 0;
+        self.total += std::mem::take(&mut self.cur_count);
+        self.cum.push_back(self.total);
+        while self.agg.len() > self.plan.w_size {
+            self.agg.evict();
+            self.cum_base = self.cum.pop_front().unwrap_or(self.cum_base);
+        }
     }
 
-    fn emit(&mut self, end: u64, out: &mut OutBuilder<M::Out>, starts: &mut Vec<i64>, ends: &mut Vec<i64>, window_end: u64) {
-        let keep = self.spec.partials_per_window();
-        while self.agg.len() > keep {
-            self.agg.evict();
-            self.count_sum -= self.counts.pop_front().unwrap_or(0);
-        }
-        let a = self.agg.query();
-        let ok = self.spec.min_periods == 0 || self.count_sum >= self.spec.min_periods;
-        out.push(if ok { M::lower(&a) } else { None });
-        starts.push(end.saturating_sub(self.spec.range) as i64);
-        ends.push(window_end as i64);
+    /// Emit query `q`'s window over the newest `k` partials; `edge` is the
+    /// slide edge the window belongs to, `end` the rows it really covers.
+    fn emit(&mut self, q: usize, k: usize, edge: u64, end: u64, em: &mut Emitted<M::Out>) {
+        let a = self.agg.query_last(k);
+        let k = k.min(self.cum.len());
+        let before = if k == self.cum.len() { self.cum_base } else { self.cum[self.cum.len() - 1 - k] };
+        let count = self.total - before;
+        let spec = &self.specs[q];
+        let ok = spec.min_periods == 0 || count >= spec.min_periods;
+        let (b, start, stop) = &mut em.out[q];
+        b.push(if ok { M::lower(&a) } else { None });
+        start.push(edge.saturating_sub(spec.range) as i64);
+        stop.push(end as i64);
     }
 
     fn restore(&mut self, inp: &mut &[u8]) -> Result<()> {
         self.pos = u64::decode(inp)?;
+        self.period_start = u64::decode(inp)?;
+        self.edge_i = usize::decode(inp)?;
         self.flushed = bool::decode(inp)?;
         self.cur = M::Agg::decode(inp)?;
         self.cur_count = u64::decode(inp)?;
-        let counts = Vec::<u64>::decode(inp)?;
+        self.total = u64::decode(inp)?;
+        self.cum_base = u64::decode(inp)?;
+        let cum = Vec::<u64>::decode(inp)?;
         let parts = Vec::<M::Agg>::decode(inp)?;
-        if counts.len() != parts.len() {
-            return Err(Error::Corrupt("partials and counts differ in length".into()));
+        if cum.len() != parts.len() || self.edge_i >= self.plan.edges.len() {
+            return Err(Error::Corrupt("checkpoint does not match these queries".into()));
         }
-        self.count_sum = counts.iter().sum();
-        self.counts = counts.into();
+        self.cum = cum.into();
         self.agg.bulk_insert(&parts);
         Ok(())
     }
 }
 
-impl<M, A> CountWindowOp for CountWindow<M, A>
+impl<M, A> SharedWindowOp for SharedWindow<M, A>
 where
     M: AggOp,
     M::In: FromArrow,
     M::Out: ToArrow,
     A: FifoAggregator<M>,
 {
-    fn push(&mut self, values: &dyn Array, args: Option<&[i64]>) -> Result<WindowBatch> {
+    fn push(&mut self, values: &dyn Array, args: Option<&[i64]>) -> Result<Vec<WindowBatch>> {
         if self.flushed {
             return invalid!("this stream was flushed (end of stream); create a new one to push more rows");
         }
@@ -209,72 +300,80 @@ where
                 return invalid!("argument column has {} rows, value column {}", a.len(), col.len());
             }
         }
-        let s = self.spec.slide;
+        let mut em = Emitted::new(self.specs.len());
         let n = col.len() as u64;
-        let mut out = OutBuilder::<M::Out>::with_capacity((n / s + 1) as usize);
-        let (mut starts, mut ends) = (Vec::new(), Vec::new());
         let mut i = 0u64;
         while i < n {
-            // Fold the rows of the open fragment that this batch holds.
-            let in_slide = self.pos % s;
-            let fend = self.fragment_end(in_slide);
-            let take = (fend - in_slide).min(n - i);
-            for j in i..i + take {
-                let j = j as usize;
+            let next_edge = self.period_start + self.plan.edges[self.edge_i];
+            let take = (next_edge - self.pos).min(n - i);
+            for j in i as usize..(i + take) as usize {
                 if col.is_valid(j) {
-                    let pos = match args {
-                        Some(a) => a[j],
-                        None => (self.pos + (j as u64 - i)) as i64,
+                    let p = match args {
+                        Some(a) => M::lift(col.values[j], a[j]),
+                        None => M::lift(col.values[j], (self.pos + (j as u64 - i)) as i64),
                     };
-                    let p = M::lift(col.values[j], pos);
                     M::combine_into(&mut self.cur, &p);
                     self.cur_count += 1;
                 }
             }
             i += take;
             self.pos += take;
-            if in_slide + take == fend {
-                self.close_fragment();
-                if fend == s {
-                    let end = self.pos;
-                    self.emit(end, &mut out, &mut starts, &mut ends, end);
+            if self.pos == next_edge {
+                self.close_partial();
+                for f in 0..self.plan.fires[self.edge_i].len() {
+                    let fire = self.plan.fires[self.edge_i][f];
+                    self.emit(fire.query, fire.partials, next_edge, next_edge, &mut em);
+                }
+                self.edge_i += 1;
+                if self.edge_i == self.plan.edges.len() {
+                    self.edge_i = 0;
+                    self.period_start += self.plan.composite;
                 }
             }
         }
-        Ok(WindowBatch { start: starts, end: ends, values: out.finish() })
+        Ok(em.finish())
     }
 
-    fn flush(&mut self) -> Result<WindowBatch> {
-        let mut out = OutBuilder::<M::Out>::with_capacity(1);
-        let (mut starts, mut ends) = (Vec::new(), Vec::new());
-        let s = self.spec.slide;
-        let in_slide = self.pos % s;
-        if !self.flushed && in_slide != 0 {
-            // Close the open fragment, and an empty second one if the slide
-            // has two, so the window aligns with the next slide edge.
-            let second_pending = self.frag[1] != 0 && in_slide < self.frag[0];
-            self.close_fragment();
-            if second_pending {
-                self.close_fragment();
+    fn flush(&mut self) -> Result<Vec<WindowBatch>> {
+        let mut em = Emitted::new(self.specs.len());
+        if !self.flushed {
+            self.flushed = true;
+            let last_edge = self.period_start + if self.edge_i > 0 { self.plan.edges[self.edge_i - 1] } else { 0 };
+            let tail = self.pos > last_edge;
+            if tail {
+                self.close_partial();
             }
-            let end = self.pos - in_slide + s;
-            let pos = self.pos;
-            // With slide > range the tail may lie in the gap between windows:
-            // then no window covers it, by the query's own definition.
-            if end.saturating_sub(self.spec.range) < pos {
-                self.emit(end, &mut out, &mut starts, &mut ends, pos);
+            for q in 0..self.specs.len() {
+                let (r, s) = (self.specs[q].range, self.specs[q].slide);
+                if self.pos % s == 0 {
+                    continue; // its last window ended exactly here and was emitted
+                }
+                let edge = (self.pos / s + 1) * s;
+                if edge >= r && edge - r >= self.pos {
+                    continue; // the tail lies in the gap of slide > range
+                }
+                let k = if edge < r {
+                    usize::MAX
+                } else {
+                    (self.plan.edges_between(edge - r, last_edge) + tail as u64) as usize
+                };
+                let pos = self.pos;
+                self.emit(q, k, edge, pos, &mut em);
             }
         }
-        self.flushed = true;
-        Ok(WindowBatch { start: starts, end: ends, values: out.finish() })
+        Ok(em.finish())
     }
 
     fn save(&self, out: &mut Vec<u8>) {
         self.pos.encode(out);
+        self.period_start.encode(out);
+        self.edge_i.encode(out);
         self.flushed.encode(out);
         self.cur.encode(out);
         self.cur_count.encode(out);
-        self.counts.iter().copied().collect::<Vec<u64>>().encode(out);
+        self.total.encode(out);
+        self.cum_base.encode(out);
+        self.cum.iter().copied().collect::<Vec<u64>>().encode(out);
         self.agg.contents().encode(out);
     }
 

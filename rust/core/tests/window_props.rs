@@ -9,7 +9,8 @@ use arrow_array::{Array, ArrayRef, Float64Array, Int64Array};
 use proptest::prelude::*;
 use slidewise_core::engine::{AggKind, DType};
 use slidewise_core::fifo::Algorithm;
-use slidewise_core::window::{build, load, CountSpec, CountWindowOp};
+use slidewise_core::rolling::rolling_dyn;
+use slidewise_core::window::{build, build_shared, load, CountSpec, CountWindowOp};
 
 fn column(xs: &[Option<f64>]) -> ArrayRef {
     Arc::new(Float64Array::from(xs.to_vec()))
@@ -29,23 +30,30 @@ fn naive(spec: &CountSpec, xs: &[Option<f64>], flush: bool) -> (Vec<i64>, Vec<i6
     for (edge, end) in ends {
         let start = edge.saturating_sub(r);
         let rows = &xs[start.min(end)..end];
-        // One window, one partial: Recalc over exactly these rows.
-        let one = CountSpec {
-            range: (rows.len() as u64).max(spec.min_periods).max(1),
-            slide: rows.len().max(1) as u64,
-            ..spec.clone()
+        // Recalc over exactly these rows, through the independent per-row
+        // path: the last row of a rolling window as long as the slice.
+        let v = if rows.is_empty() {
+            let mut w = build(&CountSpec { range: 1, slide: 1, ..spec.clone() }, DType::F64, Algorithm::Recalc).unwrap();
+            w.flush().unwrap();
+            let b = w.push(&column(&[None]), None);
+            assert!(b.is_err());
+            unreachable!("windows always cover at least one row")
+        } else {
+            let mp = (spec.min_periods > 0).then_some(spec.min_periods as usize);
+            let w = rows.len().max(spec.min_periods as usize);
+            let out = rolling_dyn(column(rows).as_ref(), w, spec.agg, mp, Algorithm::Recalc).unwrap();
+            let last = out.slice(rows.len() - 1, 1);
+            if spec.agg == AggKind::ArgMax {
+                // rolling reports positions within the slice
+                let a = last.as_any().downcast_ref::<Int64Array>().unwrap();
+                Arc::new(a.iter().map(|x| x.map(|p| p + start as i64)).collect::<Int64Array>()) as ArrayRef
+            } else {
+                last
+            }
         };
-        let mut w = build(&one, DType::F64, Algorithm::Recalc).unwrap();
-        // Absolute row positions, as the stream under test assigns them.
-        let pos: Vec<i64> = (start.min(end)..end).map(|p| p as i64).collect();
-        let mut b = w.push(&column(rows), Some(&pos)).unwrap();
-        if b.values.is_empty() {
-            b = w.flush().unwrap();
-        }
-        assert_eq!(b.values.len(), 1);
         st.push(start as i64);
         en.push(end as i64);
-        vals.push(b.values);
+        vals.push(v);
     }
     (st, en, vals)
 }
@@ -164,6 +172,51 @@ proptest! {
             prop_assert_eq!(got.len(), want.len());
             for (g, w) in got.iter().zip(&want) {
                 prop_assert!(same(g.as_ref(), w.as_ref()));
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Every query of a shared plan gives exactly what it gives alone.
+    #[test]
+    fn shared_plan_equals_each_query_alone(
+        xs in values(),
+        qs in prop::collection::vec((1u64..50, 1u64..12), 1..6),
+        mut cuts in prop::collection::vec(0usize..400, 0..5),
+        algo in prop::sample::select(Algorithm::ALL.to_vec()),
+        agg in prop::sample::select(vec![AggKind::Max, AggKind::Sum, AggKind::ArgMin, AggKind::Collect, AggKind::Mean]),
+    ) {
+        cuts.sort();
+        let specs: Vec<CountSpec> = qs.iter().map(|&(range, slide)| CountSpec { agg, range, slide, min_periods: 0 }).collect();
+        let mut shared = match build_shared(&specs, DType::F64, algo) { Ok(w) => w, Err(_) => return Ok(()) };
+        let mut per_query: Vec<Vec<ArrayRef>> = vec![Vec::new(); specs.len()];
+        let mut ends: Vec<Vec<i64>> = vec![Vec::new(); specs.len()];
+        let mut prev = 0;
+        for &c in cuts.iter().chain(std::iter::once(&xs.len())) {
+            let c = c.clamp(prev, xs.len());
+            for (q, b) in shared.push(&column(&xs[prev..c]), None).unwrap().into_iter().enumerate() {
+                per_query[q].push(b.values);
+                ends[q].extend(b.end);
+            }
+            prev = c;
+        }
+        for (q, b) in shared.flush().unwrap().into_iter().enumerate() {
+            per_query[q].push(b.values);
+            ends[q].extend(b.end);
+        }
+        for (q, spec) in specs.iter().enumerate() {
+            let mut alone = build(spec, DType::F64, Algorithm::Recalc).unwrap();
+            let mut want = vec![alone.push(&column(&xs), None).unwrap()];
+            want.push(alone.flush().unwrap());
+            let want_ends: Vec<i64> = want.iter().flat_map(|b| b.end.clone()).collect();
+            prop_assert_eq!(&ends[q], &want_ends, "query {:?}", spec);
+            let got = flat(&per_query[q]);
+            let want = flat(&want.into_iter().map(|b| b.values).collect::<Vec<_>>());
+            for (g, w) in got.iter().zip(&want) {
+                prop_assert!(same(g.as_ref(), w.as_ref()), "query {:?} {}: {:?} vs {:?}", spec, algo.name(), g, w);
             }
         }
     }

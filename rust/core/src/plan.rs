@@ -1,0 +1,183 @@
+//! Shared execution plans for many count-window queries over one stream
+//! (FlatFIT paper §2.3 and the BuildSharedPlan step of Algorithm 1).
+//!
+//! The composite slide is the LCM of the queries' slides. Within it, every
+//! slide multiple of every query is an edge, and so is every window start
+//! (the Pairs fragment edge `e - r`): then every window of every query
+//! starts and ends on an edge, and is the combine of the partials between.
+//! Edges repeat with the composite slide, so the plan records one period:
+//! the edge offsets, which queries fire at each, and how many of the newest
+//! partials each needs (`k`, constant per (query, edge)). `w_size` is the
+//! largest `k`: the final aggregator never needs more partials than that.
+
+use crate::{invalid, Result};
+
+/// A query as the planner sees it: rows (count windows) or time units.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Slide {
+    pub range: u64,
+    pub slide: u64,
+}
+
+/// Which query fires at an edge, and over how many of the newest partials.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fire {
+    pub query: usize,
+    pub partials: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SharedPlan {
+    /// LCM of the slides.
+    pub composite: u64,
+    /// Edge offsets within one period, sorted, in `(0, composite]`.
+    pub edges: Vec<u64>,
+    /// Per edge: the queries answered there.
+    pub fires: Vec<Vec<Fire>>,
+    /// The most partials any query needs.
+    pub w_size: usize,
+}
+
+pub fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// LCM, or an error naming the bound when it would not fit.
+pub fn lcm(a: u64, b: u64) -> Result<u64> {
+    match (a / gcd(a, b)).checked_mul(b) {
+        Some(l) => Ok(l),
+        None => invalid!("the composite slide (LCM of the slides) overflows 64 bits"),
+    }
+}
+
+/// Edges of one period can be enumerated only if the period is not huge;
+/// a plan over more edges than this is refused (a clear error, not an OOM).
+pub const MAX_EDGES: u64 = 1 << 24;
+
+impl SharedPlan {
+    pub fn build(queries: &[Slide]) -> Result<SharedPlan> {
+        if queries.is_empty() {
+            return invalid!("a shared plan needs at least one query");
+        }
+        let mut composite = 1u64;
+        for q in queries {
+            if q.range == 0 || q.slide == 0 {
+                return invalid!("range and slide must be positive, got range={} slide={}", q.range, q.slide);
+            }
+            composite = lcm(composite, q.slide)?;
+        }
+        let per_period: u64 = queries.iter().map(|q| 2 * (composite / q.slide)).sum();
+        if per_period > MAX_EDGES {
+            return invalid!(
+                "the composite slide {composite} would hold up to {per_period} edges, more than the bound {MAX_EDGES}; \
+                 split these queries into groups with compatible slides"
+            );
+        }
+        // Every slide edge and every window start, folded into (0, composite].
+        let fold = |x: u64| {
+            let m = x % composite;
+            if m == 0 { composite } else { m }
+        };
+        let mut edges = Vec::with_capacity(per_period as usize);
+        for q in queries {
+            for j in 1..=composite / q.slide {
+                let e = j * q.slide;
+                edges.push(e);
+                // e - r modulo the period (r may exceed e).
+                edges.push(fold(e + composite - q.range % composite));
+            }
+        }
+        edges.sort_unstable();
+        edges.dedup();
+        let n = edges.len() as u64;
+        // Number of edges in the half-open interval (e - r, e] of the
+        // infinite periodic edge set: whole periods, then the remainder.
+        let count_in = |e: u64, r: u64| -> usize {
+            let whole = (r / composite) * n;
+            let rem = r % composite;
+            // edges in (e - rem, e] within the period, wrapping below 0.
+            let lo = e as i64 - rem as i64;
+            let in_period = |a: i64, b: i64| -> u64 {
+                // edges x with a < x <= b, for 0 <= a <= b <= composite
+                let hi = edges.partition_point(|&x| x as i64 <= b);
+                let low = edges.partition_point(|&x| x as i64 <= a);
+                (hi - low) as u64
+            };
+            let part = if lo >= 0 {
+                in_period(lo, e as i64)
+            } else {
+                in_period(0, e as i64) + in_period(composite as i64 + lo, composite as i64)
+            };
+            (whole + part) as usize
+        };
+        let mut fires = vec![Vec::new(); edges.len()];
+        let mut w_size = 0;
+        for (qi, q) in queries.iter().enumerate() {
+            for j in 1..=composite / q.slide {
+                let e = j * q.slide;
+                let at = edges.binary_search(&e).expect("slide edge is an edge");
+                let k = count_in(e, q.range);
+                w_size = w_size.max(k);
+                fires[at].push(Fire { query: qi, partials: k });
+            }
+        }
+        Ok(SharedPlan { composite, edges, fires, w_size })
+    }
+
+    /// Edges `x` with `a < x <= b` in the infinite periodic edge set.
+    pub fn edges_between(&self, a: u64, b: u64) -> u64 {
+        if b <= a {
+            return 0;
+        }
+        // edges in (0, x]: whole periods, then a prefix of one.
+        let upto = |x: u64| -> u64 {
+            let n = self.edges.len() as u64;
+            (x / self.composite) * n + self.edges.partition_point(|&e| e <= x % self.composite) as u64
+        };
+        upto(b) - upto(a)
+    }
+
+    /// Length of the partial that ends at edge index `i` of a period.
+    pub fn partial_len(&self, i: usize) -> u64 {
+        if i == 0 { self.edges[0] } else { self.edges[i] - self.edges[i - 1] }
+    }
+
+    /// Partials per period (the edge count of the composite slide).
+    pub fn edges_per_period(&self) -> usize {
+        self.edges.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flatfit_example_1() {
+        // Slide 2 range 6, slide 4 range 8: composite 4, partials every 2
+        // rows; the first query needs 3 partials, the second 4.
+        let p = SharedPlan::build(&[Slide { range: 6, slide: 2 }, Slide { range: 8, slide: 4 }]).unwrap();
+        assert_eq!(p.composite, 4);
+        assert_eq!(p.edges, vec![2, 4]);
+        assert_eq!(p.fires[0], vec![Fire { query: 0, partials: 3 }]);
+        assert_eq!(p.fires[1], vec![Fire { query: 0, partials: 3 }, Fire { query: 1, partials: 4 }]);
+        assert_eq!(p.w_size, 4);
+        assert_eq!(p.edges_between(0, 8), 4);
+        assert_eq!(p.edges_between(3, 6), 2);
+    }
+
+    #[test]
+    fn pairs_fragments_are_edges() {
+        // range 5, slide 3: fragments of 1 and 2 rows (f2 = 2): edges 1, 3.
+        let p = SharedPlan::build(&[Slide { range: 5, slide: 3 }]).unwrap();
+        assert_eq!(p.edges, vec![1, 3]);
+        assert_eq!(p.fires[1], vec![Fire { query: 0, partials: 3 }]);
+    }
+
+    #[test]
+    fn huge_composite_is_refused() {
+        let qs: Vec<Slide> = [1_000_003u64, 999_983, 1_000_033].iter().map(|&s| Slide { range: s, slide: s }).collect();
+        let e = SharedPlan::build(&qs).unwrap_err();
+        assert!(e.to_string().contains("bound"), "{e}");
+    }
+}
