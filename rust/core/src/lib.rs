@@ -6,6 +6,7 @@
 //! * [`rolling`]: per-row batch kernels (`rolling()` with slide 1).
 //! * [`window`]: count windows with Pairs partial aggregation (streams).
 //! * [`plan`]: shared execution plans for many queries over one stream.
+//! * [`time_window`]: Spark-style time windows and per-row time rolling.
 //! * [`engine`]: run-time dispatch from (agg name, Arrow dtype, algorithm)
 //!   to one monomorphised implementation: one virtual call per batch.
 //!
@@ -19,6 +20,7 @@ pub mod monoid;
 pub mod ops;
 pub mod plan;
 pub mod rolling;
+pub mod time_window;
 pub mod window;
 
 pub use error::{Error, Result};

@@ -12,11 +12,24 @@
 
 use crate::{invalid, Result};
 
-/// A query as the planner sees it: rows (count windows) or time units.
+/// A query as the planner sees it, in rows (count windows) or time units.
+/// Its windows end at `phase + j * slide`: count windows end at slide
+/// multiples (`phase` 0); Spark's time windows start at slide multiples, so
+/// they end at `range mod slide` past one (`phase = range % slide`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Slide {
     pub range: u64,
     pub slide: u64,
+    pub phase: u64,
+}
+
+impl Slide {
+    pub fn count(range: u64, slide: u64) -> Slide {
+        Slide { range, slide, phase: 0 }
+    }
+    pub fn time(range: u64, slide: u64) -> Slide {
+        Slide { range, slide, phase: if slide == 0 { 0 } else { range % slide } }
+    }
 }
 
 /// Which query fires at an edge, and over how many of the newest partials.
@@ -81,7 +94,7 @@ impl SharedPlan {
         let mut edges = Vec::with_capacity(per_period as usize);
         for q in queries {
             for j in 1..=composite / q.slide {
-                let e = j * q.slide;
+                let e = fold(j * q.slide + q.phase % q.slide);
                 edges.push(e);
                 // e - r modulo the period (r may exceed e).
                 edges.push(fold(e + composite - q.range % composite));
@@ -114,7 +127,7 @@ impl SharedPlan {
         let mut w_size = 0;
         for (qi, q) in queries.iter().enumerate() {
             for j in 1..=composite / q.slide {
-                let e = j * q.slide;
+                let e = fold(j * q.slide + q.phase % q.slide);
                 let at = edges.binary_search(&e).expect("slide edge is an edge");
                 let k = count_in(e, q.range);
                 w_size = w_size.max(k);
@@ -156,7 +169,7 @@ mod tests {
     fn flatfit_example_1() {
         // Slide 2 range 6, slide 4 range 8: composite 4, partials every 2
         // rows; the first query needs 3 partials, the second 4.
-        let p = SharedPlan::build(&[Slide { range: 6, slide: 2 }, Slide { range: 8, slide: 4 }]).unwrap();
+        let p = SharedPlan::build(&[Slide::count(6, 2), Slide::count(8, 4)]).unwrap();
         assert_eq!(p.composite, 4);
         assert_eq!(p.edges, vec![2, 4]);
         assert_eq!(p.fires[0], vec![Fire { query: 0, partials: 3 }]);
@@ -169,14 +182,23 @@ mod tests {
     #[test]
     fn pairs_fragments_are_edges() {
         // range 5, slide 3: fragments of 1 and 2 rows (f2 = 2): edges 1, 3.
-        let p = SharedPlan::build(&[Slide { range: 5, slide: 3 }]).unwrap();
+        let p = SharedPlan::build(&[Slide::count(5, 3)]).unwrap();
         assert_eq!(p.edges, vec![1, 3]);
         assert_eq!(p.fires[1], vec![Fire { query: 0, partials: 3 }]);
     }
 
     #[test]
+    fn time_windows_end_at_their_phase() {
+        // Spark window("10 min", "3 min"): starts at multiples of 3, ends at
+        // 1 mod 3; edges at both.
+        let p = SharedPlan::build(&[Slide::time(10, 3)]).unwrap();
+        assert_eq!(p.edges, vec![1, 3]);
+        assert_eq!(p.fires[0], vec![Fire { query: 0, partials: 7 }]);
+    }
+
+    #[test]
     fn huge_composite_is_refused() {
-        let qs: Vec<Slide> = [1_000_003u64, 999_983, 1_000_033].iter().map(|&s| Slide { range: s, slide: s }).collect();
+        let qs: Vec<Slide> = [1_000_003u64, 999_983, 1_000_033].iter().map(|&s| Slide::count(s, s)).collect();
         let e = SharedPlan::build(&qs).unwrap_err();
         assert!(e.to_string().contains("bound"), "{e}");
     }

@@ -63,6 +63,7 @@ impl CountSpec {
 }
 
 /// The windows one push (or flush) completed.
+#[derive(Debug)]
 pub struct WindowBatch {
     /// Row positions `[start, end)` counted from 0.
     pub start: Vec<i64>,
@@ -214,7 +215,7 @@ pub struct SharedWindow<M: AggOp, A: FifoAggregator<M>> {
 
 impl<M: AggOp, A: FifoAggregator<M> + New> SharedWindow<M, A> {
     pub fn new(specs: &[CountSpec]) -> Result<Self> {
-        let slides: Vec<Slide> = specs.iter().map(|s| Slide { range: s.range, slide: s.slide }).collect();
+        let slides: Vec<Slide> = specs.iter().map(|s| Slide::count(s.range, s.slide)).collect();
         let plan = SharedPlan::build(&slides)?;
         Ok(SharedWindow {
             agg: A::new_with_capacity(plan.w_size + 1)?,

@@ -1,0 +1,375 @@
+//! Time windows over an event-time column, in non-decreasing time order.
+//!
+//! * Hopping windows exactly as Spark's `F.window(ts, range, slide)`:
+//!   `[start, start + range)` with `start` a multiple of `slide` since the
+//!   epoch; a window is emitted when time passes its end (or at `flush`), and
+//!   only if it holds at least one row. Many queries share one plan
+//!   ([`crate::plan`], phases `range mod slide`), partials cut at every
+//!   window start and end.
+//! * Per-row time rolling as pandas' `rolling("5s")`: row `i` aggregates rows
+//!   `j <= i` with `ts[j] > ts[i] - range`, a variable-size FIFO window.
+//!
+//! Rows out of time order are refused with the first offending row named
+//! (out-of-order streams with watermarks are a separate mechanism).
+//! Long gaps between rows cost nothing: when every partial in the window is
+//! empty, the plan jumps to the edge before the next row.
+
+use std::collections::VecDeque;
+
+use arrow_array::{Array, ArrayRef};
+use arrow_schema::DataType;
+
+use crate::codec::Codec;
+use crate::engine::{AggKind, Column, DType, FromArrow, OutBuilder, ToArrow};
+use crate::fifo::{Algorithm, FifoAggregator, New};
+use crate::monoid::AggOp;
+use crate::plan::{SharedPlan, Slide};
+use crate::window::WindowBatch;
+use crate::{invalid, Error, Result};
+
+/// A time-window query; times in the timestamp column's unit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimeSpec {
+    pub agg: AggKind,
+    pub range: i64,
+    pub slide: i64,
+    pub min_periods: u64,
+}
+
+/// Check that `ts` is non-null and non-decreasing, also across batches.
+pub fn check_order(ts: &Column<i64>, last: Option<i64>) -> Result<()> {
+    if let Some(n) = ts.nulls {
+        if let Some(i) = (0..ts.len()).find(|&i| n.is_null(i)) {
+            return invalid!("timestamp of row {i} is null; every row needs an event time");
+        }
+    }
+    let mut prev = last;
+    for (i, &t) in ts.values.iter().enumerate() {
+        if let Some(p) = prev {
+            if t < p {
+                return invalid!(
+                    "timestamps must be non-decreasing: row {i} has time {t}, after {p}; \
+                     sort the rows by time, or use a stream with lateness for out-of-order data"
+                );
+            }
+        }
+        prev = Some(t);
+    }
+    Ok(())
+}
+
+pub trait TimeWindowOp: Send {
+    /// One [`WindowBatch`] per query; `start`/`end` are times.
+    fn push(&mut self, values: &dyn Array, ts: &dyn Array) -> Result<Vec<WindowBatch>>;
+    fn flush(&mut self) -> Result<Vec<WindowBatch>>;
+    fn save(&self, out: &mut Vec<u8>);
+    fn out_type(&self) -> DataType;
+}
+
+pub fn build_time(specs: &[TimeSpec], dtype: DType, algo: Algorithm) -> Result<Box<dyn TimeWindowOp>> {
+    make(specs, dtype, algo, None)
+}
+
+pub fn load_time(specs: &[TimeSpec], dtype: DType, algo: Algorithm, bytes: &mut &[u8]) -> Result<Box<dyn TimeWindowOp>> {
+    make(specs, dtype, algo, Some(bytes))
+}
+
+fn make(specs: &[TimeSpec], dtype: DType, algo: Algorithm, saved: Option<&mut &[u8]>) -> Result<Box<dyn TimeWindowOp>> {
+    let agg = match specs.first() {
+        Some(s) => s.agg,
+        None => return invalid!("a stream needs at least one query"),
+    };
+    for s in specs {
+        if s.range <= 0 || s.slide <= 0 {
+            return invalid!("time range and slide must be positive, got range={} slide={}", s.range, s.slide);
+        }
+        if s.agg != agg {
+            return invalid!("queries sharing a plan must use the same aggregation, got '{}' and '{}'", agg.name(), s.agg.name());
+        }
+    }
+    crate::with_dtype!(dtype, |T| crate::with_op!(agg, T, |Op| build_op::<Op>(specs, algo, saved)))
+}
+
+fn build_op<M>(specs: &[TimeSpec], algo: Algorithm, saved: Option<&mut &[u8]>) -> Result<Box<dyn TimeWindowOp>>
+where
+    M: AggOp,
+    M::In: FromArrow,
+    M::Out: ToArrow,
+{
+    let algo = algo.resolve::<M>();
+    algo.check::<M>()?;
+    crate::with_fifo!(algo, M, new_window(specs, saved))
+}
+
+fn new_window<M, A>(specs: &[TimeSpec], saved: Option<&mut &[u8]>) -> Result<Box<dyn TimeWindowOp>>
+where
+    M: AggOp,
+    M::In: FromArrow,
+    M::Out: ToArrow,
+    A: FifoAggregator<M> + New + 'static,
+{
+    let slides: Vec<Slide> = specs.iter().map(|s| Slide::time(s.range as u64, s.slide as u64)).collect();
+    let plan = SharedPlan::build(&slides)?;
+    let mut w = TimeWindow::<M, A> {
+        agg: A::new_with_capacity(plan.w_size + 1)?,
+        specs: specs.to_vec(),
+        plan,
+        cum: VecDeque::new(),
+        base: (0, 0),
+        total: (0, 0),
+        cur: M::identity(),
+        cur_count: (0, 0),
+        period_start: 0,
+        edge_i: 0,
+        last_ts: None,
+        flushed: false,
+    };
+    if let Some(bytes) = saved {
+        w.restore(bytes)?;
+    }
+    Ok(Box::new(w))
+}
+
+/// Counts are (rows, non-null rows): a window is emitted if it holds a row;
+/// min_periods counts non-null values.
+pub struct TimeWindow<M: AggOp, A: FifoAggregator<M>> {
+    specs: Vec<TimeSpec>,
+    plan: SharedPlan,
+    agg: A,
+    cum: VecDeque<(u64, u64)>,
+    base: (u64, u64),
+    total: (u64, u64),
+    cur: M::Agg,
+    cur_count: (u64, u64),
+    period_start: i64,
+    edge_i: usize,
+    last_ts: Option<i64>,
+    flushed: bool,
+}
+
+impl<M: AggOp, A: FifoAggregator<M>> TimeWindow<M, A>
+where
+    M::Out: ToArrow,
+{
+    fn next_edge(&self) -> i64 {
+        self.period_start + self.plan.edges[self.edge_i] as i64
+    }
+
+    fn rows_in_window(&self) -> u64 {
+        self.total.0 - self.base.0
+    }
+
+    /// Position the plan on the first edge after time `t`, empty.
+    fn jump_to(&mut self, t: i64) {
+        let c = self.plan.composite as i64;
+        self.period_start = t.div_euclid(c) * c;
+        let off = (t - self.period_start) as u64;
+        self.edge_i = self.plan.edges.partition_point(|&e| e <= off);
+        if self.edge_i == self.plan.edges.len() {
+            self.edge_i = 0;
+            self.period_start += c;
+        }
+        self.agg.bulk_evict(self.agg.len());
+        self.cum.clear();
+        self.base = self.total;
+    }
+
+    /// Close the partial at the next edge and answer the queries firing there.
+    fn close_edge(&mut self, em: &mut [(OutBuilder<M::Out>, Vec<i64>, Vec<i64>)]) {
+        let edge = self.next_edge();
+        let p = std::mem::replace(&mut self.cur, M::identity());
+        self.agg.insert(p);
+        let c = std::mem::take(&mut self.cur_count);
+        self.total = (self.total.0 + c.0, self.total.1 + c.1);
+        self.cum.push_back(self.total);
+        while self.agg.len() > self.plan.w_size {
+            self.agg.evict();
+            self.base = self.cum.pop_front().unwrap_or(self.base);
+        }
+        for f in 0..self.plan.fires[self.edge_i].len() {
+            let fire = self.plan.fires[self.edge_i][f];
+            let k = fire.partials.min(self.cum.len());
+            let before = if k == self.cum.len() { self.base } else { self.cum[self.cum.len() - 1 - k] };
+            let (rows, valid) = (self.total.0 - before.0, self.total.1 - before.1);
+            if rows == 0 {
+                continue; // Spark emits only windows that hold a row
+            }
+            let spec = &self.specs[fire.query];
+            let a = self.agg.query_last(fire.partials);
+            let ok = spec.min_periods == 0 || valid >= spec.min_periods;
+            let (b, st, en) = &mut em[fire.query];
+            b.push(if ok { M::lower(&a) } else { None });
+            st.push(edge - spec.range);
+            en.push(edge);
+        }
+        self.edge_i += 1;
+        if self.edge_i == self.plan.edges.len() {
+            self.edge_i = 0;
+            self.period_start += self.plan.composite as i64;
+        }
+    }
+
+    /// Close every edge at or before `t`.
+    fn advance_to(&mut self, t: i64, em: &mut [(OutBuilder<M::Out>, Vec<i64>, Vec<i64>)]) {
+        while self.next_edge() <= t {
+            if self.rows_in_window() == 0 && self.cur_count.0 == 0 {
+                self.jump_to(t);
+                return;
+            }
+            self.close_edge(em);
+        }
+    }
+
+    fn emitted(&self) -> Vec<(OutBuilder<M::Out>, Vec<i64>, Vec<i64>)> {
+        (0..self.specs.len()).map(|_| (OutBuilder::with_capacity(16), Vec::new(), Vec::new())).collect()
+    }
+
+    fn restore(&mut self, inp: &mut &[u8]) -> Result<()> {
+        self.period_start = i64::decode(inp)?;
+        self.edge_i = usize::decode(inp)?;
+        self.last_ts = Option::<i64>::decode(inp)?;
+        self.flushed = bool::decode(inp)?;
+        self.cur = M::Agg::decode(inp)?;
+        self.cur_count = <(u64, u64)>::decode(inp)?;
+        self.total = <(u64, u64)>::decode(inp)?;
+        self.base = <(u64, u64)>::decode(inp)?;
+        let cum = Vec::<(u64, u64)>::decode(inp)?;
+        let parts = Vec::<M::Agg>::decode(inp)?;
+        if cum.len() != parts.len() || self.edge_i >= self.plan.edges.len() {
+            return Err(Error::Corrupt("checkpoint does not match these queries".into()));
+        }
+        self.cum = cum.into();
+        self.agg.bulk_insert(&parts);
+        Ok(())
+    }
+}
+
+fn finish<O: ToArrow>(em: Vec<(OutBuilder<O>, Vec<i64>, Vec<i64>)>) -> Vec<WindowBatch> {
+    em.into_iter().map(|(b, start, end)| WindowBatch { start, end, values: b.finish() }).collect()
+}
+
+impl<M, A> TimeWindowOp for TimeWindow<M, A>
+where
+    M: AggOp,
+    M::In: FromArrow,
+    M::Out: ToArrow,
+    A: FifoAggregator<M>,
+{
+    fn push(&mut self, values: &dyn Array, ts: &dyn Array) -> Result<Vec<WindowBatch>> {
+        if self.flushed {
+            return invalid!("this stream was flushed (end of stream); create a new one to push more rows");
+        }
+        let col = <M::In as FromArrow>::column(values)?;
+        let tcol = i64::column(ts)?;
+        if tcol.len() != col.len() {
+            return invalid!("time column has {} rows, value column {}", tcol.len(), col.len());
+        }
+        check_order(&tcol, self.last_ts)?;
+        let mut em = self.emitted();
+        for (i, &t) in tcol.values.iter().enumerate() {
+            if self.last_ts.is_none() {
+                self.jump_to(t);
+            }
+            self.last_ts = Some(t);
+            if t >= self.next_edge() {
+                self.advance_to(t, &mut em);
+            }
+            self.cur_count.0 += 1;
+            if col.is_valid(i) {
+                M::combine_into(&mut self.cur, &M::lift(col.values[i], t));
+                self.cur_count.1 += 1;
+            }
+        }
+        Ok(finish(em))
+    }
+
+    fn flush(&mut self) -> Result<Vec<WindowBatch>> {
+        let mut em = self.emitted();
+        if !self.flushed && self.last_ts.is_some() {
+            while self.cur_count.0 > 0 || self.rows_in_window() > 0 {
+                self.close_edge(&mut em);
+            }
+        }
+        self.flushed = true;
+        Ok(finish(em))
+    }
+
+    fn save(&self, out: &mut Vec<u8>) {
+        self.period_start.encode(out);
+        self.edge_i.encode(out);
+        self.last_ts.encode(out);
+        self.flushed.encode(out);
+        self.cur.encode(out);
+        self.cur_count.encode(out);
+        self.total.encode(out);
+        self.base.encode(out);
+        self.cum.iter().copied().collect::<Vec<_>>().encode(out);
+        self.agg.contents().encode(out);
+    }
+
+    fn out_type(&self) -> DataType {
+        M::Out::data_type()
+    }
+}
+
+/// Per-row time rolling (pandas `rolling("5s")` semantics, see the module
+/// docs): `ts` non-decreasing, `range > 0` in the timestamps' unit.
+pub fn rolling_time_dyn(
+    values: &dyn Array,
+    ts: &dyn Array,
+    range: i64,
+    agg: AggKind,
+    min_periods: Option<usize>,
+    algo: Algorithm,
+) -> Result<ArrayRef> {
+    if range <= 0 {
+        return invalid!("time window must be positive, got {range}");
+    }
+    let tcol = i64::column(ts)?;
+    if tcol.len() != values.len() {
+        return invalid!("timestamps have {} rows, values {}", tcol.len(), values.len());
+    }
+    check_order(&tcol, None)?;
+    let dtype = DType::of(values.data_type())?;
+    crate::with_dtype!(dtype, |T| {
+        let col = <T as FromArrow>::column(values)?;
+        crate::with_op!(agg, T, |Op| rolling_time_op::<Op>(&col, tcol.values, range, min_periods.unwrap_or(0), algo))
+    })
+}
+
+fn rolling_time_op<M>(col: &Column<M::In>, ts: &[i64], range: i64, min_periods: usize, algo: Algorithm) -> Result<ArrayRef>
+where
+    M: AggOp,
+    M::Out: ToArrow,
+{
+    let algo = algo.resolve::<M>();
+    algo.check::<M>()?;
+    crate::with_fifo!(algo, M, rolling_time_with(col, ts, range, min_periods))
+}
+
+fn rolling_time_with<M, A>(col: &Column<M::In>, ts: &[i64], range: i64, min_periods: usize) -> Result<ArrayRef>
+where
+    M: AggOp,
+    M::Out: ToArrow,
+    A: FifoAggregator<M> + New,
+{
+    let mut agg = A::new_with_capacity(64)?;
+    let mut out = OutBuilder::<M::Out>::with_capacity(col.len());
+    let (mut oldest, mut valid) = (0usize, 0usize);
+    for i in 0..col.len() {
+        while oldest < i && ts[oldest] <= ts[i].saturating_sub(range) {
+            agg.evict();
+            valid -= col.is_valid(oldest) as usize;
+            oldest += 1;
+        }
+        if col.is_valid(i) {
+            agg.insert(M::lift(col.values[i], i as i64));
+            valid += 1;
+        } else {
+            agg.insert(M::identity());
+        }
+        let a = agg.query();
+        out.push(if min_periods == 0 || valid >= min_periods { M::lower(&a) } else { None });
+    }
+    Ok(out.finish())
+}

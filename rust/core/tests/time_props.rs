@@ -1,0 +1,134 @@
+//! Time windows equal a naive Spark-style `groupBy(window(ts, range, slide))`
+//! computed here by brute force, for random ranges, slides, gaps, duplicate
+//! timestamps, several queries sharing a plan and random batch splits; per-row
+//! time rolling equals a brute-force pandas-style window.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, Float64Array, Int64Array};
+use proptest::prelude::*;
+use slidewise_core::engine::{AggKind, DType};
+use slidewise_core::fifo::Algorithm;
+use slidewise_core::time_window::{build_time, rolling_time_dyn, TimeSpec};
+
+fn rows() -> impl Strategy<Value = Vec<(i64, Option<f64>)>> {
+    prop::collection::vec(
+        (
+            prop_oneof![6 => 0i64..3, 2 => 3i64..20, 1 => Just(200i64)],
+            prop_oneof![8 => (-30i32..30).prop_map(|x| Some(x as f64)), 1 => Just(None)],
+        ),
+        0..150,
+    )
+    .prop_map(|v| {
+        // deltas -> non-decreasing times starting anywhere (also negative)
+        let mut t = -37i64;
+        v.into_iter().map(|(d, x)| { t += d; (t, x) }).collect()
+    })
+}
+
+/// Brute force: every window [start, start + range) with start a multiple of
+/// slide that holds a row -> max and count of its non-null values.
+fn naive(rows: &[(i64, Option<f64>)], range: i64, slide: i64) -> BTreeMap<(i64, i64), (Option<f64>, usize)> {
+    let mut out = BTreeMap::new();
+    for &(t, _) in rows {
+        // starts s with s <= t < s + range, s multiple of slide
+        let mut s = t.div_euclid(slide) * slide;
+        while s > t - range {
+            out.entry((s, s + range)).or_insert((None, 0));
+            s -= slide;
+        }
+    }
+    for (&(s, e), v) in out.iter_mut() {
+        for &(t, x) in rows {
+            if t >= s && t < e {
+                if let Some(x) = x {
+                    v.0 = Some(v.0.map_or(x, |m: f64| m.max(x)));
+                    v.1 += 1;
+                }
+            }
+        }
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn time_windows_equal_brute_force(
+        rows in rows(),
+        qs in prop::collection::vec((1i64..30, 1i64..12), 1..4),
+        mut cuts in prop::collection::vec(0usize..150, 0..4),
+        algo in prop::sample::select(vec![Algorithm::TwoStacks, Algorithm::FlatFit, Algorithm::Recalc, Algorithm::Daba]),
+    ) {
+        cuts.sort();
+        for agg in [AggKind::Max, AggKind::Count] {
+            let specs: Vec<TimeSpec> = qs.iter().map(|&(range, slide)| TimeSpec { agg, range, slide, min_periods: 0 }).collect();
+            let mut w = build_time(&specs, DType::F64, algo).unwrap();
+            let mut got: Vec<BTreeMap<(i64, i64), ArrayRef>> = vec![BTreeMap::new(); specs.len()];
+            let mut prev = 0;
+            let mut batches = Vec::new();
+            for &c in cuts.iter().chain(std::iter::once(&rows.len())) {
+                let c = c.clamp(prev, rows.len());
+                let ts: ArrayRef = Arc::new(Int64Array::from(rows[prev..c].iter().map(|r| r.0).collect::<Vec<_>>()));
+                let vs: ArrayRef = Arc::new(Float64Array::from(rows[prev..c].iter().map(|r| r.1).collect::<Vec<_>>()));
+                batches.push(w.push(vs.as_ref(), ts.as_ref()).unwrap());
+                prev = c;
+            }
+            batches.push(w.flush().unwrap());
+            for b in batches {
+                for (q, wb) in b.into_iter().enumerate() {
+                    for i in 0..wb.start.len() {
+                        let key = (wb.start[i], wb.end[i]);
+                        prop_assert!(!got[q].contains_key(&key), "window {:?} emitted twice", key);
+                        got[q].insert(key, wb.values.slice(i, 1));
+                    }
+                }
+            }
+            for (q, &(range, slide)) in qs.iter().enumerate() {
+                let want = naive(&rows, range, slide);
+                prop_assert_eq!(got[q].keys().collect::<Vec<_>>(), want.keys().collect::<Vec<_>>(), "range {} slide {}", range, slide);
+                for (k, (mx, n)) in &want {
+                    let a = &got[q][k];
+                    match agg {
+                        AggKind::Max => {
+                            let a = a.as_any().downcast_ref::<Float64Array>().unwrap();
+                            prop_assert_eq!(a.is_valid(0).then(|| a.value(0)), *mx, "window {:?}", k);
+                        }
+                        _ => {
+                            let a = a.as_any().downcast_ref::<Int64Array>().unwrap();
+                            prop_assert_eq!(a.value(0), *n as i64);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn time_rolling_equals_brute_force(rows in rows(), range in 1i64..40) {
+        let ts: ArrayRef = Arc::new(Int64Array::from(rows.iter().map(|r| r.0).collect::<Vec<_>>()));
+        let vs: ArrayRef = Arc::new(Float64Array::from(rows.iter().map(|r| r.1).collect::<Vec<_>>()));
+        let out = rolling_time_dyn(vs.as_ref(), ts.as_ref(), range, AggKind::Sum, None, Algorithm::Auto).unwrap();
+        let out = out.as_any().downcast_ref::<Float64Array>().unwrap();
+        for i in 0..rows.len() {
+            let xs: Vec<f64> = (0..=i).filter(|&j| rows[j].0 > rows[i].0 - range).filter_map(|j| rows[j].1).collect();
+            let want = (!xs.is_empty()).then(|| xs.iter().sum::<f64>());
+            prop_assert_eq!(out.is_valid(i).then(|| out.value(i)), want, "row {}", i);
+        }
+    }
+}
+
+#[test]
+fn out_of_order_rows_are_refused_naming_the_row() {
+    let ts: ArrayRef = Arc::new(Int64Array::from(vec![5, 7, 6]));
+    let vs: ArrayRef = Arc::new(Float64Array::from(vec![1.0, 2.0, 3.0]));
+    let e = rolling_time_dyn(vs.as_ref(), ts.as_ref(), 3, AggKind::Sum, None, Algorithm::Auto).unwrap_err();
+    assert!(e.to_string().contains("row 2"), "{e}");
+    let mut w = build_time(&[TimeSpec { agg: AggKind::Sum, range: 10, slide: 5, min_periods: 0 }], DType::F64, Algorithm::Auto).unwrap();
+    w.push(vs.slice(0, 2).as_ref(), ts.slice(0, 2).as_ref()).unwrap();
+    let late: ArrayRef = Arc::new(Int64Array::from(vec![6]));
+    let e = w.push(vs.slice(2, 1).as_ref(), late.as_ref()).unwrap_err();
+    assert!(e.to_string().contains("non-decreasing"), "{e}");
+}
