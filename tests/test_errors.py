@@ -95,6 +95,11 @@ def test_the_extension_validates_too():
     a = pa.array([1.0, 2.0])
     with pytest.raises(ValueError, match="window must be a positive"):
         _slidewise.rolling(a, 0, "sum")
+    assert _slidewise.rolling(a, 10**15, "sum").to_pylist() == [1.0, 3.0]
+    out = _slidewise.rolling(a, 10**15, "argmax", 10)
+    assert out.type == pa.int64() and out.to_pylist() == [None, None]
+    with pytest.raises(ValueError, match=r"min_periods \(3\) must be <= window \(2\)"):
+        _slidewise.rolling(a, 2, "sum", 3)
     with pytest.raises(ValueError, match="min_periods must be >= 0"):
         _slidewise.rolling(a, 2, "sum", -1)
     with pytest.raises(TypeError, match="unsupported value dtype"):

@@ -31,15 +31,9 @@ __all__ = ["rolling", "rolling_many", "Query", "Stream", "aggregators", "AGGS", 
 
 
 def _rolling_array(arr: pa.Array, window: int, agg: str, min_periods: Optional[int], algorithm: str) -> pa.Array:
-    n = len(arr)
-    # A window longer than the data is the whole prefix: cap it so no
-    # algorithm sizes its buffers from an arbitrary user number.
-    w = min(window, max(n, 1))
-    if min_periods is not None and min_periods > w:
-        # Never enough values: all null, of the type the aggregate has.
-        out = _slidewise.rolling(arr.slice(0, 0), w, agg, None, algorithm)
-        return pa.nulls(n, out.type)
-    return _slidewise.rolling(arr, w, agg, min_periods, algorithm)
+    # The extension caps a window longer than the data and answers an
+    # unreachable min_periods with nulls of the aggregate's type.
+    return _slidewise.rolling(arr, window, agg, min_periods, algorithm)
 
 
 def rolling(

@@ -68,8 +68,23 @@ fn rolling<'py>(
     let mp = min_periods.map(|m| nonneg("min_periods", m)).transpose()?;
     let agg = core(AggKind::parse(agg))?;
     let algo = parse_algo(algorithm)?;
+    if let Some(m) = mp {
+        if m > window as u64 {
+            return Err(PyValueError::new_err(format!("min_periods ({m}) must be <= window ({window})")));
+        }
+    }
     let arr = values.array().clone();
-    let out = py.detach(|| slidewise_core::rolling::rolling_dyn(arr.as_ref(), window as usize, agg, mp.map(|m| m as usize), algo));
+    let n = arr.len();
+    // A window longer than the data is the whole prefix: cap it so no
+    // algorithm sizes its buffers from an arbitrary user number.
+    let w = (window as u64).min(n.max(1) as u64) as usize;
+    let mp = mp.map(|m| m as usize);
+    let out = py.detach(|| match mp {
+        // Never enough values: all null, of the type the aggregate has.
+        Some(m) if m > w => slidewise_core::rolling::rolling_dyn(arr.slice(0, 0).as_ref(), w, agg, None, algo)
+            .map(|empty| arrow_array::new_null_array(empty.data_type(), n)),
+        _ => slidewise_core::rolling::rolling_dyn(arr.as_ref(), w, agg, mp, algo),
+    });
     to_pyarrow(py, core(out)?)
 }
 
