@@ -1,0 +1,92 @@
+"""slidewise: incremental sliding-window aggregation over Arrow data.
+
+>>> import slidewise as sw
+>>> sw.rolling([1, 5, 2, 4], 2, "max").to_pylist()
+[1, 5, 5, 4]
+
+* :func:`rolling` / :func:`rolling_many`: per-row rolling aggregates of a column.
+* :class:`Query` and :class:`Stream`: count-window continuous queries over a
+  stream of Arrow batches, picklable mid-stream.
+* :mod:`slidewise.aggregators`: the FIFO final aggregators of the papers
+  (Recalc, SoE, TwoStacks, DABA, FlatFAT, BInt, FlatFIT, SlideSide).
+
+Inputs are anything speaking the Arrow PyCapsule interface, numpy arrays or
+lists; outputs are pyarrow objects. The GIL is released while Rust computes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional
+
+import pyarrow as pa
+
+from . import _arrow, _slidewise, aggregators
+from ._arrow import AGGS, ALGORITHMS, DTYPES
+from ._stream import Query, Stream
+
+__version__: str = _slidewise.__version__
+
+__all__ = ["rolling", "rolling_many", "Query", "Stream", "aggregators", "AGGS", "ALGORITHMS", "DTYPES",
+           "__version__"]
+
+
+def _rolling_array(arr: pa.Array, window: int, agg: str, min_periods: Optional[int], algorithm: str) -> pa.Array:
+    # The extension caps a window longer than the data and answers an
+    # unreachable min_periods with nulls of the aggregate's type.
+    return _slidewise.rolling(arr, window, agg, min_periods, algorithm)
+
+
+def rolling(
+    values: Any,
+    window: int,
+    agg: str = "sum",
+    *,
+    timestamps: Any = None,
+    min_periods: Optional[int] = None,
+    algorithm: str = "auto",
+) -> pa.Array:
+    """Per-row rolling aggregate: row ``i`` gets ``agg`` over rows
+    ``(i - window, i]`` (fewer at the start, as Spark's ``ROWS BETWEEN
+    window-1 PRECEDING AND CURRENT ROW``). Nulls are skipped;
+    ``min_periods=k`` gives null where fewer than ``k`` non-null values are in
+    the window (pandas). ``argmax``/``argmin`` give the absolute row index of
+    the extreme, ties to the oldest.
+
+    ``values``: pyarrow Array/ChunkedArray, polars Series, numpy array (masked
+    entries are nulls), list, or any ``__arrow_c_array__``/``__arrow_c_stream__``
+    object of int32/int64/float32/float64 (narrower numeric types are widened;
+    a multi-chunk input is concatenated once).
+    """
+    if timestamps is not None:
+        raise NotImplementedError("time-based rolling (timestamps=...) is not implemented yet; pass a row count")
+    w = _arrow.positive_int("window", window)
+    agg = _arrow.check_agg(agg)
+    algorithm = _arrow.check_algorithm(algorithm)
+    mp = _arrow.min_periods_int(min_periods, w, "window")
+    return _rolling_array(_arrow.values_array(values), w, agg, mp, algorithm)
+
+
+def rolling_many(
+    values: Any,
+    windows: Iterable[int],
+    agg: str = "sum",
+    *,
+    min_periods: Optional[int] = None,
+    algorithm: str = "auto",
+) -> pa.Table:
+    """:func:`rolling` for several window lengths over the same column: a
+    table with one column ``f"{agg}_{window}"`` per window.
+
+    (Currently one pass per window; a shared multi-query plan comes later.)
+    """
+    agg = _arrow.check_agg(agg)
+    algorithm = _arrow.check_algorithm(algorithm)
+    ws = [_arrow.positive_int("window", w) for w in windows]
+    if not ws:
+        raise ValueError("rolling_many needs at least one window")
+    if len(set(ws)) != len(ws):
+        raise ValueError(f"windows must be distinct, got {ws}")
+    mps = [_arrow.min_periods_int(min_periods, w, "window") for w in ws]
+    arr = _arrow.values_array(values)
+    cols = [_rolling_array(arr, w, agg, mp, algorithm) for w, mp in zip(ws, mps)]
+    return pa.Table.from_arrays(cols, names=[f"{agg}_{w}" for w in ws])

@@ -1,0 +1,187 @@
+"""Input normalisation: turn what users pass into one pyarrow.Array of a dtype
+the Rust core aggregates, copying only where Arrow needs it.
+
+Copies happen in exactly these cases (everything else is zero-copy):
+* a ChunkedArray (or an ``__arrow_c_stream__`` object) with more than one
+  chunk is concatenated (``combine_chunks``), because the core scans one
+  contiguous buffer;
+* narrow types are widened: int8/int16/uint8/uint16 -> int32,
+  uint32 -> int64, float16 -> float32;
+* numpy arrays that are not contiguous, Python lists, and masked arrays
+  (which become nulls) are converted by pyarrow.
+"""
+
+from __future__ import annotations
+
+import datetime
+import operator
+from collections.abc import Mapping
+from typing import Any, Optional
+
+import numpy as np
+import pyarrow as pa
+
+from . import _slidewise
+
+DTYPES = tuple(_slidewise.DTYPES)
+AGGS = tuple(_slidewise.AGGS)
+ALGORITHMS = ("auto",) + tuple(_slidewise.ALGORITHMS)
+
+_ACCEPTED = {pa.int32(), pa.int64(), pa.float32(), pa.float64()}
+_WIDEN = {
+    pa.int8(): pa.int32(),
+    pa.int16(): pa.int32(),
+    pa.uint8(): pa.int32(),
+    pa.uint16(): pa.int32(),
+    pa.uint32(): pa.int64(),
+    pa.float16(): pa.float32(),
+}
+_DTYPE_ALIASES = {"double": "float64", "float": "float32", "f64": "float64", "f32": "float32",
+                  "i64": "int64", "i32": "int32"}
+_ACCEPTED_MSG = "int32, int64, float32 and float64 (int8/int16/uint8/uint16/uint32/float16 are widened)"
+
+
+def _combine(ca: pa.ChunkedArray) -> pa.Array:
+    if ca.num_chunks == 1:
+        return ca.chunk(0)
+    if ca.num_chunks == 0:
+        return pa.array([], type=ca.type)
+    return ca.combine_chunks()  # one copy: the core scans a contiguous buffer
+
+
+def to_arrow(obj: Any, what: str = "values") -> pa.Array:
+    """Any array-like -> pyarrow.Array (no dtype check)."""
+    try:
+        if isinstance(obj, pa.Array):
+            return obj
+        if isinstance(obj, pa.ChunkedArray):
+            return _combine(obj)
+        if isinstance(obj, np.ma.MaskedArray):
+            mask = np.ma.getmaskarray(obj)
+            data = np.ma.getdata(obj)
+            if data.ndim != 1:
+                raise ValueError(f"{what} must be one-dimensional, got shape {data.shape}")
+            return pa.array(data, mask=mask if mask.any() else None)
+        if isinstance(obj, np.ndarray):
+            if obj.ndim != 1:
+                raise ValueError(f"{what} must be one-dimensional, got shape {obj.shape}")
+            return pa.array(obj)
+        if hasattr(obj, "__arrow_c_array__"):
+            return pa.array(obj)
+        if hasattr(obj, "__arrow_c_stream__"):
+            return _combine(pa.chunked_array(obj))
+        if isinstance(obj, (list, tuple, range)):
+            return pa.array(obj)
+        if hasattr(obj, "__array__"):
+            return to_arrow(np.asarray(obj), what)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        raise TypeError(f"cannot read {what} as an Arrow array: {e}") from None
+    raise TypeError(
+        f"{what} must be a pyarrow Array/ChunkedArray, an object with __arrow_c_array__ or "
+        f"__arrow_c_stream__ (polars Series, ...), a numpy array or a list; got {type(obj).__name__}"
+    )
+
+
+def check_dtype(arr: pa.Array, what: str = "values") -> pa.Array:
+    """Widen narrow numeric types; reject what the core cannot aggregate."""
+    t = arr.type
+    if t in _ACCEPTED:
+        return arr
+    if t in _WIDEN:
+        return arr.cast(_WIDEN[t])
+    if pa.types.is_null(t):
+        # An empty list or an all-None list has no type: read it as float64.
+        return pa.nulls(len(arr), pa.float64())
+    raise TypeError(f"unsupported {what} dtype {t}; slidewise aggregates {_ACCEPTED_MSG}; cast the column first")
+
+
+def values_array(obj: Any, what: str = "values") -> pa.Array:
+    return check_dtype(to_arrow(obj, what), what)
+
+
+def dtype_name(dtype: Any) -> str:
+    """'float64', np.float64, np.dtype('f8'), pa.float64() -> 'float64'."""
+    if isinstance(dtype, pa.DataType):
+        name = str(dtype)
+    elif isinstance(dtype, str):
+        name = dtype
+    else:
+        try:
+            name = str(np.dtype(dtype))
+        except TypeError:
+            raise TypeError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}") from None
+    name = _DTYPE_ALIASES.get(name, name)
+    if name not in DTYPES:
+        raise TypeError(f"unsupported dtype {name!r}; expected one of {', '.join(DTYPES)}")
+    return name
+
+
+def positive_int(what: str, v: Any) -> int:
+    """A positive row count; time spans are for later, other things are wrong."""
+    if isinstance(v, (str, datetime.timedelta, np.timedelta64)):
+        raise NotImplementedError(
+            f"time-based {what} ({v!r}) is not implemented yet; pass a number of rows"
+        )
+    if isinstance(v, (bool, np.bool_)):
+        raise ValueError(f"{what} must be a positive integer number of rows, got {v!r}")
+    try:
+        n = operator.index(v)
+    except TypeError:
+        raise ValueError(f"{what} must be a positive integer number of rows, got {v!r}") from None
+    if n <= 0:
+        raise ValueError(f"{what} must be a positive integer number of rows, got {n}")
+    return n
+
+
+def min_periods_int(min_periods: Any, limit: int, limit_name: str) -> Optional[int]:
+    if min_periods is None:
+        return None
+    if isinstance(min_periods, (bool, np.bool_)):
+        raise ValueError(f"min_periods must be a non-negative integer, got {min_periods!r}")
+    try:
+        m = operator.index(min_periods)
+    except TypeError:
+        raise ValueError(f"min_periods must be a non-negative integer, got {min_periods!r}") from None
+    if m < 0:
+        raise ValueError(f"min_periods must be a non-negative integer, got {m}")
+    if m > limit:
+        raise ValueError(f"min_periods ({m}) must be <= {limit_name} ({limit})")
+    return m
+
+
+def check_agg(agg: Any) -> str:
+    if not isinstance(agg, str) or agg not in AGGS:
+        raise ValueError(f"unknown agg {agg!r}; expected one of {', '.join(AGGS)}")
+    return agg
+
+
+def check_algorithm(algorithm: Any) -> str:
+    if algorithm == "cbix":
+        raise ValueError(
+            "algorithm 'cbix' is for out-of-order streams and is not available for FIFO windows yet; "
+            f"expected one of {', '.join(ALGORITHMS)}"
+        )
+    if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
+    return algorithm
+
+
+def column(batch: Any, name: str) -> Any:
+    """Column `name` of a RecordBatch, Table, dict of arrays, polars
+    DataFrame or any ``__arrow_c_stream__`` / ``__arrow_c_array__`` table."""
+    if isinstance(batch, (pa.RecordBatch, pa.Table)):
+        if name not in batch.schema.names:
+            raise ValueError(f"the batch has no column {name!r}; its columns are {batch.schema.names}")
+        return batch.column(name)
+    if isinstance(batch, Mapping):
+        if name not in batch:
+            raise ValueError(f"the batch has no column {name!r}; its columns are {list(batch.keys())}")
+        return batch[name]
+    if hasattr(batch, "__arrow_c_stream__"):
+        return column(pa.table(batch), name)
+    if hasattr(batch, "__arrow_c_array__"):
+        return column(pa.record_batch(batch), name)
+    raise TypeError(
+        "a batch must be a pyarrow RecordBatch or Table, a dict of arrays, a polars DataFrame or an "
+        f"object with __arrow_c_stream__; got {type(batch).__name__}"
+    )

@@ -1,0 +1,207 @@
+"""Continuous count-window queries over a stream of batches."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List, Optional, Union
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import _arrow, _slidewise
+
+_ARG_AGGS = ("argmax", "argmin")
+_STATE_VERSION = 1
+
+
+class Query:
+    """An aggregate continuous query: after every ``slide`` rows, ``agg`` over
+    the last ``range`` rows (fewer at the start of the stream).
+
+    ``min_periods=k`` gives null where fewer than ``k`` non-null values are in
+    the window. ``arg="col"`` (argmax/argmin only) reports the value of column
+    ``col`` at the extreme row instead of its position.
+    """
+
+    def __init__(
+        self,
+        agg: str,
+        range: int,
+        slide: int = 1,
+        *,
+        name: Optional[str] = None,
+        min_periods: Optional[int] = None,
+        arg: Optional[str] = None,
+    ) -> None:
+        self.agg = _arrow.check_agg(agg)
+        self.range = _arrow.positive_int("range", range)
+        self.slide = _arrow.positive_int("slide", slide)
+        self.min_periods = _arrow.min_periods_int(min_periods, self.range, "range")
+        if arg is not None:
+            if self.agg not in _ARG_AGGS:
+                raise ValueError(f"arg= is only meaningful for argmax/argmin, not {self.agg!r}")
+            if not isinstance(arg, str):
+                raise ValueError(f"arg must be a column name, got {arg!r}")
+        self.arg = arg
+        if name is None:
+            name = f"{agg}_{self.range}_{self.slide}"
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a query name must be a non-empty string, got {name!r}")
+        self.name = name
+
+    def _spec(self):
+        return (self.agg, self.range, self.slide, self.min_periods)
+
+    def __repr__(self) -> str:
+        extra = "".join(
+            f", {k}={v!r}" for k, v in (("min_periods", self.min_periods), ("arg", self.arg)) if v is not None
+        )
+        return f"Query({self.agg!r}, range={self.range}, slide={self.slide}, name={self.name!r}{extra})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Query) and vars(self) == vars(other)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self._spec(), self.arg))
+
+
+class Stream:
+    """Several count-window queries over one value column; push batches,
+    get back the windows each batch completes. Results do not depend on how
+    the stream is cut into batches. Picklable at any point (a checkpoint).
+    """
+
+    def __init__(
+        self,
+        queries: Union[Query, Iterable[Query]],
+        value: str = "v",
+        time: Optional[str] = None,
+        key: Optional[str] = None,
+        lateness: Any = 0,
+        algorithm: str = "auto",
+    ) -> None:
+        if time is not None:
+            raise NotImplementedError("time windows (time=...) are not implemented yet; only count windows are")
+        if key is not None:
+            raise NotImplementedError("keyed streams (key=...) are not implemented yet")
+        if lateness not in (0, None):
+            raise NotImplementedError("out-of-order streams (lateness=...) are not implemented yet")
+        if isinstance(queries, Query):
+            queries = [queries]
+        queries = list(queries)
+        if not queries:
+            raise ValueError("a Stream needs at least one Query")
+        for q in queries:
+            if not isinstance(q, Query):
+                raise TypeError(f"queries must be slidewise.Query objects, got {type(q).__name__}")
+        names = [q.name for q in queries]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"query names must be unique; repeated: {dup} (pass name=...)")
+        if not isinstance(value, str):
+            raise ValueError(f"value must be a column name, got {value!r}")
+        self._queries: List[Query] = queries
+        self._value = value
+        self._algorithm = _arrow.check_algorithm(algorithm)
+        # Build once now so that an algorithm the operations cannot run
+        # (soe with max, ...) fails here, not at the first push.
+        _slidewise.CountStream(self._specs(), "float64", self._algorithm)
+        self._dtype: Optional[str] = None
+        self._inner: Optional[_slidewise.CountStream] = None
+
+    # -- public -------------------------------------------------------------
+
+    @property
+    def queries(self) -> List[Query]:
+        return list(self._queries)
+
+    @property
+    def rows_seen(self) -> int:
+        return 0 if self._inner is None else self._inner.rows_seen()
+
+    def push(self, batch: Any) -> Dict[str, pa.Table]:
+        """Feed one batch (RecordBatch, Table, dict of arrays, polars
+        DataFrame, any ``__arrow_c_stream__`` object); returns, per query
+        name, a table (window_start, window_end, value) of the windows this
+        batch completed."""
+        values = _arrow.values_array(_arrow.column(batch, self._value), f"column {self._value!r}")
+        inner = self._ensure(str(values.type))
+        if str(values.type) != self._dtype:
+            values = self._cast(values)
+        args = None
+        if any(q.arg for q in self._queries):
+            args = [self._arg(batch, q.arg, values) if q.arg else None for q in self._queries]
+        return self._tables(inner.push(values, args))
+
+    def flush(self) -> Dict[str, pa.Table]:
+        """End of stream: the last, partial window of each query (the rows
+        after the last slide edge, with window_end = rows seen). Pushing
+        after a flush is an error."""
+        return self._tables(self._ensure("float64").flush())
+
+    def __repr__(self) -> str:
+        return f"Stream({self._queries!r}, value={self._value!r}, algorithm={self._algorithm!r})"
+
+    # -- pickle -------------------------------------------------------------
+
+    def __getstate__(self) -> dict:
+        return {
+            "version": _STATE_VERSION,
+            "queries": self._queries,
+            "value": self._value,
+            "algorithm": self._algorithm,
+            "dtype": self._dtype,
+            "state": None if self._inner is None else self._inner.save(),
+        }
+
+    def __setstate__(self, st: dict) -> None:
+        if st.get("version") != _STATE_VERSION:
+            raise ValueError(f"cannot restore a slidewise Stream saved with state version {st.get('version')!r}")
+        self._queries = st["queries"]
+        self._value = st["value"]
+        self._algorithm = st["algorithm"]
+        self._dtype = st["dtype"]
+        self._inner = None
+        if st["state"] is not None:
+            self._inner = _slidewise.CountStream.load(self._specs(), self._dtype, self._algorithm, st["state"])
+
+    # -- internals ----------------------------------------------------------
+
+    def _specs(self):
+        return [q._spec() for q in self._queries]
+
+    def _ensure(self, dtype: str) -> "_slidewise.CountStream":
+        # The value dtype is fixed by the first batch.
+        if self._inner is None:
+            self._dtype = dtype
+            self._inner = _slidewise.CountStream(self._specs(), dtype, self._algorithm)
+        return self._inner
+
+    def _cast(self, values: pa.Array) -> pa.Array:
+        try:
+            return values.cast(self._dtype, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            raise TypeError(
+                f"this stream's value column is {self._dtype} (fixed by its first batch); "
+                f"cannot cast a {values.type} batch to it without loss"
+            ) from None
+
+    def _arg(self, batch: Any, name: str, values: pa.Array) -> pa.Array:
+        a = _arrow.to_arrow(_arrow.column(batch, name), f"column {name!r}")
+        if not (pa.types.is_integer(a.type) or pa.types.is_null(a.type)):
+            raise TypeError(f"arg column {name!r} must hold integers, got {a.type}")
+        try:
+            a = a.cast(pa.int64(), safe=True)
+        except pa.ArrowInvalid:
+            raise ValueError(f"arg column {name!r} holds values outside int64") from None
+        if a.null_count:
+            # A null argument is only a problem where the value is counted.
+            if pc.any(pc.and_(values.is_valid(), a.is_null())).as_py():
+                raise ValueError(f"arg column {name!r} is null where {self._value!r} is not")
+            a = a.fill_null(0)
+        return a
+
+    def _tables(self, results) -> Dict[str, pa.Table]:
+        return {
+            q.name: pa.Table.from_arrays([s, e, v], names=["window_start", "window_end", "value"])
+            for q, (s, e, v) in zip(self._queries, results)
+        }

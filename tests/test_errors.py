@@ -1,0 +1,121 @@
+"""Every bad input raises a Python exception that says what was wrong."""
+
+import datetime
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import slidewise as sw
+from slidewise import _slidewise
+
+
+@pytest.mark.parametrize(
+    "values, dtype",
+    [(["a", "b"], "string"), ([True, False], "bool"), (pa.array([datetime.date(2024, 1, 1)]), "date32"),
+     (pa.array([1], pa.uint64()), "uint64"), (np.array(["2024-01-01"], dtype="datetime64[ns]"), "timestamp"),
+     (pa.array([1], pa.decimal128(5, 2)), "decimal")],
+)
+def test_wrong_dtype_is_a_type_error_naming_it(values, dtype):
+    with pytest.raises(TypeError, match=f"unsupported values dtype {dtype}.*int32, int64, float32 and float64"):
+        sw.rolling(values, 3)
+
+
+@pytest.mark.parametrize("window", [0, -1, 2.5, True, None, [3]])
+def test_bad_window_is_a_value_error(window):
+    with pytest.raises(ValueError, match="window must be a positive integer"):
+        sw.rolling([1.0], window)
+
+
+def test_argument_errors():
+    with pytest.raises(ValueError, match="unknown agg 'median'; expected one of count, sum, min, max"):
+        sw.rolling([1.0], 2, "median")
+    with pytest.raises(ValueError, match="unknown algorithm 'fast'; expected one of auto, recalc, soe"):
+        sw.rolling([1.0], 2, algorithm="fast")
+    with pytest.raises(ValueError, match="algorithm 'soe' needs an invertible aggregation, and 'max'"):
+        sw.rolling([1.0], 2, "max", algorithm="soe")
+    with pytest.raises(ValueError, match="cbix"):
+        sw.rolling([1.0], 2, algorithm="cbix")
+    with pytest.raises(ValueError, match=r"min_periods \(3\) must be <= window \(2\)"):
+        sw.rolling([1.0], 2, min_periods=3)
+    with pytest.raises(ValueError, match="min_periods must be a non-negative integer"):
+        sw.rolling([1.0], 2, min_periods=-1)
+    with pytest.raises(ValueError, match="one-dimensional"):
+        sw.rolling(np.zeros((2, 2)), 2)
+    with pytest.raises(TypeError, match="numpy array or a list; got object"):
+        sw.rolling(object(), 2)
+    with pytest.raises(TypeError, match="cannot read values"):
+        sw.rolling([1, "a"], 2)
+
+
+def test_not_yet_implemented_features():
+    with pytest.raises(NotImplementedError, match="timestamps"):
+        sw.rolling([1.0], 2, timestamps=[1])
+    with pytest.raises(NotImplementedError, match="time-based window"):
+        sw.rolling([1.0], "5m")
+    with pytest.raises(NotImplementedError, match="time-based range"):
+        sw.Query("sum", datetime.timedelta(minutes=10))
+    q = sw.Query("sum", 10)
+    with pytest.raises(NotImplementedError, match="time windows"):
+        sw.Stream([q], time="ts")
+    with pytest.raises(NotImplementedError, match="keyed"):
+        sw.Stream([q], key="k")
+    with pytest.raises(NotImplementedError, match="lateness"):
+        sw.Stream([q], lateness=5)
+
+
+def test_query_and_stream_errors():
+    with pytest.raises(ValueError, match="range must be a positive integer number of rows, got 0"):
+        sw.Query("sum", 0)
+    with pytest.raises(ValueError, match="slide must be a positive integer number of rows, got -2"):
+        sw.Query("sum", 3, -2)
+    with pytest.raises(ValueError, match="unknown agg"):
+        sw.Query("avg", 3)
+    with pytest.raises(ValueError, match=r"min_periods \(4\) must be <= range \(3\)"):
+        sw.Query("sum", 3, min_periods=4)
+    with pytest.raises(ValueError, match="arg= is only meaningful for argmax/argmin"):
+        sw.Query("max", 3, arg="id")
+    with pytest.raises(ValueError, match="soe.*max"):
+        sw.Stream([sw.Query("max", 3)], algorithm="soe")
+    with pytest.raises(ValueError, match="unique.*sum_3_1"):
+        sw.Stream([sw.Query("sum", 3), sw.Query("sum", 3)])
+    with pytest.raises(ValueError, match="at least one"):
+        sw.Stream([])
+    s = sw.Stream([sw.Query("sum", 3)], value="x")
+    with pytest.raises(ValueError, match="no column 'x'; its columns are \\['v'\\]"):
+        s.push(pa.table({"v": [1]}))
+    with pytest.raises(TypeError, match="unsupported column 'x' dtype string"):
+        s.push({"x": ["a"]})
+    with pytest.raises(TypeError, match="a batch must be"):
+        s.push(42)
+
+
+def test_the_extension_validates_too():
+    # Direct calls into the Rust module get Python errors, never a panic.
+    a = pa.array([1.0, 2.0])
+    with pytest.raises(ValueError, match="window must be a positive"):
+        _slidewise.rolling(a, 0, "sum")
+    assert _slidewise.rolling(a, 10**15, "sum").to_pylist() == [1.0, 3.0]
+    out = _slidewise.rolling(a, 10**15, "argmax", 10)
+    assert out.type == pa.int64() and out.to_pylist() == [None, None]
+    with pytest.raises(ValueError, match=r"min_periods \(3\) must be <= window \(2\)"):
+        _slidewise.rolling(a, 2, "sum", 3)
+    with pytest.raises(ValueError, match="min_periods must be >= 0"):
+        _slidewise.rolling(a, 2, "sum", -1)
+    with pytest.raises(TypeError, match="unsupported value dtype"):
+        _slidewise.rolling(pa.array(["x"]), 2, "sum")
+    with pytest.raises(ValueError, match="slide must be a positive"):
+        _slidewise.CountStream([("sum", 3, 0, None)], "float64", "auto")
+    s = _slidewise.CountStream([("sum", 3, 1, None)], "float64", "auto")
+    with pytest.raises(TypeError, match="expected a f64 column, got Int64"):
+        s.push(pa.array([1, 2]))
+    with pytest.raises(ValueError, match="argument column has 1 rows, value column 2"):
+        s.push(a, [pa.array([1])])
+    with pytest.raises(ValueError, match="args has 2 entries for 1 queries"):
+        s.push(a, [None, None])
+    with pytest.raises(ValueError, match="cannot restore slidewise state"):
+        _slidewise.CountStream.load([("sum", 3, 1, None)], "float64", "auto", b"\x01garbage")
+    with pytest.raises(ValueError, match="cannot restore"):
+        _slidewise.CountStream.load([("sum", 3, 1, None), ("max", 2, 1, None)], "float64", "auto", s.save())
+    with pytest.raises(ValueError, match="cannot restore"):
+        _slidewise.CountStream.load([("sum", 3, 1, None)], "float64", "auto", s.save()[:-3])
