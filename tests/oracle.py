@@ -84,7 +84,9 @@ def count_windows(values: Sequence, range_: int, slide: int, agg: str, min_perio
     with ``flush``, the end-of-stream window of window.rs's docs."""
     n = len(values)
     ends = [(e, e) for e in range(slide, n + 1, slide)]
-    if flush and n % slide:
+    if flush and n % slide and n - n % slide + slide - range_ < n:
+        # the next slide edge's window, cut to the rows that arrived; none
+        # when the tail lies in the gap of slide > range
         ends.append((n - n % slide + slide, n))
     out = []
     for edge, end in ends:

@@ -111,7 +111,7 @@ where
     let slides: Vec<Slide> = specs.iter().map(|s| Slide::time(s.range as u64, s.slide as u64)).collect();
     let plan = SharedPlan::build(&slides)?;
     let mut w = TimeWindow::<M, A> {
-        agg: A::new_with_capacity(plan.w_size + 1)?,
+        agg: A::new_with_capacity(crate::fifo::capacity_hint(plan.w_size + 1))?,
         specs: specs.to_vec(),
         plan,
         cum: VecDeque::new(),

@@ -218,7 +218,7 @@ impl<M: AggOp, A: FifoAggregator<M> + New> SharedWindow<M, A> {
         let slides: Vec<Slide> = specs.iter().map(|s| Slide::count(s.range, s.slide)).collect();
         let plan = SharedPlan::build(&slides)?;
         Ok(SharedWindow {
-            agg: A::new_with_capacity(plan.w_size + 1)?,
+            agg: A::new_with_capacity(crate::fifo::capacity_hint(plan.w_size + 1))?,
             specs: specs.to_vec(),
             plan,
             cum: VecDeque::new(),

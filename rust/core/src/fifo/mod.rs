@@ -185,6 +185,13 @@ macro_rules! with_fifo {
     }};
 }
 
+/// A capacity hint from a window size that may be huge (a range of 10^15
+/// rows is a valid query): algorithms grow on demand, so never pre-allocate
+/// more than this.
+pub fn capacity_hint(partials: usize) -> usize {
+    partials.min(1 << 16)
+}
+
 /// Construction from a capacity hint, shared by all algorithms so generic
 /// code can build any of them. Fails only where the algorithm cannot run
 /// the operation (SoE without an inverse).

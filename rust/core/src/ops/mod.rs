@@ -59,8 +59,16 @@ macro_rules! float_num {
             #[inline(always)]
             fn key(self) -> $bits {
                 const SIGN: $bits = 1 << (<$bits>::BITS - 1);
-                // One positive quiet NaN for all NaNs, so NaN is the largest key.
-                let b = if self.is_nan() { <$t>::NAN.to_bits() } else { self.to_bits() };
+                // One positive quiet NaN for all NaNs, so NaN is the largest
+                // key; -0.0 is 0.0 (IEEE equality, Spark, numpy), so ties
+                // between them count and resolve like any other tie.
+                let b = if self.is_nan() {
+                    <$t>::NAN.to_bits()
+                } else if self == 0.0 {
+                    0
+                } else {
+                    self.to_bits()
+                };
                 // Flip negatives entirely, set the sign bit of positives: the
                 // integer order then equals the numeric order, and 0 is unused
                 // (−inf maps above it), so 0 and MAX are free for identities.
@@ -142,11 +150,12 @@ mod tests {
 
     #[test]
     fn float_key_order_is_numeric_with_nan_on_top() {
-        let xs = [f64::NEG_INFINITY, -1e300, -1.0, -0.0, 0.0, 1e-300, 1.0, f64::INFINITY, f64::NAN, -f64::NAN];
+        let xs = [f64::NEG_INFINITY, -1e300, -1.0, 0.0, 1e-300, 1.0, f64::INFINITY, f64::NAN, -f64::NAN];
         for w in xs.windows(2).take(xs.len() - 2) {
             assert!(w[0].key() < w[1].key(), "{:?}", w);
         }
         assert_eq!(f64::NAN.key(), (-f64::NAN).key());
+        assert_eq!((-0.0f64).key(), 0.0f64.key());
         for x in xs {
             assert!(x.key() > f64::KEY_LOW && x.key() < f64::KEY_HIGH);
             let back = f64::from_key(x.key());
