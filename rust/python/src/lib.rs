@@ -18,7 +18,7 @@ use pyo3_arrow::PyArray;
 use slidewise_core::engine::{AggKind, DType, FromArrow};
 use slidewise_core::fifo::{Algorithm, FifoAggregator};
 use slidewise_core::monoid::AggOp;
-use slidewise_core::window::{self, CountSpec, CountWindowOp, WindowBatch};
+use slidewise_core::window::{self, CountSpec, SharedWindowOp, WindowBatch};
 use slidewise_core::Error;
 
 /// Core errors become Python exceptions carrying the core's message: a dtype
@@ -113,22 +113,82 @@ fn count_spec(s: &Spec) -> PyResult<CountSpec> {
     Ok(spec)
 }
 
-/// The state of several count-window queries over one value column: one
-/// `CountWindowOp` per query, each fed the same batch.
+/// The state of several count-window queries over one value column. Queries
+/// of one group (same aggregation, same argument column) share one plan:
+/// partials cut once at the union of their edges, one final aggregator
+/// (FlatFIT paper §2.3); each group is fed the same batch.
 #[pyclass(module = "slidewise._slidewise", frozen)]
 struct CountStream {
-    ops: Mutex<Vec<Box<dyn CountWindowOp>>>,
+    state: Mutex<Groups>,
+}
+
+struct Groups {
+    ops: Vec<Box<dyn SharedWindowOp>>,
+    /// Query indices of each group, in the group's order.
+    members: Vec<Vec<usize>>,
+    n_queries: usize,
+}
+
+/// Group queries by the caller's group ids (default: by aggregation).
+fn grouping(specs: &[CountSpec], groups: Option<Vec<usize>>) -> PyResult<Vec<Vec<usize>>> {
+    let ids: Vec<usize> = match groups {
+        Some(g) if g.len() == specs.len() => g,
+        Some(g) => return Err(PyValueError::new_err(format!("groups has {} entries for {} queries", g.len(), specs.len()))),
+        None => specs.iter().map(|s| s.agg as usize).collect(),
+    };
+    let mut order: Vec<usize> = Vec::new();
+    let mut members: Vec<Vec<usize>> = Vec::new();
+    for (q, id) in ids.iter().enumerate() {
+        match order.iter().position(|g| g == id) {
+            Some(at) => members[at].push(q),
+            None => {
+                order.push(*id);
+                members.push(vec![q]);
+            }
+        }
+    }
+    Ok(members)
 }
 
 impl CountStream {
-    fn lock(&self) -> PyResult<std::sync::MutexGuard<'_, Vec<Box<dyn CountWindowOp>>>> {
-        self.ops.lock().map_err(|_| PyRuntimeError::new_err("slidewise stream state is poisoned"))
+    fn lock(&self) -> PyResult<std::sync::MutexGuard<'_, Groups>> {
+        self.state.lock().map_err(|_| PyRuntimeError::new_err("slidewise stream state is poisoned"))
+    }
+
+    fn build(specs: Vec<Spec>, dtype: &str, algorithm: &str, groups: Option<Vec<usize>>, mut saved: Option<&[u8]>) -> PyResult<Self> {
+        let dtype = core(DType::parse(dtype))?;
+        let algo = parse_algo(algorithm)?;
+        let specs = specs.iter().map(count_spec).collect::<PyResult<Vec<_>>>()?;
+        let members = grouping(&specs, groups)?;
+        let mut ops = Vec::with_capacity(members.len());
+        for m in &members {
+            let g: Vec<CountSpec> = m.iter().map(|&q| specs[q].clone()).collect();
+            ops.push(match saved.as_mut() {
+                None => core(window::build_shared(&g, dtype, algo))?,
+                Some(inp) => core(window::load_shared(&g, dtype, algo, inp))?,
+            });
+        }
+        if saved.is_some_and(|rest| !rest.is_empty()) {
+            return Err(PyValueError::new_err(Error::Corrupt("trailing bytes".into()).to_string()));
+        }
+        Ok(CountStream { state: Mutex::new(Groups { ops, members, n_queries: specs.len() }) })
     }
 }
 
-fn batches_to_py<'py>(py: Python<'py>, bs: Vec<WindowBatch>) -> PyResult<Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)>> {
-    bs.into_iter()
+type Triple<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>);
+
+/// Per-group results back into query order, as pyarrow arrays.
+fn batches_to_py<'py>(py: Python<'py>, g: &Groups, per_group: Vec<Vec<WindowBatch>>) -> PyResult<Vec<Triple<'py>>> {
+    let mut slots: Vec<Option<WindowBatch>> = (0..g.n_queries).map(|_| None).collect();
+    for (m, bs) in g.members.iter().zip(per_group) {
+        for (&q, b) in m.iter().zip(bs) {
+            slots[q] = Some(b);
+        }
+    }
+    slots
+        .into_iter()
         .map(|b| {
+            let b = b.expect("every query belongs to a group");
             Ok((
                 to_pyarrow(py, Arc::new(Int64Array::from(b.start)))?,
                 to_pyarrow(py, Arc::new(Int64Array::from(b.end)))?,
@@ -140,76 +200,54 @@ fn batches_to_py<'py>(py: Python<'py>, bs: Vec<WindowBatch>) -> PyResult<Vec<(Bo
 
 #[pymethods]
 impl CountStream {
-    /// `specs`: one (agg, range, slide, min_periods) per query.
+    /// `specs`: one (agg, range, slide, min_periods) per query; `groups`:
+    /// an optional group id per query (queries of one group share a plan
+    /// and must have the same aggregation and argument column).
     #[new]
-    fn new(specs: Vec<Spec>, dtype: &str, algorithm: &str) -> PyResult<Self> {
-        let dtype = core(DType::parse(dtype))?;
-        let algo = parse_algo(algorithm)?;
-        let ops = specs
-            .iter()
-            .map(|s| core(window::build(&count_spec(s)?, dtype, algo)))
-            .collect::<PyResult<Vec<_>>>()?;
-        Ok(CountStream { ops: Mutex::new(ops) })
+    #[pyo3(signature = (specs, dtype, algorithm, groups=None))]
+    fn new(specs: Vec<Spec>, dtype: &str, algorithm: &str, groups: Option<Vec<usize>>) -> PyResult<Self> {
+        Self::build(specs, dtype, algorithm, groups, None)
     }
 
-    /// Restore a stream from `save()`'s bytes; specs, dtype and algorithm
-    /// must be the ones it was built with.
+    /// Restore a stream from `save()`'s bytes; specs, dtype, algorithm and
+    /// groups must be the ones it was built with.
     #[staticmethod]
-    fn load(specs: Vec<Spec>, dtype: &str, algorithm: &str, state: &[u8]) -> PyResult<Self> {
-        let dtype = core(DType::parse(dtype))?;
-        let algo = parse_algo(algorithm)?;
+    #[pyo3(signature = (specs, dtype, algorithm, state, groups=None))]
+    fn load(specs: Vec<Spec>, dtype: &str, algorithm: &str, state: &[u8], groups: Option<Vec<usize>>) -> PyResult<Self> {
         let corrupt = |m: &str| PyValueError::new_err(Error::Corrupt(m.into()).to_string());
-        let mut inp = state;
-        if inp.first() != Some(&STREAM_FORMAT) {
+        if state.first() != Some(&STREAM_FORMAT) {
             return Err(corrupt("unknown checkpoint format"));
         }
-        inp = &inp[1..];
-        let n = core(<u64 as slidewise_core::codec::Codec>::decode(&mut inp))?;
-        if n != specs.len() as u64 {
-            return Err(corrupt("the checkpoint holds a different number of queries"));
-        }
-        let mut ops = Vec::with_capacity(specs.len());
-        for s in &specs {
-            ops.push(core(window::load(&count_spec(s)?, dtype, algo, &mut inp))?);
-        }
-        if !inp.is_empty() {
-            return Err(corrupt("trailing bytes"));
-        }
-        Ok(CountStream { ops: Mutex::new(ops) })
+        Self::build(specs, dtype, algorithm, groups, Some(&state[1..]))
     }
 
     fn save<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let ops = self.lock()?;
+        let g = self.lock()?;
         let mut out = vec![STREAM_FORMAT];
-        slidewise_core::codec::Codec::encode(&(ops.len() as u64), &mut out);
-        for op in ops.iter() {
+        for op in g.ops.iter() {
             op.save(&mut out);
         }
         Ok(PyBytes::new(py, &out))
     }
 
     /// Feed one batch. `args`: per query, None or an int64 array (no nulls)
-    /// of argument values for argmax/argmin. Returns, per query, the windows
-    /// this batch completed as (window_start, window_end, value) arrays.
+    /// of argument values for argmax/argmin (one group shares one argument
+    /// column). Returns, per query, the windows this batch completed as
+    /// (window_start, window_end, value) arrays.
     #[pyo3(signature = (values, args=None))]
-    fn push<'py>(
-        &self,
-        py: Python<'py>,
-        values: PyArray,
-        args: Option<Vec<Option<PyArray>>>,
-    ) -> PyResult<Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)>> {
-        let mut ops = self.lock()?;
-        let n_ops = ops.len();
+    fn push<'py>(&self, py: Python<'py>, values: PyArray, args: Option<Vec<Option<PyArray>>>) -> PyResult<Vec<Triple<'py>>> {
+        let mut guard = self.lock()?;
+        let g: &mut Groups = &mut guard;
         let arr = values.array().clone();
         let args: Vec<Option<ArrayRef>> = match args {
-            None => vec![None; n_ops],
-            Some(a) if a.len() == n_ops => a.into_iter().map(|x| x.map(|p| p.array().clone())).collect(),
-            Some(a) => return Err(PyValueError::new_err(format!("args has {} entries for {n_ops} queries", a.len()))),
+            None => vec![None; g.n_queries],
+            Some(a) if a.len() == g.n_queries => a.into_iter().map(|x| x.map(|p| p.array().clone())).collect(),
+            Some(a) => return Err(PyValueError::new_err(format!("args has {} entries for {} queries", a.len(), g.n_queries))),
         };
-        // Borrow each argument column as &[i64] before leaving the GIL.
-        let mut arg_slices: Vec<Option<&[i64]>> = Vec::with_capacity(n_ops);
-        for a in &args {
-            arg_slices.push(match a {
+        // Borrow each group's argument column as &[i64] before leaving the GIL.
+        let mut arg_slices: Vec<Option<&[i64]>> = Vec::with_capacity(g.ops.len());
+        for m in &g.members {
+            arg_slices.push(match &args[m[0]] {
                 None => None,
                 Some(a) => {
                     let col = core(<i64 as FromArrow>::column(a.as_ref()))?;
@@ -227,30 +265,38 @@ impl CountStream {
                 }
             });
         }
-        let ops: &mut Vec<Box<dyn CountWindowOp>> = &mut ops;
+        let ops = &mut g.ops;
         let res = py.detach(|| {
             ops.iter_mut()
                 .zip(&arg_slices)
                 .map(|(op, a)| op.push(arr.as_ref(), *a))
                 .collect::<slidewise_core::Result<Vec<_>>>()
         });
-        batches_to_py(py, core(res)?)
+        let res = core(res)?;
+        batches_to_py(py, g, res)
     }
 
     /// End of stream: each query's last, partial window (if any).
-    fn flush<'py>(&self, py: Python<'py>) -> PyResult<Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)>> {
+    fn flush<'py>(&self, py: Python<'py>) -> PyResult<Vec<Triple<'py>>> {
         let mut guard = self.lock()?;
-        let ops: &mut Vec<Box<dyn CountWindowOp>> = &mut guard;
+        let g: &mut Groups = &mut guard;
+        let ops = &mut g.ops;
         let res = py.detach(|| ops.iter_mut().map(|op| op.flush()).collect::<slidewise_core::Result<Vec<_>>>());
-        batches_to_py(py, core(res)?)
+        let res = core(res)?;
+        batches_to_py(py, g, res)
     }
 
     fn rows_seen(&self) -> PyResult<u64> {
-        Ok(self.lock()?.first().map_or(0, |op| op.rows_seen()))
+        Ok(self.lock()?.ops.first().map_or(0, |op| op.rows_seen()))
     }
 
     fn __len__(&self) -> PyResult<usize> {
-        Ok(self.lock()?.len())
+        Ok(self.lock()?.n_queries)
+    }
+
+    /// Number of shared plans (groups) this stream runs.
+    fn plans(&self) -> PyResult<usize> {
+        Ok(self.lock()?.ops.len())
     }
 }
 
