@@ -86,6 +86,8 @@ impl<M: Monoid> BInt<M> {
     }
 
     /// Rebuild with `new_cap` slots per level 0 by replaying the inserts.
+    #[cold]
+    #[inline(never)]
     fn resize(&mut self, new_cap: usize) {
         let old = std::mem::replace(&mut self.tree, vec![M::identity(); 2 * new_cap]);
         let (old_cap, front, back) = (self.cap, self.front, self.back);
@@ -99,6 +101,8 @@ impl<M: Monoid> BInt<M> {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     fn maybe_shrink(&mut self) {
         let len = self.back - self.front;
         if self.cap > self.min_cap && len * 4 <= self.cap {

@@ -122,6 +122,8 @@ impl<M: Monoid> FlatFat<M> {
 
     /// Rebuild with `new_cap` leaves, the window moved to leaves `0..len`
     /// (RA Algorithm 1, `new`).
+    #[cold]
+    #[inline(never)]
     fn resize(&mut self, new_cap: usize) {
         debug_assert!(new_cap >= self.len && new_cap.is_power_of_two());
         let mut tree = vec![M::identity(); 2 * new_cap];
@@ -138,6 +140,8 @@ impl<M: Monoid> FlatFat<M> {
         self.front = 0;
     }
 
+    #[cold]
+    #[inline(never)]
     fn maybe_shrink(&mut self) {
         if self.cap > self.min_cap && self.len * 4 <= self.cap {
             let mut c = self.cap / 2;

@@ -142,6 +142,8 @@ impl<M: Monoid> FlatFit<M> {
         self.slot(top).val.clone()
     }
 
+    #[cold]
+    #[inline(never)]
     fn resize(&mut self, new_cap: usize) {
         debug_assert!(new_cap >= self.back - self.front && new_cap.is_power_of_two());
         let mut slots = vec![Slot { val: M::identity(), ptr: 0 }; new_cap];
@@ -159,6 +161,8 @@ impl<M: Monoid> FlatFit<M> {
         self.mask = new_mask;
     }
 
+    #[cold]
+    #[inline(never)]
     fn maybe_shrink(&mut self) {
         let len = self.back - self.front;
         let cap = self.mask + 1;
