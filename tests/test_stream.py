@@ -191,3 +191,37 @@ def test_flush_never_emits_an_inverted_window():
     # holds them, so there is nothing to flush.
     t = s.flush()["sum_3_10"]
     assert t.num_rows == 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    data=st.data(),
+    agg=st.sampled_from(["max", "sum", "argmin", "collect", "std", "count"]),
+    algorithm=st.sampled_from(["auto", "two_stacks", "flatfit", "flatfat", "bint", "slideside", "daba", "recalc"]),
+)
+def test_shared_plan_queries_equal_each_query_alone(data, agg, algorithm):
+    """Several queries of one aggregation run as one shared plan (FlatFIT
+    §2.3); each must give exactly what it gives alone, and the oracle."""
+    shapes = data.draw(st.lists(st.tuples(st.integers(1, 40), st.integers(1, 9)), min_size=2, max_size=5,
+                                unique=True))
+    n = data.draw(st.integers(0, 300))
+    xs = data.draw(st.lists(st.one_of(st.none(), st.integers(-20, 20).map(float)), min_size=n, max_size=n))
+    queries = [sw.Query(agg, r, s) for r, s in shapes]
+    shared = sw.Stream(queries, algorithm=algorithm)
+    assert shared._inner is None or shared._inner.plans() == 1
+    cuts = sorted(data.draw(st.lists(st.integers(0, n), max_size=4)))
+    got = {q.name: [] for q in queries}
+    prev = 0
+    for c in cuts + [n]:
+        for name, t in shared.push({"v": pa.array(xs[prev:c], pa.float64())}).items():
+            got[name] += t.to_pylist()
+        prev = c
+    for name, t in shared.flush().items():
+        got[name] += t.to_pylist()
+    assert shared._inner.plans() == 1
+    for q in queries:
+        want = count_windows(xs, q.range, q.slide, agg)
+        rows = got[q.name]
+        assert [(r["window_start"], r["window_end"]) for r in rows] == [(a, b) for a, b, _ in want]
+        for r, (_, _, v) in zip(rows, want):
+            assert same(r["value"], v), (q, r, v)

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 from . import _arrow, _slidewise
 
 _ARG_AGGS = ("argmax", "argmin")
-_STATE_VERSION = 1
+_STATE_VERSION = 2
 
 
 class Query:
@@ -104,7 +104,7 @@ class Stream:
         self._algorithm = _arrow.check_algorithm(algorithm)
         # Build once now so that an algorithm the operations cannot run
         # (soe with max, ...) fails here, not at the first push.
-        _slidewise.CountStream(self._specs(), "float64", self._algorithm)
+        _slidewise.CountStream(self._specs(), "float64", self._algorithm, self._groups())
         self._dtype: Optional[str] = None
         self._inner: Optional[_slidewise.CountStream] = None
 
@@ -162,18 +162,26 @@ class Stream:
         self._dtype = st["dtype"]
         self._inner = None
         if st["state"] is not None:
-            self._inner = _slidewise.CountStream.load(self._specs(), self._dtype, self._algorithm, st["state"])
+            self._inner = _slidewise.CountStream.load(
+                self._specs(), self._dtype, self._algorithm, st["state"], self._groups()
+            )
 
     # -- internals ----------------------------------------------------------
 
     def _specs(self):
         return [q._spec() for q in self._queries]
 
+    def _groups(self) -> List[int]:
+        """Queries with the same aggregation and argument column share one
+        plan (one set of partials, one final aggregator)."""
+        ids: Dict[Any, int] = {}
+        return [ids.setdefault((q.agg, q.arg), len(ids)) for q in self._queries]
+
     def _ensure(self, dtype: str) -> "_slidewise.CountStream":
         # The value dtype is fixed by the first batch.
         if self._inner is None:
             self._dtype = dtype
-            self._inner = _slidewise.CountStream(self._specs(), dtype, self._algorithm)
+            self._inner = _slidewise.CountStream(self._specs(), dtype, self._algorithm, self._groups())
         return self._inner
 
     def _cast(self, values: pa.Array) -> pa.Array:

@@ -2,10 +2,15 @@
 //!
 //! Partials are (count, mean, M2) merged with Chan et al.'s pairwise formula,
 //! never the naive sum of squares, so 1e9 + small noise keeps full precision.
-//! The inverse (removing the oldest partial) solves the same formula for the
-//! older half; non-finite inputs are counted apart so that evicting one
-//! restores the finite state exactly (any inf or NaN in the window gives NaN,
-//! as in Spark).
+//! Non-finite inputs are counted apart (any inf or NaN in the window gives
+//! NaN, as in Spark).
+//!
+//! Not invertible, although RA Table 2 lists stddev as invertible through
+//! (count, sum, sum of squares): that inverse is exactly the naive formula
+//! this module avoids, and solving Chan's merge for the older half loses
+//! ~eps x M2 of the whole window when a large value leaves, so a window of
+//! small integers after a 1e6 reads 18.0001 instead of 18. Subtract-on-Evict
+//! therefore refuses var/std, and SlideSide takes its non-invertible scheme.
 
 use std::marker::PhantomData;
 
@@ -48,24 +53,6 @@ impl Moments {
         let m2 = a.m2 + b.m2 + delta * delta * (a.n * b.n / n);
         Moments { n, mean, m2, bad }
     }
-
-    /// The `a` with `merge(a, old) == acc` (old is the older part; merge is
-    /// symmetric in its statistics, so the side does not matter).
-    #[inline(always)]
-    pub fn unmerge(acc: &Moments, old: &Moments) -> Moments {
-        let bad = acc.bad - old.bad;
-        let n = acc.n - old.n;
-        if n <= 0.0 {
-            return Moments { bad, ..Moments::default() };
-        }
-        if old.n == 0.0 {
-            return Moments { bad, ..*acc };
-        }
-        let mean = (acc.n * acc.mean - old.n * old.mean) / n;
-        let delta = old.mean - mean;
-        let m2 = (acc.m2 - old.m2 - delta * delta * (n * old.n / acc.n)).max(0.0);
-        Moments { n, mean, m2, bad }
-    }
 }
 
 /// `SAMPLE`: divide by n - 1 (null below 2 values, as Spark); `SQRT`: std.
@@ -80,7 +67,6 @@ impl<T: Num, const SAMPLE: bool, const SQRT: bool> Monoid for Var<T, SAMPLE, SQR
         (false, true) => "std_pop",
     };
     const COMMUTATIVE: bool = true;
-    const INVERTIBLE: bool = true;
     #[inline(always)]
     fn identity() -> Moments {
         Moments::default()
@@ -88,10 +74,6 @@ impl<T: Num, const SAMPLE: bool, const SQRT: bool> Monoid for Var<T, SAMPLE, SQR
     #[inline(always)]
     fn combine(a: &Moments, b: &Moments) -> Moments {
         Moments::merge(a, b)
-    }
-    #[inline(always)]
-    fn inverse(acc: &Moments, old: &Moments) -> Moments {
-        Moments::unmerge(acc, old)
     }
 }
 
@@ -136,8 +118,5 @@ mod tests {
         let (s1, s2) = xs.iter().fold((0.0, 0.0), |(a, b), x| (a + x, b + x * x));
         let naive = (s2 - s1 * s1 / n) / (n - 1.0);
         assert!((naive - exact).abs() > 1e3 * (got - exact).abs());
-        let part = xs[..10].iter().fold(Moments::default(), |a, &x| Moments::merge(&a, &Moments::lift(x)));
-        let rest = Moments::unmerge(&acc, &part);
-        assert_eq!(rest.n, 990.0);
     }
 }
