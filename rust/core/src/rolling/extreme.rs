@@ -18,7 +18,7 @@
 
 use arrow_array::ArrayRef;
 
-use super::{filled, validity, window_counts, FastNum};
+use super::{buffer, filled, validity, window_counts, FastNum};
 use crate::engine::{Column, ToArrow};
 
 /// max when `MAX`, else min, as a branch-free select.
@@ -46,10 +46,19 @@ fn van_herk<T: Copy, V: PartialOrd + Copy, const MAX: bool>(
     window: usize,
     id: V,
 ) {
+    // Both scans take rows in pairs: the pair's own max is off the
+    // loop-carried chain, which then has one select per two rows.
     let mut p = id;
-    for (o, &v) in out.iter_mut().zip(&x[start..end]) {
-        p = pick::<V, MAX>(p, f(v));
-        *o = p;
+    let mut oc = out.chunks_exact_mut(2);
+    let mut xc = x[start..end].chunks_exact(2);
+    for (o, v) in (&mut oc).zip(&mut xc) {
+        let (a, b) = (f(v[0]), f(v[1]));
+        o[0] = pick::<V, MAX>(p, a);
+        p = pick::<V, MAX>(p, pick::<V, MAX>(a, b));
+        o[1] = p;
+    }
+    if let (Some(o), Some(&v)) = (oc.into_remainder().first_mut(), xc.remainder().first()) {
+        *o = pick::<V, MAX>(p, f(v));
     }
     if start == 0 {
         return;
@@ -63,7 +72,16 @@ fn van_herk<T: Copy, V: PartialOrd + Copy, const MAX: bool>(
         s = pick::<V, MAX>(f(v), s);
     }
     let n = mid - lo;
-    for (o, &v) in out[..n].iter_mut().rev().zip(x[lo..mid].iter().rev()) {
+    let mut oc = out[..n].rchunks_exact_mut(2);
+    let mut xc = x[lo..mid].rchunks_exact(2);
+    for (o, v) in (&mut oc).zip(&mut xc) {
+        let (a, b) = (f(v[0]), f(v[1]));
+        let s1 = pick::<V, MAX>(b, s);
+        s = pick::<V, MAX>(pick::<V, MAX>(a, b), s);
+        o[1] = pick::<V, MAX>(s1, o[1]);
+        o[0] = pick::<V, MAX>(s, o[0]);
+    }
+    if let (Some(o), Some(&v)) = (oc.into_remainder().first_mut(), xc.remainder().first()) {
         s = pick::<V, MAX>(f(v), s);
         *o = pick::<V, MAX>(s, *o);
     }
@@ -72,7 +90,7 @@ fn van_herk<T: Copy, V: PartialOrd + Copy, const MAX: bool>(
 /// Rolling max (`MAX`) or min of a plain slice, no nulls.
 pub(super) fn extreme_values<T: FastNum, const MAX: bool>(x: &[T], window: usize) -> Vec<T> {
     let n = x.len();
-    let mut out = vec![T::default(); n];
+    let mut out = buffer::<T>(n);
     let (id, id_key) = if MAX { (T::LOWEST, T::KEY_LOW) } else { (T::HIGHEST, T::KEY_HIGH) };
     // Chunks for the NaN / -0.0 check: whole blocks, about 4096 rows.
     let chunk = window * (4096 / window).max(1);

@@ -231,9 +231,50 @@ fn validity(n: usize, window: usize, need: usize, counts: Option<&[u32]>) -> Opt
 
 /// A copy of the values with null slots replaced by `fill`, so kernels can
 /// run on a plain slice (their results there are masked by [`validity`]).
-fn filled<T: Copy>(col: &Column<T>, fill: T) -> Vec<T> {
+fn filled<T: Copy + Default>(col: &Column<T>, fill: T) -> Vec<T> {
+    let mut out = buffer::<T>(col.len());
     match col.nulls {
-        None => col.values.to_vec(),
-        Some(nb) => col.values.iter().zip(nb.iter()).map(|(&v, ok)| if ok { v } else { fill }).collect(),
+        None => out.copy_from_slice(col.values),
+        Some(nb) => {
+            for ((o, &v), ok) in out.iter_mut().zip(col.values).zip(nb.iter()) {
+                *o = if ok { v } else { fill };
+            }
+        }
+    }
+    out
+}
+
+/// A zeroed output buffer of `n` values. Large ones come fresh from mmap
+/// (calloc), and the first write to each page faults; with 4 KiB pages that
+/// costs as much as the kernel itself, so ask for transparent huge pages
+/// before touching them (numpy does the same for its arrays).
+fn buffer<T: Copy + Default>(n: usize) -> Vec<T> {
+    let mut v = vec![T::default(); n];
+    advise_huge_pages(&mut v);
+    v
+}
+
+#[cfg(target_os = "linux")]
+fn advise_huge_pages<T>(v: &mut [T]) {
+    extern "C" {
+        fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: i32) -> i32;
+    }
+    const MADV_HUGEPAGE: i32 = 14;
+    const HUGE: usize = 2 << 20;
+    let bytes = std::mem::size_of_val(v);
+    if bytes < 4 * HUGE {
+        return;
+    }
+    let p = v.as_mut_ptr() as usize;
+    let (lo, hi) = ((p + HUGE - 1) & !(HUGE - 1), (p + bytes) & !(HUGE - 1));
+    if hi > lo {
+        // SAFETY: the range lies inside `v`'s allocation; MADV_HUGEPAGE is
+        // advisory and never changes the contents. Failure is harmless.
+        unsafe {
+            madvise(lo as *mut std::ffi::c_void, hi - lo, MADV_HUGEPAGE);
+        }
     }
 }
+
+#[cfg(not(target_os = "linux"))]
+fn advise_huge_pages<T>(_: &mut [T]) {}
