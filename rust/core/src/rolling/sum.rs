@@ -3,7 +3,7 @@
 //! Floats: Subtract-on-Evict (SlideSide paper §2) with every step
 //! error-free: `new - old = d + e1` and `s + d = s' + e2` (TwoSum), the
 //! error terms go to a compensation `c`, so `s + c` is the window's sum up
-//! to the rounding of `c` itself. Every block of `max(window, 1024)` rows
+//! to the rounding of `c` itself. Every block of `max(8 window, 4096)` rows
 //! restarts from an exact recomputation of the window (a compensated sum
 //! over 8 independent lanes, which vectorises), so nothing can accumulate
 //! across the column. Only `s` and `c` are loop-carried, one add each, and
@@ -60,7 +60,10 @@ fn all_finite<T: Num>(xs: &[T]) -> bool {
 pub(super) fn float_sums<T: Num>(x: &[T], window: usize) -> Vec<f64> {
     let n = x.len();
     let mut out = buffer::<f64>(n);
-    let block = window.max(1024);
+    // Restart often enough that `c`'s own rounding stays negligible, rarely
+    // enough that the two recomputations of a window per block (one per
+    // lane) cost a fraction of a pass.
+    let block = window.saturating_mul(8).max(4096);
     let mut prev_bad = false;
     let mut b0 = 0;
     while b0 < n {
