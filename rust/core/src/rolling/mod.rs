@@ -1,0 +1,280 @@
+//! Per-row rolling aggregation over a whole column (slide 1): row `i` gets
+//! the aggregate of rows `(i - window, i]`, as Spark's
+//! `ROWS BETWEEN window-1 PRECEDING AND CURRENT ROW`; a window at the start
+//! holds fewer rows and is still emitted. `min_periods = k` gives null where
+//! fewer than `k` non-null values are in the window (pandas).
+//!
+//! `algorithm = auto` runs the fastest kernel for the operation; a named
+//! algorithm runs that FIFO aggregator step by step (insert, evict, query),
+//! which is what benchmarks and cross-checks want.
+//!
+//! The `auto` kernels (DESIGN.md "Performance notes"):
+//! * [`block`]: any monoid, TwoStacks' flip done block by block (van Herk /
+//!   Gil-Werman): about three combines per row; collect copies its windows.
+//! * [`extreme`]: max / min / range on the raw values (or the ordered keys
+//!   where NaN or -0.0 make float comparison disagree with the key order).
+//! * [`sum`]: sum / mean / count: compensated Subtract-on-Evict restarted
+//!   from an exact recomputation every block, exact wrapping integers.
+
+mod block;
+mod extreme;
+mod sum;
+
+use arrow_array::{Array, ArrayRef};
+use arrow_buffer::{BooleanBuffer, NullBuffer};
+
+use crate::engine::{AggKind, Column, DType, FromArrow, OutBuilder, ToArrow};
+use crate::fifo::{Algorithm, FifoAggregator, New};
+use crate::monoid::AggOp;
+use crate::ops::arith::LiftSum;
+use crate::ops::Num;
+use crate::{invalid, Result};
+
+/// Validate arguments shared by every entry point.
+pub fn check_window(window: usize, min_periods: Option<usize>) -> Result<()> {
+    if window == 0 {
+        return invalid!("window must be a positive number of rows, got 0");
+    }
+    if let Some(mp) = min_periods {
+        if mp > window {
+            return invalid!("min_periods ({mp}) must be <= window ({window})");
+        }
+    }
+    Ok(())
+}
+
+/// Rolling `agg` over `values` (int32/int64/float32/float64, nulls allowed).
+pub fn rolling_dyn(
+    values: &dyn Array,
+    window: usize,
+    agg: AggKind,
+    min_periods: Option<usize>,
+    algo: Algorithm,
+) -> Result<ArrayRef> {
+    check_window(window, min_periods)?;
+    let dtype = DType::of(values.data_type())?;
+    let mp = min_periods.unwrap_or(0);
+    crate::with_dtype!(dtype, |T| {
+        let col = <T as FromArrow>::column(values)?;
+        if algo == Algorithm::Auto {
+            if let Some(out) = specialised::<T>(&col, window, mp, agg) {
+                return Ok(out);
+            }
+        }
+        crate::with_op!(agg, T, |Op| rolling_op::<Op>(&col, window, mp, algo))
+    })
+}
+
+/// The kernels written for one operation family; `None`: use the generic
+/// block kernel.
+fn specialised<T: FastNum>(col: &Column<T>, window: usize, mp: usize, agg: AggKind) -> Option<ArrayRef> {
+    Some(match agg {
+        AggKind::Max => extreme::rolling_extreme::<T, true>(col, window, mp),
+        AggKind::Min => extreme::rolling_extreme::<T, false>(col, window, mp),
+        AggKind::Range => extreme::rolling_range::<T>(col, window, mp),
+        AggKind::Sum => sum::rolling_sum::<T>(col, window, mp),
+        AggKind::Mean => sum::rolling_mean::<T>(col, window, mp),
+        AggKind::Count => sum::rolling_count(col, window, mp),
+        AggKind::Collect => block::rolling_collect::<T>(col, window, mp),
+        _ => return None,
+    })
+}
+
+/// Rolling one operation; picks the kernel.
+pub fn rolling_op<M>(col: &Column<M::In>, window: usize, min_periods: usize, algo: Algorithm) -> Result<ArrayRef>
+where
+    M: AggOp,
+    M::Out: ToArrow,
+{
+    if algo == Algorithm::Auto {
+        return Ok(block::rolling_block::<M>(col, window, min_periods));
+    }
+    algo.check::<M>()?;
+    crate::with_fifo!(algo, M, rolling_new(col, window, min_periods))
+}
+
+fn rolling_new<M, A>(col: &Column<M::In>, window: usize, min_periods: usize) -> Result<ArrayRef>
+where
+    M: AggOp,
+    M::Out: ToArrow,
+    A: FifoAggregator<M> + New,
+{
+    Ok(rolling_with::<M, A>(col, window, min_periods, A::new_with_capacity(window)?))
+}
+
+/// The step-by-step path: one insert, at most one evict and one query per row.
+pub fn rolling_with<M, A>(col: &Column<M::In>, window: usize, min_periods: usize, mut agg: A) -> ArrayRef
+where
+    M: AggOp,
+    M::Out: ToArrow,
+    A: FifoAggregator<M>,
+{
+    let n = col.len();
+    let mut out = OutBuilder::<M::Out>::with_capacity(n);
+    let mut valid_in_window = 0usize;
+    for i in 0..n {
+        if agg.len() == window {
+            agg.evict();
+            if col.is_valid(i - window) {
+                valid_in_window -= 1;
+            }
+        }
+        if col.is_valid(i) {
+            agg.insert(M::lift(col.values[i], i as i64));
+            valid_in_window += 1;
+        } else {
+            agg.insert(M::identity());
+        }
+        let a = agg.query();
+        out.push(if min_periods == 0 || valid_in_window >= min_periods { M::lower(&a) } else { None });
+    }
+    out.finish()
+}
+
+/// What the `auto` kernels need from an input dtype beyond [`Num`].
+pub trait FastNum: Num + LiftSum + PartialOrd {
+    /// Below / above every value (identities of max / min on raw values;
+    /// -inf / +inf for floats, which only matters with the validity mask).
+    const LOWEST: Self;
+    const HIGHEST: Self;
+    /// The top of the key order (NaN for floats): what fills null slots for
+    /// min, since a +inf filler would beat a real NaN.
+    const TOP: Self;
+    /// Whether raw comparison may disagree with the key order here: NaN, or
+    /// -0.0 (the key order puts it below +0.0). Always false for integers.
+    fn has_special(xs: &[Self]) -> bool;
+    /// Rolling sums of a null-free (or null-zeroed) slice.
+    fn window_sums(xs: &[Self], window: usize) -> Vec<Self::Wide>;
+    fn wide_f64(s: Self::Wide) -> f64;
+}
+
+macro_rules! fast_float {
+    ($t:ty, $bits:ty) => {
+        impl FastNum for $t {
+            const LOWEST: $t = <$t>::NEG_INFINITY;
+            const HIGHEST: $t = <$t>::INFINITY;
+            const TOP: $t = <$t>::NAN;
+            #[inline]
+            fn has_special(xs: &[$t]) -> bool {
+                const NEG0: $bits = 1 << (<$bits>::BITS - 1);
+                // Branch-free fold per chunk so it vectorises; stop at the
+                // first chunk that has one.
+                xs.chunks(256).any(|c| c.iter().fold(false, |a, &v| a | (v != v) | (v.to_bits() == NEG0)))
+            }
+            fn window_sums(xs: &[$t], window: usize) -> Vec<f64> {
+                sum::float_sums(xs, window)
+            }
+            #[inline(always)]
+            fn wide_f64(s: f64) -> f64 {
+                s
+            }
+        }
+    };
+}
+fast_float!(f64, u64);
+fast_float!(f32, u32);
+
+macro_rules! fast_int {
+    ($t:ty) => {
+        impl FastNum for $t {
+            const LOWEST: $t = <$t>::MIN;
+            const HIGHEST: $t = <$t>::MAX;
+            const TOP: $t = <$t>::MAX;
+            #[inline]
+            fn has_special(_: &[$t]) -> bool {
+                false
+            }
+            fn window_sums(xs: &[$t], window: usize) -> Vec<i64> {
+                sum::int_sums(xs, window)
+            }
+            #[inline(always)]
+            fn wide_f64(s: i64) -> f64 {
+                s as f64
+            }
+        }
+    };
+}
+fast_int!(i32);
+fast_int!(i64);
+
+/// Non-null rows in each window `(i - window, i]`; only built for columns
+/// with nulls.
+fn window_counts(nulls: &NullBuffer, window: usize) -> Vec<u32> {
+    let n = nulls.len();
+    let bits = nulls.inner();
+    let mut out = Vec::with_capacity(n);
+    let mut c = 0u32;
+    for i in 0..n {
+        c += bits.value(i) as u32;
+        if i >= window {
+            c -= bits.value(i - window) as u32;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Output validity: row `i` is valid when its window holds at least `need`
+/// non-null rows. Null-free input: only the first `need - 1` rows can fail.
+fn validity(n: usize, window: usize, need: usize, counts: Option<&[u32]>) -> Option<NullBuffer> {
+    match counts {
+        None => {
+            let bad = if need > window { n } else { need.saturating_sub(1).min(n) };
+            (bad > 0).then(|| NullBuffer::new(BooleanBuffer::collect_bool(n, |i| i >= bad)))
+        }
+        Some(c) => {
+            let buf = NullBuffer::new(BooleanBuffer::collect_bool(n, |i| c[i] as usize >= need));
+            (buf.null_count() > 0).then_some(buf)
+        }
+    }
+}
+
+/// A copy of the values with null slots replaced by `fill`, so kernels can
+/// run on a plain slice (their results there are masked by [`validity`]).
+fn filled<T: Copy + Default>(col: &Column<T>, fill: T) -> Vec<T> {
+    let mut out = buffer::<T>(col.len());
+    match col.nulls {
+        None => out.copy_from_slice(col.values),
+        Some(nb) => {
+            for ((o, &v), ok) in out.iter_mut().zip(col.values).zip(nb.iter()) {
+                *o = if ok { v } else { fill };
+            }
+        }
+    }
+    out
+}
+
+/// A zeroed output buffer of `n` values. Large ones come fresh from mmap
+/// (calloc), and the first write to each page faults; with 4 KiB pages that
+/// costs as much as the kernel itself, so ask for transparent huge pages
+/// before touching them (numpy does the same for its arrays).
+fn buffer<T: Copy + Default>(n: usize) -> Vec<T> {
+    let mut v = vec![T::default(); n];
+    advise_huge_pages(&mut v);
+    v
+}
+
+#[cfg(target_os = "linux")]
+fn advise_huge_pages<T>(v: &mut [T]) {
+    extern "C" {
+        fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: i32) -> i32;
+    }
+    const MADV_HUGEPAGE: i32 = 14;
+    const HUGE: usize = 2 << 20;
+    let bytes = std::mem::size_of_val(v);
+    if bytes < 4 * HUGE {
+        return;
+    }
+    let p = v.as_mut_ptr() as usize;
+    let (lo, hi) = ((p + HUGE - 1) & !(HUGE - 1), (p + bytes) & !(HUGE - 1));
+    if hi > lo {
+        // SAFETY: the range lies inside `v`'s allocation; MADV_HUGEPAGE is
+        // advisory and never changes the contents. Failure is harmless.
+        unsafe {
+            madvise(lo as *mut std::ffi::c_void, hi - lo, MADV_HUGEPAGE);
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise_huge_pages<T>(_: &mut [T]) {}
