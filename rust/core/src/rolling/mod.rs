@@ -99,7 +99,8 @@ where
     M::Out: ToArrow,
     A: FifoAggregator<M> + New,
 {
-    Ok(rolling_with::<M, A>(col, window, min_periods, A::new_with_capacity(window)?))
+    let hint = crate::fifo::capacity_hint(window.min(col.len() + 1));
+    Ok(rolling_with::<M, A>(col, window, min_periods, A::new_with_capacity(hint)?))
 }
 
 /// The step-by-step path: one insert, at most one evict and one query per row.
