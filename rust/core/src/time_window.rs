@@ -75,18 +75,12 @@ pub fn load_time(specs: &[TimeSpec], dtype: DType, algo: Algorithm, bytes: &mut 
 }
 
 fn make(specs: &[TimeSpec], dtype: DType, algo: Algorithm, saved: Option<&mut &[u8]>) -> Result<Box<dyn TimeWindowOp>> {
-    let agg = match specs.first() {
-        Some(s) => s.agg,
-        None => return invalid!("a stream needs at least one query"),
-    };
     for s in specs {
         if s.range <= 0 || s.slide <= 0 {
             return invalid!("time range and slide must be positive, got range={} slide={}", s.range, s.slide);
         }
-        if s.agg != agg {
-            return invalid!("queries sharing a plan must use the same aggregation, got '{}' and '{}'", agg.name(), s.agg.name());
-        }
     }
+    let agg = crate::window::common_agg(specs.iter().map(|s| s.agg))?;
     crate::with_dtype!(dtype, |T| crate::with_op!(agg, T, |Op| build_op::<Op>(specs, algo, saved)))
 }
 

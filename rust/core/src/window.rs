@@ -116,20 +116,10 @@ pub fn load(spec: &CountSpec, dtype: DType, algo: Algorithm, bytes: &mut &[u8]) 
 }
 
 fn make(specs: &[CountSpec], dtype: DType, algo: Algorithm, saved: Option<&mut &[u8]>) -> Result<Box<dyn SharedWindowOp>> {
-    let agg = match specs.first() {
-        Some(s) => s.agg,
-        None => return invalid!("a stream needs at least one query"),
-    };
     for s in specs {
         s.check()?;
-        if s.agg != agg {
-            return invalid!(
-                "queries sharing a plan must use the same aggregation, got '{}' and '{}'",
-                agg.name(),
-                s.agg.name()
-            );
-        }
     }
+    let agg = common_agg(specs.iter().map(|s| s.agg))?;
     crate::with_dtype!(dtype, |T| crate::with_op!(agg, T, |Op| build_op::<Op>(specs, algo, saved)))
 }
 
@@ -156,6 +146,21 @@ where
         w.restore(bytes)?;
     }
     Ok(Box::new(w))
+}
+
+/// The one aggregation all queries of a shared plan use.
+pub(crate) fn common_agg(mut aggs: impl Iterator<Item = AggKind>) -> Result<AggKind> {
+    let Some(agg) = aggs.next() else {
+        return invalid!("a stream needs at least one query");
+    };
+    match aggs.find(|a| *a != agg) {
+        Some(other) => invalid!(
+            "queries sharing a plan must use the same aggregation, got '{}' and '{}'",
+            agg.name(),
+            other.name()
+        ),
+        None => Ok(agg),
+    }
 }
 
 /// One query seen through the shared machinery.
