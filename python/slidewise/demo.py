@@ -51,7 +51,7 @@ def _peers(x: np.ndarray, agg: str, w: int) -> dict[str, Callable[[], object]]:
         f = {"max": s.rolling_max, "min": s.rolling_min, "sum": s.rolling_sum,
              "mean": s.rolling_mean, "std": s.rolling_std}.get(agg)
         if f is not None:
-            peers["polars"] = lambda: f(w, min_samples=1)
+            peers["polars"] = lambda f=f: f(w, min_samples=1)
     except ImportError:
         pass
     try:
@@ -61,7 +61,7 @@ def _peers(x: np.ndarray, agg: str, w: int) -> dict[str, Callable[[], object]]:
              "mean": bn.move_mean, "std": bn.move_std}.get(agg)
         if f is not None:
             kw = {"ddof": 1} if agg == "std" else {}
-            peers["bottleneck"] = lambda: f(x, w, min_count=1, **kw)
+            peers["bottleneck"] = lambda f=f: f(x, w, min_count=1, **kw)
     except ImportError:
         pass
     return peers
