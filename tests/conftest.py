@@ -29,3 +29,22 @@ def valid_algos(agg):
 @pytest.fixture(params=NAMED_ALGOS)
 def algo(request):
     return request.param
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """A real Spark session, local[2], UTC (Spark's window() aligns to the
+    epoch; naive timestamps are read in the session time zone)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    s = (SparkSession.builder.master("local[2]").appName("slidewise-tests")
+         .config("spark.sql.session.timeZone", "UTC")
+         .config("spark.sql.shuffle.partitions", "4")
+         .config("spark.ui.enabled", "false")
+         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+         .getOrCreate())
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()

@@ -20,7 +20,7 @@ from typing import Any, Iterable, Optional
 
 import pyarrow as pa
 
-from . import _arrow, _slidewise, aggregators
+from . import _arrow, _slidewise, _time, aggregators
 from ._arrow import AGGS, ALGORITHMS, DTYPES
 from ._stream import Query, Stream
 
@@ -52,18 +52,38 @@ def rolling(
     the window (pandas). ``argmax``/``argmin`` give the absolute row index of
     the extreme, ties to the oldest.
 
+    With ``timestamps`` (a timestamp column, non-decreasing) the window is a
+    time span (``"5m"``, ``"10s"``, a ``timedelta``; an int is in the
+    timestamps' unit) and row ``i`` aggregates the rows ``j <= i`` with
+    ``ts[j] > ts[i] - window``, as pandas ``rolling("5m")``.
+
     ``values``: pyarrow Array/ChunkedArray, polars Series, numpy array (masked
     entries are nulls), list, or any ``__arrow_c_array__``/``__arrow_c_stream__``
     object of int32/int64/float32/float64 (narrower numeric types are widened;
     a multi-chunk input is concatenated once).
     """
     if timestamps is not None:
-        raise NotImplementedError("time-based rolling (timestamps=...) is not implemented yet; pass a row count")
+        return _rolling_time(values, window, agg, timestamps, min_periods, algorithm)
     w = _arrow.positive_int("window", window)
     agg = _arrow.check_agg(agg)
     algorithm = _arrow.check_algorithm(algorithm)
     mp = _arrow.min_periods_int(min_periods, w, "window")
     return _rolling_array(_arrow.values_array(values), w, agg, mp, algorithm)
+
+
+def _rolling_time(values, window, agg, timestamps, min_periods, algorithm) -> pa.Array:
+    agg = _arrow.check_agg(agg)
+    algorithm = _arrow.check_algorithm(algorithm)
+    arr = _arrow.values_array(values)
+    ts, unit_ns, _ = _time.time_column(timestamps)
+    if len(ts) != len(arr):
+        raise ValueError(f"timestamps have {len(ts)} rows, values {len(arr)}")
+    if _time.is_duration(window):
+        span = _time.to_units("window", _time.duration_ns("window", window), unit_ns)
+    else:
+        span = _arrow.positive_int("window", window)
+    mp = _arrow.min_periods_int(min_periods, 1 << 62, "2**62")
+    return _slidewise.rolling_time(arr, ts, span, agg, mp, algorithm)
 
 
 def rolling_many(

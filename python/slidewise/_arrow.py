@@ -119,8 +119,9 @@ def dtype_name(dtype: Any) -> str:
 def positive_int(what: str, v: Any) -> int:
     """A positive row count; time spans are for later, other things are wrong."""
     if isinstance(v, (str, datetime.timedelta, np.timedelta64)):
-        raise NotImplementedError(
-            f"time-based {what} ({v!r}) is not implemented yet; pass a number of rows"
+        raise ValueError(
+            f"{what} {v!r} is a time span, which needs event times: rolling(..., timestamps=ts) "
+            "or Stream(..., time='ts'); otherwise pass a number of rows"
         )
     if isinstance(v, (bool, np.bool_)):
         raise ValueError(f"{what} must be a positive integer number of rows, got {v!r}")

@@ -7,10 +7,10 @@ from typing import Any, Dict, Iterable, List, Optional, Union
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _arrow, _slidewise
+from . import _arrow, _slidewise, _time
 
 _ARG_AGGS = ("argmax", "argmin")
-_STATE_VERSION = 2
+_STATE_VERSION = 3
 
 
 class Query:
@@ -33,9 +33,22 @@ class Query:
         arg: Optional[str] = None,
     ) -> None:
         self.agg = _arrow.check_agg(agg)
-        self.range = _arrow.positive_int("range", range)
-        self.slide = _arrow.positive_int("slide", slide)
-        self.min_periods = _arrow.min_periods_int(min_periods, self.range, "range")
+        # A time span ("10m", timedelta) makes a time-window query (Spark's
+        # window(ts, range, slide); slide defaults to range, a tumbling
+        # window, as in Spark); a number of rows makes a count window.
+        self.time = _time.is_duration(range)
+        if self.time:
+            if slide == 1:
+                slide = range
+            self.range = _time.duration_ns("range", range)
+            self.slide = _time.duration_ns("slide", slide)
+            self.min_periods = _arrow.min_periods_int(min_periods, 1 << 62, "2**62")
+        else:
+            if _time.is_duration(slide):
+                raise ValueError(f"a count-window query (range={range!r} rows) needs a slide in rows, got {slide!r}")
+            self.range = _arrow.positive_int("range", range)
+            self.slide = _arrow.positive_int("slide", slide)
+            self.min_periods = _arrow.min_periods_int(min_periods, self.range, "range")
         if arg is not None:
             if self.agg not in _ARG_AGGS:
                 raise ValueError(f"arg= is only meaningful for argmax/argmin, not {self.agg!r}")
@@ -43,13 +56,17 @@ class Query:
                 raise ValueError(f"arg must be a column name, got {arg!r}")
         self.arg = arg
         if name is None:
-            name = f"{agg}_{self.range}_{self.slide}"
+            name = f"{agg}_{range}_{slide}"
         if not isinstance(name, str) or not name:
             raise ValueError(f"a query name must be a non-empty string, got {name!r}")
         self.name = name
 
     def _spec(self):
         return (self.agg, self.range, self.slide, self.min_periods)
+
+    def _time_spec(self, unit_ns: int):
+        return (self.agg, _time.to_units("range", self.range, unit_ns),
+                _time.to_units("slide", self.slide, unit_ns), self.min_periods)
 
     def __repr__(self) -> str:
         extra = "".join(
@@ -79,8 +96,6 @@ class Stream:
         lateness: Any = 0,
         algorithm: str = "auto",
     ) -> None:
-        if time is not None:
-            raise NotImplementedError("time windows (time=...) are not implemented yet; only count windows are")
         if key is not None:
             raise NotImplementedError("keyed streams (key=...) are not implemented yet")
         if lateness not in (0, None):
@@ -99,12 +114,25 @@ class Stream:
             raise ValueError(f"query names must be unique; repeated: {dup} (pass name=...)")
         if not isinstance(value, str):
             raise ValueError(f"value must be a column name, got {value!r}")
+        if time is not None and not isinstance(time, str):
+            raise ValueError(f"time must be a column name, got {time!r}")
+        for q in queries:
+            if q.time and time is None:
+                raise ValueError(f"{q.name}: a time-window query needs the stream's event-time column (time='ts')")
+            if not q.time and time is not None:
+                raise ValueError(f"{q.name}: a stream with time= runs time windows; give range/slide as time spans")
+        self._time = time
+        self._unit_ns: Optional[int] = None
+        self._ts_type: Optional[pa.DataType] = None
         self._queries: List[Query] = queries
         self._value = value
         self._algorithm = _arrow.check_algorithm(algorithm)
         # Build once now so that an algorithm the operations cannot run
         # (soe with max, ...) fails here, not at the first push.
-        _slidewise.CountStream(self._specs(), "float64", self._algorithm, self._groups())
+        if time is None:
+            _slidewise.CountStream(self._specs(), "float64", self._algorithm, self._groups())
+        else:
+            _slidewise.TimeStream([q._time_spec(1) for q in queries], "float64", self._algorithm, self._groups())
         self._dtype: Optional[str] = None
         self._inner: Optional[_slidewise.CountStream] = None
 
@@ -124,6 +152,8 @@ class Stream:
         name, a table (window_start, window_end, value) of the windows this
         batch completed."""
         values = _arrow.values_array(_arrow.column(batch, self._value), f"column {self._value!r}")
+        if self._time is not None:
+            return self._push_time(batch, values)
         inner = self._ensure(str(values.type))
         if str(values.type) != self._dtype:
             values = self._cast(values)
@@ -136,6 +166,11 @@ class Stream:
         """End of stream: the last, partial window of each query (the rows
         after the last slide edge, with window_end = rows seen). Pushing
         after a flush is an error."""
+        if self._time is not None:
+            if self._inner is None:
+                return self._tables([(pa.array([], pa.int64()),) * 2 + (pa.array([], pa.float64()),)
+                                     for _ in self._queries])
+            return self._tables(self._inner.flush())
         return self._tables(self._ensure("float64").flush())
 
     def __repr__(self) -> str:
@@ -151,6 +186,9 @@ class Stream:
             "algorithm": self._algorithm,
             "dtype": self._dtype,
             "state": None if self._inner is None else self._inner.save(),
+            "time": self._time,
+            "unit_ns": self._unit_ns,
+            "ts_type": self._ts_type,
         }
 
     def __setstate__(self, st: dict) -> None:
@@ -161,7 +199,12 @@ class Stream:
         self._algorithm = st["algorithm"]
         self._dtype = st["dtype"]
         self._inner = None
-        if st["state"] is not None:
+        self._time, self._unit_ns, self._ts_type = st["time"], st["unit_ns"], st["ts_type"]
+        if st["state"] is not None and self._time is not None:
+            self._inner = _slidewise.TimeStream.load(
+                [q._time_spec(self._unit_ns) for q in self._queries], self._dtype, self._algorithm, st["state"],
+                self._groups())
+        elif st["state"] is not None:
             self._inner = _slidewise.CountStream.load(
                 self._specs(), self._dtype, self._algorithm, st["state"], self._groups()
             )
@@ -183,6 +226,18 @@ class Stream:
             self._dtype = dtype
             self._inner = _slidewise.CountStream(self._specs(), dtype, self._algorithm, self._groups())
         return self._inner
+
+    def _push_time(self, batch: Any, values: pa.Array) -> Dict[str, pa.Table]:
+        ts, unit_ns, ts_type = _time.time_column(_arrow.column(batch, self._time), f"column {self._time!r}")
+        if self._inner is None:
+            self._dtype, self._unit_ns, self._ts_type = str(values.type), unit_ns, ts_type
+            specs = [q._time_spec(unit_ns) for q in self._queries]
+            self._inner = _slidewise.TimeStream(specs, self._dtype, self._algorithm, self._groups())
+        elif unit_ns != self._unit_ns:
+            ts = pa.array(ts.to_numpy() * unit_ns // self._unit_ns, pa.int64())
+        if str(values.type) != self._dtype:
+            values = self._cast(values)
+        return self._tables(self._inner.push(values, ts))
 
     def _cast(self, values: pa.Array) -> pa.Array:
         try:
@@ -209,6 +264,8 @@ class Stream:
         return a
 
     def _tables(self, results) -> Dict[str, pa.Table]:
+        if self._time is not None:
+            results = [(_time.restore(s, self._ts_type), _time.restore(e, self._ts_type), v) for s, e, v in results]
         return {
             q.name: pa.Table.from_arrays([s, e, v], names=["window_start", "window_end", "value"])
             for q, (s, e, v) in zip(self._queries, results)

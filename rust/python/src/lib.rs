@@ -18,6 +18,7 @@ use pyo3_arrow::PyArray;
 use slidewise_core::engine::{AggKind, DType, FromArrow};
 use slidewise_core::fifo::{Algorithm, FifoAggregator};
 use slidewise_core::monoid::AggOp;
+use slidewise_core::time_window::{self, TimeSpec, TimeWindowOp};
 use slidewise_core::window::{self, CountSpec, SharedWindowOp, WindowBatch};
 use slidewise_core::Error;
 
@@ -301,6 +302,148 @@ impl CountStream {
 }
 
 // ---------------------------------------------------------------------------
+// time windows (non-decreasing event time)
+
+/// Per-row time rolling: row i aggregates rows j <= i with
+/// ts[j] > ts[i] - range (pandas `rolling("5s")`). `ts`: int64, in the
+/// unit `range` is given in.
+#[pyfunction]
+#[pyo3(signature = (values, ts, range, agg, min_periods=None, algorithm="auto"))]
+fn rolling_time<'py>(
+    py: Python<'py>,
+    values: PyArray,
+    ts: PyArray,
+    range: i64,
+    agg: &str,
+    min_periods: Option<i64>,
+    algorithm: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mp = min_periods.map(|m| nonneg("min_periods", m)).transpose()?.map(|m| m as usize);
+    let agg = core(AggKind::parse(agg))?;
+    let algo = parse_algo(algorithm)?;
+    let (arr, ts) = (values.array().clone(), ts.array().clone());
+    let out = py.detach(|| time_window::rolling_time_dyn(arr.as_ref(), ts.as_ref(), range, agg, mp, algo));
+    to_pyarrow(py, core(out)?)
+}
+
+type TimeSpecTuple = (String, i64, i64, Option<i64>);
+
+/// Spark-style time-window queries over one value column and one int64
+/// event-time column; queries with the same group id share one plan.
+#[pyclass(module = "slidewise._slidewise", frozen)]
+struct TimeStream {
+    state: Mutex<TimeGroups>,
+}
+
+struct TimeGroups {
+    ops: Vec<Box<dyn TimeWindowOp>>,
+    members: Vec<Vec<usize>>,
+    n_queries: usize,
+}
+
+impl TimeStream {
+    fn build(specs: Vec<TimeSpecTuple>, dtype: &str, algorithm: &str, groups: Option<Vec<usize>>, mut saved: Option<&[u8]>) -> PyResult<Self> {
+        let dtype = core(DType::parse(dtype))?;
+        let algo = parse_algo(algorithm)?;
+        let specs = specs
+            .iter()
+            .map(|(agg, range, slide, mp)| {
+                Ok(TimeSpec {
+                    agg: core(AggKind::parse(agg))?,
+                    range: *range,
+                    slide: *slide,
+                    min_periods: mp.map(|m| nonneg("min_periods", m)).transpose()?.unwrap_or(0),
+                })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let as_count: Vec<CountSpec> =
+            specs.iter().map(|s| CountSpec { agg: s.agg, range: 1, slide: 1, min_periods: 0 }).collect();
+        let members = grouping(&as_count, groups)?;
+        let mut ops = Vec::with_capacity(members.len());
+        for m in &members {
+            let g: Vec<TimeSpec> = m.iter().map(|&q| specs[q].clone()).collect();
+            ops.push(match saved.as_mut() {
+                None => core(time_window::build_time(&g, dtype, algo))?,
+                Some(inp) => core(time_window::load_time(&g, dtype, algo, inp))?,
+            });
+        }
+        if saved.is_some_and(|rest| !rest.is_empty()) {
+            return Err(PyValueError::new_err(Error::Corrupt("trailing bytes".into()).to_string()));
+        }
+        Ok(TimeStream { state: Mutex::new(TimeGroups { ops, members, n_queries: specs.len() }) })
+    }
+
+    fn lock(&self) -> PyResult<std::sync::MutexGuard<'_, TimeGroups>> {
+        self.state.lock().map_err(|_| PyRuntimeError::new_err("slidewise stream state is poisoned"))
+    }
+
+    fn results<'py>(py: Python<'py>, g: &TimeGroups, per_group: Vec<Vec<WindowBatch>>) -> PyResult<Vec<Triple<'py>>> {
+        let as_groups = Groups { ops: Vec::new(), members: g.members.clone(), n_queries: g.n_queries };
+        batches_to_py(py, &as_groups, per_group)
+    }
+}
+
+#[pymethods]
+impl TimeStream {
+    /// `specs`: (agg, range, slide, min_periods) per query, range and slide
+    /// in the event-time column's unit.
+    #[new]
+    #[pyo3(signature = (specs, dtype, algorithm, groups=None))]
+    fn new(specs: Vec<TimeSpecTuple>, dtype: &str, algorithm: &str, groups: Option<Vec<usize>>) -> PyResult<Self> {
+        Self::build(specs, dtype, algorithm, groups, None)
+    }
+
+    #[staticmethod]
+    #[pyo3(signature = (specs, dtype, algorithm, state, groups=None))]
+    fn load(specs: Vec<TimeSpecTuple>, dtype: &str, algorithm: &str, state: &[u8], groups: Option<Vec<usize>>) -> PyResult<Self> {
+        if state.first() != Some(&TIME_STREAM_FORMAT) {
+            return Err(PyValueError::new_err(Error::Corrupt("unknown checkpoint format".into()).to_string()));
+        }
+        Self::build(specs, dtype, algorithm, groups, Some(&state[1..]))
+    }
+
+    fn save<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let g = self.lock()?;
+        let mut out = vec![TIME_STREAM_FORMAT];
+        for op in g.ops.iter() {
+            op.save(&mut out);
+        }
+        Ok(PyBytes::new(py, &out))
+    }
+
+    /// Feed one batch: values and their int64 event times (non-decreasing,
+    /// also across batches). Returns, per query, the windows whose end time
+    /// this batch passed, as (window_start, window_end, value) arrays.
+    fn push<'py>(&self, py: Python<'py>, values: PyArray, ts: PyArray) -> PyResult<Vec<Triple<'py>>> {
+        let mut guard = self.lock()?;
+        let g: &mut TimeGroups = &mut guard;
+        let (arr, ts) = (values.array().clone(), ts.array().clone());
+        let ops = &mut g.ops;
+        let res = py.detach(|| {
+            ops.iter_mut().map(|op| op.push(arr.as_ref(), ts.as_ref())).collect::<slidewise_core::Result<Vec<_>>>()
+        });
+        let res = core(res)?;
+        Self::results(py, g, res)
+    }
+
+    /// End of stream: every window still holding rows.
+    fn flush<'py>(&self, py: Python<'py>) -> PyResult<Vec<Triple<'py>>> {
+        let mut guard = self.lock()?;
+        let g: &mut TimeGroups = &mut guard;
+        let ops = &mut g.ops;
+        let res = py.detach(|| ops.iter_mut().map(|op| op.flush()).collect::<slidewise_core::Result<Vec<_>>>());
+        let res = core(res)?;
+        Self::results(py, g, res)
+    }
+
+    fn plans(&self) -> PyResult<usize> {
+        Ok(self.lock()?.ops.len())
+    }
+}
+
+const TIME_STREAM_FORMAT: u8 = 17;
+
+// ---------------------------------------------------------------------------
 // raw FIFO aggregators
 
 /// Input dtypes readable from one Python number.
@@ -517,6 +660,8 @@ impl RawAggregator {
 fn _slidewise(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rolling, m)?)?;
     m.add_class::<CountStream>()?;
+    m.add_function(wrap_pyfunction!(rolling_time, m)?)?;
+    m.add_class::<TimeStream>()?;
     m.add_class::<RawAggregator>()?;
     m.add("AGGS", AggKind::ALL.map(|a| a.name()).to_vec())?;
     m.add("ALGORITHMS", Algorithm::ALL.map(|a| a.name()).to_vec())?;

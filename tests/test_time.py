@@ -1,0 +1,136 @@
+"""Time windows: per-row time rolling against pandas rolling("5s"), hopping
+windows against a brute-force Spark-style window(ts, range, slide) and
+against Spark itself (a real local[2] session), batch splits, pickling,
+and the errors for unsorted or null event times."""
+
+import datetime
+import pickle
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import slidewise as sw
+from oracle import same
+
+
+def _events(n, seed, gap_ms=(0, 3000)):
+    rng = np.random.default_rng(seed)
+    ts = np.datetime64("2026-11-25", "ms") + np.cumsum(rng.integers(gap_ms[0], gap_ms[1], n)).astype("timedelta64[ms]")
+    v = rng.integers(-50, 50, n).astype(float)
+    v[rng.random(n) < 0.1] = np.nan  # nulls in pandas' eyes; passed as nulls below
+    return ts, v
+
+
+@pytest.mark.parametrize("agg,pd_name", [("sum", "sum"), ("max", "max"), ("min", "min"), ("mean", "mean"),
+                                         ("count", "count"), ("std", "std")])
+@pytest.mark.parametrize("window,pd_window", [("5s", "5s"), ("1m", "1min"),
+                                              (datetime.timedelta(seconds=17), pd.Timedelta(seconds=17))])
+def test_time_rolling_equals_pandas(agg, pd_name, window, pd_window):
+    ts, v = _events(3000, 1)
+    vals = pa.array(v, from_pandas=True)
+    got = sw.rolling(vals, window, agg, timestamps=pa.array(ts)).to_numpy(zero_copy_only=False)
+    s = pd.Series(v, index=pd.DatetimeIndex(ts))
+    want = getattr(s.rolling(pd_window, min_periods=1), pd_name)()
+    want = want.to_numpy()
+    if agg == "count":
+        want = np.nan_to_num(want)
+    got = np.asarray([np.nan if x is None else x for x in got], dtype=float)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9, equal_nan=True)
+
+
+def _brute(ts, v, range_, slide):
+    """{(start, end): (max, count)} of Spark window(ts, range, slide) on int times."""
+    out = {}
+    for t in ts:
+        s = (t // slide) * slide
+        while s > t - range_:
+            out.setdefault((s, s + range_), None)
+            s -= slide
+    res = {}
+    for (s, e) in out:
+        xs = [x for t, x in zip(ts, v) if s <= t < e and x is not None]
+        res[(s, e)] = (max(xs) if xs else None, len(xs))
+    return res
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    data=st.data(),
+    shapes=st.lists(st.tuples(st.integers(1, 40), st.integers(1, 12)), min_size=1, max_size=3, unique=True),
+)
+def test_stream_time_windows_equal_brute_force(data, shapes):
+    n = data.draw(st.integers(0, 120))
+    gaps = data.draw(st.lists(st.sampled_from([0, 0, 1, 2, 5, 30, 200]), min_size=n, max_size=n))
+    ts = list(np.cumsum(gaps) - 17)
+    v = data.draw(st.lists(st.one_of(st.none(), st.integers(-9, 9).map(float)), min_size=n, max_size=n))
+    queries = [sw.Query("max", f"{r}s", f"{s}s") for r, s in shapes]
+    stream = sw.Stream(queries, value="v", time="ts")
+    cuts = sorted(data.draw(st.lists(st.integers(0, n), max_size=3)))
+    got = {q.name: [] for q in queries}
+    prev = 0
+    t_type = pa.timestamp("s")
+    for c in cuts + [n]:
+        b = pa.table({"v": pa.array(v[prev:c], pa.float64()), "ts": pa.array(ts[prev:c], pa.int64()).cast(t_type)})
+        for k, t in stream.push(b).items():
+            got[k] += t.to_pylist()
+        prev = c
+        if c == cuts[0] if cuts else False:
+            stream = pickle.loads(pickle.dumps(stream))
+    for k, t in stream.flush().items():
+        got[k] += t.to_pylist()
+    epoch = datetime.datetime(1970, 1, 1)
+    for q, (r, s) in zip(queries, shapes):
+        want = _brute(ts, v, r, s)
+        rows = got[q.name]
+        keys = [(int((x["window_start"] - epoch).total_seconds()), int((x["window_end"] - epoch).total_seconds()))
+                for x in rows]
+        assert sorted(keys) == sorted(want), q
+        for k, x in zip(keys, rows):
+            assert x["value"] == want[k][0]
+
+
+def test_unsorted_and_null_times_are_refused():
+    with pytest.raises(ValueError, match="row 2"):
+        sw.rolling([1.0, 2.0, 3.0], "5s", timestamps=pa.array([5, 7, 6], pa.timestamp("s")))
+    with pytest.raises(ValueError, match="null event time"):
+        sw.rolling([1.0, 2.0], "5s", timestamps=pa.array([5, None], pa.timestamp("s")))
+    s = sw.Stream(sw.Query("sum", "10s", "5s"), time="ts")
+    s.push({"v": [1.0], "ts": pa.array([10], pa.timestamp("s"))})
+    with pytest.raises(ValueError, match="non-decreasing"):
+        s.push({"v": [1.0], "ts": pa.array([9], pa.timestamp("s"))})
+    with pytest.raises(ValueError, match="time span"):
+        sw.rolling([1.0], "5s")
+    with pytest.raises(ValueError, match="needs the stream's event-time column"):
+        sw.Stream(sw.Query("sum", "10s"))
+    with pytest.raises(ValueError, match="not a time span"):
+        sw.Query("sum", "10 parsecs")
+
+
+def test_time_windows_equal_spark(spark):
+    """The same data through Spark's groupBy(window(ts, range, slide))."""
+    from pyspark.sql import functions as F
+
+    ts, v = _events(2000, 3, gap_ms=(0, 900))
+    pdf = pd.DataFrame({"ts": pd.DatetimeIndex(ts), "v": v})
+    sdf = spark.createDataFrame(pdf)
+    for rng_, slide in [("10 seconds", "3 seconds"), ("1 minute", "1 minute"), ("7 seconds", "2 seconds")]:
+        want = (sdf.groupBy(F.window("ts", rng_, slide)).agg(F.max("v").alias("max"), F.sum("v").alias("sum"))
+                .select(F.col("window.start").alias("s"), "max", "sum").toPandas())
+        want = want.sort_values("s").reset_index(drop=True)
+        r, sl = rng_.replace(" seconds", "s").replace(" minute", "m"), slide.replace(" seconds", "s").replace(" minute", "m")
+        stream = sw.Stream([sw.Query("max", r, sl, name="max"), sw.Query("sum", r, sl, name="sum")], time="ts")
+        t = pa.table({"v": pa.array(v, from_pandas=True), "ts": pa.array(ts)})
+        out = {k: [x] for k, x in stream.push(t).items()}
+        for k, x in stream.flush().items():
+            out[k].append(x)
+        got_max = pa.concat_tables(out["max"]).to_pandas()
+        got_sum = pa.concat_tables(out["sum"]).to_pandas()
+        assert len(got_max) == len(want)
+        assert (got_max["window_start"].to_numpy() == want["s"].to_numpy().astype("datetime64[ms]")).all()
+        np.testing.assert_allclose(got_max["value"].astype(float), want["max"].astype(float), equal_nan=True)
+        np.testing.assert_allclose(got_sum["value"].astype(float), want["sum"].astype(float), rtol=1e-9,
+                                   equal_nan=True)
