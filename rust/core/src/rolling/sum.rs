@@ -5,9 +5,10 @@
 //! error terms go to a compensation `c`, so `s + c` is the window's sum up
 //! to the rounding of `c` itself. `d, e1` are off the loop-carried chain,
 //! which is one add for `s` and one for `c` per row. The column runs as
-//! segments of at most `max(8 window, 65536)` rows, each restarted from an
-//! exact recomputation of its first window (so nothing accumulates across
-//! the column), four at a time: the four chains interleave, and on x86-64
+//! segments of at most `max(16 window, 2^20)` rows, each started from an
+//! exact sum of the window before it (the first from an empty window at row
+//! 0, a group's first from the previous group's last chain), so error
+//! accumulates over at most two segments; four at a time: the four chains interleave, and on x86-64
 //! with AVX2 (detected at run time) they are the four lanes of one vector.
 //!
 //! Non-finite values: any inf / NaN a segment reads makes its TwoSum
@@ -60,34 +61,63 @@ fn all_finite<T: Num>(xs: &[T]) -> bool {
 
 /// Rolling sums of a null-free (or null-zeroed) float column, as f64.
 ///
-/// The column splits into the insert-only rows `[0, window)` and the
-/// sliding rows `[window, n)`; each region runs in groups of four
-/// segments, each segment restarted from an exact recomputation of its
-/// first window ([`group`]). A segment whose compensation comes out NaN
-/// met an inf / NaN (or overflowed) and is redone by [`counted_block`],
-/// so finite columns pay no separate pre-check pass.
+/// The column runs in groups of four segments, each segment a chain
+/// started from the exact sum of the window before its first row ([`group`]).
+/// When the window is at most a quarter of the column, the first segment
+/// starts at row 0 from an empty window (its first `window` rows evict
+/// nothing), so it needs no recomputation; otherwise the insert-only rows
+/// `[0, window)` and the sliding rows run as two regions. A segment whose
+/// compensation comes out NaN met an inf / NaN (or overflowed) and is
+/// redone by [`counted_block`], so finite columns pay no pre-check pass.
 pub(super) fn float_sums<T: Num>(x: &[T], window: usize) -> Vec<f64> {
     let n = x.len();
     let mut out = buffer::<f64>(n);
-    let a = window.min(n);
-    region(x, window, 0, a, &mut out);
-    region(x, window, a, n, &mut out);
+    region(x, window, 0, n, &mut out);
     out
 }
 
-/// Rows `[r0, r1)`, all insert-only (`r1 <= window`) or all sliding.
+/// Rows `[r0, r1)`, with `r0 == 0` or `r0 >= window`.
 fn region<T: Num>(x: &[T], window: usize, r0: usize, r1: usize, out: &mut [f64]) {
     let len = r1 - r0;
-    // Segments long enough that restarting costs at most an eighth of a
-    // pass, short enough that the compensation's own rounding stays
-    // negligible; a multiple of 4 rows (the transpose tile).
-    let cap = window.saturating_mul(8).max(1 << 16);
+    // Segments long enough that the restarts (three windows read per
+    // group: the first segment continues the previous group's last chain)
+    // cost little, short enough that an inf / NaN sends only a bounded
+    // part of the column to the slow loop; the compensation's own rounding
+    // stays negligible at these lengths. A multiple of 4 rows (the tile).
+    let cap = window.saturating_mul(16).max(1 << 20);
     let segs = len.div_ceil(cap).next_multiple_of(4).max(4);
     let seg = len / segs / 4 * 4;
+    let mode = if r1 <= window {
+        INSERT
+    } else if r0 < window {
+        if seg < window {
+            // Segments shorter than the window: the later segments' first
+            // windows would reach before row 0; split at the window.
+            let a = window.min(r1);
+            region(x, window, r0, a, out);
+            region(x, window, a, r1, out);
+            return;
+        }
+        PAD0
+    } else {
+        SLIDE
+    };
     let mut b0 = r0;
+    // The state after the previous group's last row, i.e. the exact start
+    // state of the next row (when that chain stayed finite).
+    let mut carry: Option<(f64, f64)> = None;
     if seg >= 16 {
-        for _ in 0..segs / 4 {
-            let ok = group(x, window, b0, seg, r0 < window, out);
+        for g in 0..segs / 4 {
+            let mut st = [(0.0, 0.0); 4];
+            for (k, v) in st.iter_mut().enumerate() {
+                *v = match carry {
+                    Some(c) if k == 0 => c,
+                    _ => start_state(x, window, b0 + k * seg),
+                };
+            }
+            let m = if g == 0 { mode } else if mode == PAD0 { SLIDE } else { mode };
+            let (ok, end) = group(x, window, b0, seg, m, st, out);
+            carry = if ok[3] { Some(end) } else { None };
             for (k, good) in ok.into_iter().enumerate() {
                 let s0 = b0 + k * seg;
                 if !good {
@@ -99,60 +129,102 @@ fn region<T: Num>(x: &[T], window: usize, r0: usize, r1: usize, out: &mut [f64])
     }
     // The tail (or a short region): the scalar kernel.
     if b0 < r1 {
-        if all_finite(&x[b0.saturating_sub(window)..r1]) {
-            finite_block(x, window, b0, r1, &mut out[b0..r1]);
+        let finite = match carry {
+            Some(_) => all_finite(&x[b0..r1]) && all_finite(&x[b0.max(window) - window..r1.max(window) - window]),
+            None => all_finite(&x[b0.saturating_sub(window)..r1]),
+        };
+        if finite {
+            finite_block(x, window, b0, r1, carry, &mut out[b0..r1]);
         } else {
             counted_block(x, window, b0, r1, &mut out[b0..r1]);
         }
     }
 }
 
-/// Four segments `[b0 + k seg, b0 + (k+1) seg)`: per segment, whether it
-/// stayed finite (else its rows are garbage and must be redone).
-fn group<T: Num>(x: &[T], window: usize, b0: usize, seg: usize, insert_only: bool, out: &mut [f64]) -> [bool; 4] {
+/// Group modes: every row slides; every row only inserts (`r1 <= window`);
+/// the first segment starts at row 0 and inserts only for its first
+/// `window` rows, the others slide (needs `seg >= window`).
+const SLIDE: u8 = 0;
+const INSERT: u8 = 1;
+const PAD0: u8 = 2;
+
+/// Four segments `[b0 + k seg, b0 + (k+1) seg)` from start states `st`:
+/// per segment, whether it stayed finite (else its rows are garbage and
+/// must be redone), and the last segment's end state.
+fn group<T: Num>(
+    x: &[T],
+    window: usize,
+    b0: usize,
+    seg: usize,
+    mode: u8,
+    st: [(f64, f64); 4],
+    out: &mut [f64],
+) -> ([bool; 4], (f64, f64)) {
+    assert!(b0 + 4 * seg <= x.len() && out.len() == x.len());
+    assert!(match mode {
+        SLIDE => b0 >= window,
+        INSERT => b0 + 4 * seg <= window,
+        _ => b0 == 0 && seg >= window,
+    });
+    let fin = st.map(|(s, c)| s.is_finite() && c.is_finite());
     #[cfg(target_arch = "x86_64")]
     {
         if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>() && std::is_x86_feature_detected!("avx2") {
-            // SAFETY: T is f64 (same type, checked above), and AVX2 is present.
+            // SAFETY: T is f64 (same type, checked above), AVX2 is present,
+            // and the bounds the kernel relies on are asserted above.
             let xf = unsafe { std::slice::from_raw_parts(x.as_ptr() as *const f64, x.len()) };
-            return unsafe {
-                if insert_only {
-                    avx2::group::<true>(xf, window, b0, seg, out)
-                } else {
-                    avx2::group::<false>(xf, window, b0, seg, out)
+            let (ok, end) = unsafe {
+                match mode {
+                    SLIDE => avx2::group::<SLIDE>(xf, window, b0, seg, st, out),
+                    INSERT => avx2::group::<INSERT>(xf, window, b0, seg, st, out),
+                    _ => avx2::group::<PAD0>(xf, window, b0, seg, st, out),
                 }
             };
+            return ([0, 1, 2, 3].map(|k| ok[k] && fin[k]), end);
         }
     }
-    group_portable(x, window, b0, seg, insert_only, out)
+    let (ok, end) = group_portable(x, window, b0, seg, st, out);
+    ([0, 1, 2, 3].map(|k| ok[k] && fin[k]), end)
 }
 
 /// Start state of the segment beginning at row `r`: the exact sum of its
 /// first window's rows before `r`.
-#[inline(always)]
 fn start_state<T: Num>(x: &[T], window: usize, r: usize) -> (f64, f64) {
-    exact_sum(&x[r.saturating_sub(window)..r])
+    let xs = &x[r.saturating_sub(window)..r];
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>() && std::is_x86_feature_detected!("avx2") {
+            // SAFETY: T is f64 (checked above), and AVX2 is present.
+            return unsafe { avx2::exact_sum(std::slice::from_raw_parts(xs.as_ptr() as *const f64, xs.len())) };
+        }
+    }
+    exact_sum(xs)
 }
 
 /// The portable group: four scalar chains side by side (independent, so
 /// their latencies overlap).
-fn group_portable<T: Num>(x: &[T], window: usize, b0: usize, seg: usize, insert_only: bool, out: &mut [f64]) -> [bool; 4] {
-    let mut s = [0.0; 4];
-    let mut c = [0.0; 4];
-    for k in 0..4 {
-        (s[k], c[k]) = start_state(x, window, b0 + k * seg);
-    }
+fn group_portable<T: Num>(
+    x: &[T],
+    window: usize,
+    b0: usize,
+    seg: usize,
+    st: [(f64, f64); 4],
+    out: &mut [f64],
+) -> ([bool; 4], (f64, f64)) {
+    let mut s = st.map(|v| v.0);
+    let mut c = st.map(|v| v.1);
     for j in 0..seg {
         for k in 0..4 {
             let i = b0 + k * seg + j;
-            let (d, e1) = if insert_only { (x[i].to_f64(), 0.0) } else { two_sum(x[i].to_f64(), -x[i - window].to_f64()) };
+            let old = if i >= window { x[i - window].to_f64() } else { 0.0 };
+            let (d, e1) = two_sum(x[i].to_f64(), -old);
             let (t, e2) = two_sum(s[k], d);
             s[k] = t;
             c[k] += e1 + e2;
             out[i] = s[k] + c[k];
         }
     }
-    c.map(|v| v.is_finite())
+    (c.map(|v| v.is_finite()), (s[3], c[3]))
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -162,6 +234,8 @@ mod avx2 {
     //! come in 4x4 tiles (four rows of each segment), transposed in
     //! registers on the way in and out.
     use std::arch::x86_64::*;
+
+    use super::{INSERT, PAD0};
 
     #[inline(always)]
     unsafe fn transpose(r: [__m256d; 4]) -> [__m256d; 4] {
@@ -187,33 +261,63 @@ mod avx2 {
         ])
     }
 
+    /// Evicted values of rows `i..i + 4` of a segment starting at row 0:
+    /// zero before row `window`.
+    #[inline(always)]
+    unsafe fn old_row0(x: &[f64], i: usize, window: usize) -> __m256d {
+        if i >= window {
+            _mm256_loadu_pd(x.as_ptr().add(i - window))
+        } else if i + 4 <= window {
+            _mm256_setzero_pd()
+        } else {
+            let v: [f64; 4] = std::array::from_fn(|t| if i + t >= window { x[i + t - window] } else { 0.0 });
+            _mm256_loadu_pd(v.as_ptr())
+        }
+    }
+
+    /// [`super::exact_sum`] compiled for AVX2 (its lanes fill two vectors).
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn group<const INSERT_ONLY: bool>(
+    pub(super) unsafe fn exact_sum(xs: &[f64]) -> (f64, f64) {
+        super::exact_sum(xs)
+    }
+
+    /// Bounds are the caller's (`super::group` asserts them).
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn group<const MODE: u8>(
         x: &[f64],
         window: usize,
         b0: usize,
         seg: usize,
+        st: [(f64, f64); 4],
         out: &mut [f64],
-    ) -> [bool; 4] {
-        let mut s0 = [0.0; 4];
-        let mut c0 = [0.0; 4];
-        for k in 0..4 {
-            (s0[k], c0[k]) = super::start_state(x, window, b0 + k * seg);
-        }
-        assert!(b0 + 4 * seg <= x.len() && out.len() == x.len() && (INSERT_ONLY || b0 >= window));
+    ) -> ([bool; 4], (f64, f64)) {
+        let s0 = st.map(|v| v.0);
+        let c0 = st.map(|v| v.1);
         let mut s = _mm256_loadu_pd(s0.as_ptr());
         let mut c = _mm256_loadu_pd(c0.as_ptr());
         let xin = x.as_ptr().add(b0);
-        let xout = if INSERT_ONLY { xin } else { x.as_ptr().add(b0 - window) };
         let o = out.as_mut_ptr().add(b0);
         let mut j = 0;
         while j < seg {
             let a = tile(xin.add(j), seg);
-            let b = if INSERT_ONLY { a } else { tile(xout.add(j), seg) };
+            let b = match MODE {
+                INSERT => a,
+                // Lanes 1..3 slide from their first row (seg >= window).
+                PAD0 => {
+                    let p = xin.add(j + seg - window);
+                    transpose([
+                        old_row0(x, b0 + j, window),
+                        _mm256_loadu_pd(p),
+                        _mm256_loadu_pd(p.add(seg)),
+                        _mm256_loadu_pd(p.add(2 * seg)),
+                    ])
+                }
+                _ => tile(xin.add(j).sub(window), seg),
+            };
             let mut r = [_mm256_setzero_pd(); 4];
             for t in 0..4 {
                 // d + e1 = a - b exactly (TwoSum), off the chain.
-                let (d, e1) = if INSERT_ONLY {
+                let (d, e1) = if MODE == INSERT {
                     (a[t], _mm256_setzero_pd())
                 } else {
                     let d = _mm256_sub_pd(a[t], b[t]);
@@ -226,7 +330,7 @@ mod avx2 {
                 let bb = _mm256_sub_pd(t2, s);
                 let e2 = _mm256_add_pd(_mm256_sub_pd(s, _mm256_sub_pd(t2, bb)), _mm256_sub_pd(d, bb));
                 s = t2;
-                c = _mm256_add_pd(c, if INSERT_ONLY { e2 } else { _mm256_add_pd(e1, e2) });
+                c = _mm256_add_pd(c, if MODE == INSERT { e2 } else { _mm256_add_pd(e1, e2) });
                 r[t] = _mm256_add_pd(s, c);
             }
             let r = transpose(r);
@@ -235,15 +339,17 @@ mod avx2 {
             }
             j += 4;
         }
+        let mut sf = [0.0; 4];
         let mut cf = [0.0; 4];
+        _mm256_storeu_pd(sf.as_mut_ptr(), s);
         _mm256_storeu_pd(cf.as_mut_ptr(), c);
-        [0, 1, 2, 3].map(|k| cf[k].is_finite() && c0[k].is_finite())
+        (cf.map(|v| v.is_finite()), (sf[3], cf[3]))
     }
 }
 
 #[inline(always)]
-fn finite_block<T: Num>(x: &[T], window: usize, b0: usize, b1: usize, out: &mut [f64]) {
-    let (mut s, mut c) = exact_sum(&x[b0.saturating_sub(window)..b0]);
+fn finite_block<T: Num>(x: &[T], window: usize, b0: usize, b1: usize, start: Option<(f64, f64)>, out: &mut [f64]) {
+    let (mut s, mut c) = start.unwrap_or_else(|| exact_sum(&x[b0.saturating_sub(window)..b0]));
     // Rows before `window` only insert (partial windows at the start).
     let mid = window.clamp(b0, b1);
     for (o, v) in out[..mid - b0].iter_mut().zip(&x[b0..mid]) {
@@ -337,4 +443,37 @@ pub(super) fn rolling_count<T: FastNum>(col: &Column<T>, window: usize, min_peri
     };
     let nulls = validity(n, window, min_periods, counts.as_deref());
     i64::to_arrow(out, nulls)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Several groups (the carried start state), with inf / NaN in
+    /// segments and start windows, against the counted loop.
+    #[test]
+    fn groups_with_non_finite_match_counted() {
+        let n = 5_000_000;
+        let mut st = 0x2545_F491_4F6C_DD1Du64;
+        let mut x: Vec<f64> = (0..n)
+            .map(|_| {
+                st ^= st << 13;
+                st ^= st >> 7;
+                st ^= st << 17;
+                (st >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+            })
+            .collect();
+        for (i, v) in [(1_300_000, f64::NAN), (2_499_990, f64::INFINITY), (3_000_005, f64::NEG_INFINITY)] {
+            x[i] = v;
+        }
+        for w in [16, 1000, 300_000] {
+            let got = float_sums(&x, w);
+            let mut want = vec![0.0; n];
+            counted_block(&x, w, 0, n, &mut want);
+            for i in 0..n {
+                let (a, b) = (got[i], want[i]);
+                assert!(a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= 1e-9 * b.abs().max(1.0), "w {w} row {i}: {a} vs {b}");
+            }
+        }
+    }
 }
