@@ -49,19 +49,27 @@ def test_argument_errors():
 
 
 def test_not_yet_implemented_features():
-    with pytest.raises(NotImplementedError, match="timestamps"):
-        sw.rolling([1.0], 2, timestamps=[1])
-    with pytest.raises(NotImplementedError, match="time-based window"):
-        sw.rolling([1.0], "5m")
-    with pytest.raises(NotImplementedError, match="time-based range"):
-        sw.Query("sum", datetime.timedelta(minutes=10))
     q = sw.Query("sum", 10)
-    with pytest.raises(NotImplementedError, match="time windows"):
-        sw.Stream([q], time="ts")
     with pytest.raises(NotImplementedError, match="keyed"):
         sw.Stream([q], key="k")
     with pytest.raises(NotImplementedError, match="lateness"):
         sw.Stream([q], lateness=5)
+
+
+def test_time_spans_need_event_times_and_matching_queries():
+    with pytest.raises(ValueError, match="time span, which needs event times"):
+        sw.rolling([1.0], "5m")
+    with pytest.raises(ValueError, match="needs the stream's event-time column"):
+        sw.Stream([sw.Query("sum", datetime.timedelta(minutes=10))])
+    with pytest.raises(ValueError, match="give range/slide as time spans"):
+        sw.Stream([sw.Query("sum", 10)], time="ts")
+    with pytest.raises(ValueError, match="timestamps have 1 rows, values 2"):
+        sw.rolling([1.0, 2.0], "5s", timestamps=pa.array([1], pa.timestamp("s")))
+    with pytest.raises(TypeError, match="timestamp"):
+        sw.rolling([1.0], "5s", timestamps=pa.array(["x"]))
+    # an int window with timestamps is in the timestamps' unit
+    out = sw.rolling([1.0, 2.0, 4.0], 2, "sum", timestamps=pa.array([0, 1, 2], pa.timestamp("s")))
+    assert out.to_pylist() == [1.0, 3.0, 6.0]
 
 
 def test_query_and_stream_errors():
