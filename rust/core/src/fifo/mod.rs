@@ -185,6 +185,20 @@ macro_rules! with_fifo {
     }};
 }
 
+/// TwoStacks' flip, shared by TwoStacks and SlideSide: `out[j]` becomes the
+/// aggregate of the newest `j + 1` items, i.e. the suffix scan of `items`
+/// read from the back (older items on the left of every combine).
+pub(crate) fn suffix_scan<M: Monoid>(items: &[M::Agg], out: &mut Vec<M::Agg>) {
+    out.clear();
+    if let Some(last) = items.last() {
+        out.push(last.clone());
+        for i in (0..items.len() - 1).rev() {
+            let s = M::combine(&items[i], out.last().unwrap());
+            out.push(s);
+        }
+    }
+}
+
 /// A capacity hint from a window size that may be huge (a range of 10^15
 /// rows is a valid query): algorithms grow on demand, so never pre-allocate
 /// more than this.

@@ -80,14 +80,7 @@ impl<M: Monoid> SlideSide<M> {
         self.items.drain(..keep_from);
         self.head = 0;
         self.split = self.items.len();
-        self.rsuf.clear();
-        if let Some(last) = self.items.last() {
-            self.rsuf.push(last.clone());
-            for i in (0..self.split - 1).rev() {
-                let s = M::combine(&self.items[i], self.rsuf.last().unwrap());
-                self.rsuf.push(s);
-            }
-        }
+        super::suffix_scan::<M>(&self.items, &mut self.rsuf);
         self.pre.truncate(1);
     }
 
