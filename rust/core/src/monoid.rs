@@ -35,6 +35,10 @@ pub trait Monoid: 'static {
     /// `inverse` is implemented: `combine(inverse(combine(a, b), a), ...)`
     /// removes the oldest partial `a` from a window aggregate.
     const INVERTIBLE: bool = false;
+    /// `combine` always returns one of its arguments (max, min, first, ...):
+    /// folding newer partials into an old aggregate then usually changes
+    /// nothing, which SlideSide's re-scan exploits (SlideSide §3.2).
+    const SELECTIVE: bool = false;
 
     /// The identity: the aggregate of an empty window.
     fn identity() -> Self::Agg;
@@ -44,6 +48,11 @@ pub trait Monoid: 'static {
     #[inline]
     fn combine_into(acc: &mut Self::Agg, b: &Self::Agg) {
         *acc = Self::combine(acc, b);
+    }
+    /// Exact equality of two partials; `false` when unknown (always safe).
+    #[inline]
+    fn same(_a: &Self::Agg, _b: &Self::Agg) -> bool {
+        false
     }
     /// Remove the oldest partial `old` from the window aggregate `acc`.
     /// Only called when `INVERTIBLE` is true.

@@ -90,7 +90,11 @@ where
     M::In: FromArrow,
     M::Out: ToArrow,
 {
-    let algo = algo.resolve::<M>();
+    // Several window sizes over one structure: `auto` picks a multi-query one.
+    let mut ranges: Vec<_> = specs.iter().map(|s| s.range).collect();
+    ranges.sort_unstable();
+    ranges.dedup();
+    let algo = algo.resolve_for::<M>(ranges.len());
     algo.check::<M>()?;
     crate::with_fifo!(algo, M, new_window(specs, saved))
 }

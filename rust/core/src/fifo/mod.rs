@@ -144,7 +144,16 @@ impl Algorithm {
     /// What `auto` means for a FIFO window of partials: TwoStacks has O(1)
     /// amortised steps on flat arrays and no requirements on the operation.
     pub fn resolve<M: Monoid>(self) -> Algorithm {
+        self.resolve_for::<M>(1)
+    }
+
+    /// `auto` for a structure answering `queries` window sizes: one size →
+    /// TwoStacks, the fastest single window (SlideSide paper §4.3); several
+    /// → SlideSide, one structure answering every size in O(1) amortised
+    /// (§4.2; measured in benches/paper/slideside_multi.md).
+    pub fn resolve_for<M: Monoid>(self, queries: usize) -> Algorithm {
         match self {
+            Algorithm::Auto if queries > 1 => Algorithm::SlideSide,
             Algorithm::Auto => Algorithm::TwoStacks,
             a => a,
         }
@@ -185,7 +194,7 @@ macro_rules! with_fifo {
     }};
 }
 
-/// TwoStacks' flip, shared by TwoStacks and SlideSide: `out[j]` becomes the
+/// TwoStacks' flip: `out[j]` becomes the
 /// aggregate of the newest `j + 1` items, i.e. the suffix scan of `items`
 /// read from the back (older items on the left of every combine).
 pub(crate) fn suffix_scan<M: Monoid>(items: &[M::Agg], out: &mut Vec<M::Agg>) {

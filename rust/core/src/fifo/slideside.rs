@@ -3,50 +3,54 @@
 //! shared prefix and suffix scans over one array of partials.
 //!
 //! Layout (paper Fig. 2, Algorithm 1): `items` holds the partials (the
-//! paper's *elements*; evicted slots before `head` are dropped on flip).
-//! `items[head..split]` is the front: its suffix scan `rsuf` (the paper's
-//! *frontStack*, stored newest first) is computed when it is formed.
+//! paper's *elements*). `items[head..split]` is the front: its suffix scan
+//! `suf` (the paper's *frontStack*) is computed when it is formed.
 //! `items[split..]` is the back: its prefix scan `pre` (the paper's
 //! *backStack*, `pre[0]` the identity) grows with every insert
-//! (Algorithm 2, line 6). A flip (Algorithm 2, lines 2-4) makes the whole
-//! window the front. The paper flips when its circular buffer of the
+//! (Algorithm 2, line 6). A flip (Algorithm 2, lines 2-4; `seal` below)
+//! makes the whole window the front. The paper flips when its circular buffer of the
 //! largest window size wraps; a FIFO of varying length flips when the front
 //! runs empty, as TwoStacks does. `query_last(k)` follows Algorithm 3 with
 //! `i = len - k` the start of the range:
 //!
 //! * the range starts in the front (the paper's "wrapped" case c):
-//!   `rsuf(i) ⊕ pre[last]`, O(1);
+//!   `suf(i) ⊕ pre[last]`, O(1);
 //! * it is exactly the back (case a): `pre[last]`, O(1);
 //! * it starts inside the back (case b): with an inverse (§3.1)
 //!   `pre[last] ⊖ pre[start]`, O(1).
 //!
-//! Non-invertible operations (§3.2): the paper shares the stacks between
-//! the queries and "triggers the suffix-scan every time the query with the
-//! smallest window size starts to evict", so that every range reaches into
-//! the front. The trait does not announce the window sizes, so this tracks
-//! the smallest `k` asked for that fell inside the back (`min_k`) and flips
-//! early once the back grows past it, as long as that costs O(1) amortised
-//! (a flip is O(len) every `min_k` inserts, done only while
-//! `len <= EARLY_FLIP_RATIO * min_k`). Otherwise a range inside the back is
-//! folded, O(k).
+//! Non-invertible operations (§3.2): the paper overlays the queries' stacks
+//! and re-runs the suffix scan whenever the smallest window starts to evict,
+//! stopping the propagation "if our computations do not alter the aggregate
+//! values" (the HammerSlide optimisation). Here a range that falls inside
+//! the back *seals* it: the back is suffix-scanned once and becomes part of
+//! the front, and the older front entries absorb the back's total
+//! `suf[i] ⊕ B`, newest first, stopping at the first entry that does not
+//! change. The stop is exact for every monoid (associativity: every older
+//! entry is `items[j..i] ⊕ suf[i]`); for selective operations (max, min,
+//! first, ...) it comes almost at once, so a seal costs O(back) and every
+//! partial is scanned once: O(1) amortised per insert. For the others a
+//! seal costs O(len), so a range inside the back is folded, O(k), unless
+//! the window is small enough (`len <= k²`) that sealing is the cheaper.
+//!
+//! Layout: `suf[i]` (for `head <= i < split`, indexed like `items`) is the
+//! aggregate of `items[i..split]`, so a seal appends to it and never moves
+//! it; evicted slots are reclaimed when they make up half of the arrays.
 
 use super::{FifoAggregator, New};
 use crate::monoid::Monoid;
 
-/// Early flips (non-invertible case) cost at most this many combines per
-/// insert, amortised.
-const EARLY_FLIP_RATIO: usize = 8;
+/// Reclaim evicted slots only past this many (amortises the memmove).
+const MIN_RECLAIM: usize = 1024;
 
 pub struct SlideSide<M: Monoid> {
     items: Vec<M::Agg>,
     head: usize,
     split: usize,
-    /// `rsuf[j]` = aggregate of `items[split-1-j .. split]` (suffix scan).
-    rsuf: Vec<M::Agg>,
+    /// `suf[i]` = aggregate of `items[i..split]`, `head <= i < split`.
+    suf: Vec<M::Agg>,
     /// `pre[j]` = aggregate of `items[split .. split+j]` (prefix scan).
     pre: Vec<M::Agg>,
-    /// Smallest `k` of a `query_last` that fell inside the back (non-invertible).
-    min_k: usize,
 }
 
 impl<M: Monoid> SlideSide<M> {
@@ -54,14 +58,7 @@ impl<M: Monoid> SlideSide<M> {
         let cap = capacity.min(1 << 20);
         let mut pre = Vec::with_capacity(cap + 1);
         pre.push(M::identity());
-        SlideSide {
-            items: Vec::with_capacity(cap),
-            head: 0,
-            split: 0,
-            rsuf: Vec::with_capacity(cap),
-            pre,
-            min_k: usize::MAX,
-        }
+        SlideSide { items: Vec::with_capacity(cap), head: 0, split: 0, suf: Vec::with_capacity(cap), pre }
     }
 
     #[inline(always)]
@@ -69,30 +66,44 @@ impl<M: Monoid> SlideSide<M> {
         self.pre.last().unwrap()
     }
 
-    /// Aggregate of `items[i..split]`, `head <= i < split`.
-    #[inline(always)]
-    fn front_from(&self, i: usize) -> &M::Agg {
-        &self.rsuf[self.split - 1 - i]
-    }
-
-    /// Drop `items[..keep_from]`; the rest becomes the front (suffix scan).
-    fn flip(&mut self, keep_from: usize) {
-        self.items.drain(..keep_from);
-        self.head = 0;
-        self.split = self.items.len();
-        super::suffix_scan::<M>(&self.items, &mut self.rsuf);
+    /// Make the whole window the front (the paper's suffix-scan phase),
+    /// scanning only the back and what its total changes in the front.
+    fn seal(&mut self) {
+        let n = self.items.len();
+        if self.split == n {
+            return;
+        }
+        let b = self.back_agg().clone();
+        let old = self.split;
+        // Suffix scan of the back, appended after the front's entries.
+        self.suf.truncate(old);
+        self.suf.extend_from_slice(&self.items[old..]);
+        for i in (old..n - 1).rev() {
+            let s = M::combine(&self.items[i], &self.suf[i + 1]);
+            self.suf[i] = s;
+        }
+        // The front absorbs the back's total, newest first, until an entry
+        // stays the same (then every older one does too).
+        for i in (self.head..old).rev() {
+            let v = M::combine(&self.suf[i], &b);
+            if M::same(&v, &self.suf[i]) {
+                break;
+            }
+            self.suf[i] = v;
+        }
+        self.split = n;
         self.pre.truncate(1);
+        self.reclaim();
     }
 
-    /// §3.2: keep the back no longer than the smallest range asked for, when
-    /// that is cheap enough.
-    #[inline]
-    fn maybe_flip_early(&mut self) {
-        if !M::INVERTIBLE
-            && self.pre.len() - 1 > self.min_k
-            && self.len() <= EARLY_FLIP_RATIO.saturating_mul(self.min_k)
-        {
-            self.flip(self.head);
+    /// Drop evicted slots once they are half of the arrays: O(1) amortised.
+    fn reclaim(&mut self) {
+        if self.head >= MIN_RECLAIM && self.head * 2 >= self.items.len() {
+            let h = self.head;
+            self.items.drain(..h);
+            self.suf.drain(..h.min(self.suf.len()));
+            self.split -= h;
+            self.head = 0;
         }
     }
 }
@@ -103,9 +114,6 @@ impl<M: Monoid> FifoAggregator<M> for SlideSide<M> {
         let p = M::combine(self.back_agg(), &v);
         self.pre.push(p);
         self.items.push(v);
-        if !M::INVERTIBLE && self.min_k != usize::MAX {
-            self.maybe_flip_early();
-        }
     }
 
     #[inline]
@@ -114,7 +122,7 @@ impl<M: Monoid> FifoAggregator<M> for SlideSide<M> {
             if self.split == self.items.len() {
                 return;
             }
-            self.flip(self.head);
+            self.seal();
         }
         self.head += 1;
     }
@@ -124,7 +132,7 @@ impl<M: Monoid> FifoAggregator<M> for SlideSide<M> {
         if self.head == self.split {
             self.back_agg().clone()
         } else {
-            M::combine(self.front_from(self.head), self.back_agg())
+            M::combine(&self.suf[self.head], self.back_agg())
         }
     }
 
@@ -135,13 +143,15 @@ impl<M: Monoid> FifoAggregator<M> for SlideSide<M> {
         if k == 0 {
             M::identity()
         } else if k > blen {
-            M::combine(self.front_from(n - k), self.back_agg())
+            M::combine(&self.suf[n - k], self.back_agg())
         } else if k == blen {
             self.back_agg().clone()
         } else if M::INVERTIBLE {
             M::inverse(self.back_agg(), &self.pre[blen - k])
+        } else if M::SELECTIVE || n - self.head <= k.saturating_mul(k) {
+            self.seal();
+            self.suf[n - k].clone()
         } else {
-            self.min_k = self.min_k.min(k);
             crate::monoid::fold::<M>(&self.items[n - k..])
         }
     }
@@ -162,17 +172,20 @@ impl<M: Monoid> FifoAggregator<M> for SlideSide<M> {
             self.pre.push(p);
         }
         self.items.extend_from_slice(vs);
-        if !M::INVERTIBLE && self.min_k != usize::MAX {
-            self.maybe_flip_early();
-        }
     }
 
     fn bulk_evict(&mut self, n: usize) {
         let n = n.min(self.len());
-        if self.head + n <= self.split {
-            self.head += n;
-        } else {
-            self.flip(self.head + n);
+        if self.head + n > self.split {
+            self.seal();
+        }
+        self.head += n;
+        if self.head == self.items.len() {
+            // Empty: start over (keeps the arrays from growing forever).
+            self.items.clear();
+            self.suf.clear();
+            self.head = 0;
+            self.split = 0;
         }
     }
 }

@@ -47,10 +47,15 @@ pub struct First<T>(PhantomData<T>);
 impl<T: Num> Monoid for First<T> {
     type Agg = Option<T>;
     const NAME: &'static str = "first";
+    const SELECTIVE: bool = true;
     const COMMUTATIVE: bool = false;
     #[inline(always)]
     fn identity() -> Option<T> {
         None
+    }
+    #[inline(always)]
+    fn same(a: &Option<T>, b: &Option<T>) -> bool {
+        a == b
     }
     #[inline(always)]
     fn combine(a: &Option<T>, b: &Option<T>) -> Option<T> {
@@ -75,10 +80,15 @@ pub struct Last<T>(PhantomData<T>);
 impl<T: Num> Monoid for Last<T> {
     type Agg = Option<T>;
     const NAME: &'static str = "last";
+    const SELECTIVE: bool = true;
     const COMMUTATIVE: bool = false;
     #[inline(always)]
     fn identity() -> Option<T> {
         None
+    }
+    #[inline(always)]
+    fn same(a: &Option<T>, b: &Option<T>) -> bool {
+        a == b
     }
     #[inline(always)]
     fn combine(a: &Option<T>, b: &Option<T>) -> Option<T> {

@@ -14,10 +14,15 @@ pub struct Max<T>(PhantomData<T>);
 impl<T: Num> Monoid for Max<T> {
     type Agg = T::Key;
     const NAME: &'static str = "max";
+    const SELECTIVE: bool = true;
     const COMMUTATIVE: bool = true;
     #[inline(always)]
     fn identity() -> T::Key {
         T::KEY_LOW
+    }
+    #[inline(always)]
+    fn same(a: &Self::Agg, b: &Self::Agg) -> bool {
+        a == b
     }
     #[inline(always)]
     fn combine(a: &T::Key, b: &T::Key) -> T::Key {
@@ -42,10 +47,15 @@ pub struct Min<T>(PhantomData<T>);
 impl<T: Num> Monoid for Min<T> {
     type Agg = T::Key;
     const NAME: &'static str = "min";
+    const SELECTIVE: bool = true;
     const COMMUTATIVE: bool = true;
     #[inline(always)]
     fn identity() -> T::Key {
         T::KEY_HIGH
+    }
+    #[inline(always)]
+    fn same(a: &Self::Agg, b: &Self::Agg) -> bool {
+        a == b
     }
     #[inline(always)]
     fn combine(a: &T::Key, b: &T::Key) -> T::Key {
@@ -138,10 +148,15 @@ pub struct Range<T>(PhantomData<T>);
 impl<T: Num> Monoid for Range<T> {
     type Agg = (T::Key, T::Key);
     const NAME: &'static str = "range";
+    const SELECTIVE: bool = true;
     const COMMUTATIVE: bool = true;
     #[inline(always)]
     fn identity() -> (T::Key, T::Key) {
         (T::KEY_LOW, T::KEY_HIGH)
+    }
+    #[inline(always)]
+    fn same(a: &Self::Agg, b: &Self::Agg) -> bool {
+        a == b
     }
     #[inline(always)]
     fn combine(a: &(T::Key, T::Key), b: &(T::Key, T::Key)) -> (T::Key, T::Key) {
@@ -167,10 +182,15 @@ pub struct ArgMax<T>(PhantomData<T>);
 impl<T: Num> Monoid for ArgMax<T> {
     type Agg = (T::Key, i64);
     const NAME: &'static str = "argmax";
+    const SELECTIVE: bool = true;
     const COMMUTATIVE: bool = false;
     #[inline(always)]
     fn identity() -> (T::Key, i64) {
         (T::KEY_LOW, 0)
+    }
+    #[inline(always)]
+    fn same(a: &Self::Agg, b: &Self::Agg) -> bool {
+        a == b
     }
     #[inline(always)]
     fn combine(a: &(T::Key, i64), b: &(T::Key, i64)) -> (T::Key, i64) {
@@ -196,10 +216,15 @@ pub struct ArgMin<T>(PhantomData<T>);
 impl<T: Num> Monoid for ArgMin<T> {
     type Agg = (T::Key, i64);
     const NAME: &'static str = "argmin";
+    const SELECTIVE: bool = true;
     const COMMUTATIVE: bool = false;
     #[inline(always)]
     fn identity() -> (T::Key, i64) {
         (T::KEY_HIGH, 0)
+    }
+    #[inline(always)]
+    fn same(a: &Self::Agg, b: &Self::Agg) -> bool {
+        a == b
     }
     #[inline(always)]
     fn combine(a: &(T::Key, i64), b: &(T::Key, i64)) -> (T::Key, i64) {
