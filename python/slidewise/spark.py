@@ -26,7 +26,9 @@
 Order within duplicate order keys: rows are ordered by ``(order_by,
 tiebreak)``; ``tiebreak`` defaults to the input order
 (``F.monotonically_increasing_id()`` of the DataFrame as given), so results
-are deterministic for a deterministic input. Pass ``tiebreak="col"`` to
+are deterministic for a deterministic input. (The row order Spark gives
+right after a shuffle depends on the order shuffle blocks arrive in; for
+such an input pass a tiebreak column or ``localCheckpoint()`` it first.) Pass ``tiebreak="col"`` to
 order ties by a column of your own. Time windows do not depend on it: all
 rows with the same time are peers and get the same value (Spark's RANGE
 frame).

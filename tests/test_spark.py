@@ -1,0 +1,225 @@
+"""slidewise.spark against Spark's own window functions on a real local[2]
+session: rowsBetween (count windows) and rangeBetween (time windows), keyed
+and unkeyed, with nulls, NaN, ties and duplicate order keys, on data forced
+into several partitions so that halos cross partition and batch boundaries;
+aggregate() against groupBy(F.window(...)); shipping to executors whose
+Python has no slidewise."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import slidewise as sw
+
+pyspark = pytest.importorskip("pyspark")
+from pyspark.sql import Window  # noqa: E402
+from pyspark.sql import functions as F  # noqa: E402
+
+import slidewise.spark as ss  # noqa: E402
+
+SPARK_FN = {"max": F.max, "min": F.min, "sum": F.sum, "mean": F.avg, "count": F.count, "std": F.stddev,
+            "var": F.var_samp}
+AGGS = ["max", "min", "sum", "mean", "count", "std"]
+
+
+def _data(n, nkeys, tmax, seed, null_frac=0.1, nan_frac=0.05, dtype="float64"):
+    rng = np.random.default_rng(seed)
+    v = rng.normal(size=n).round(3)
+    if dtype != "float64":
+        v = rng.integers(-50, 50, n)
+    pdf = pd.DataFrame({"id": np.arange(n, dtype=np.int64), "k": rng.integers(0, nkeys, n),
+                        "t": rng.integers(0, tmax, n), "v": v})
+    pdf = pdf.sample(frac=1.0, random_state=seed).reset_index(drop=True)  # input order != id order
+    nulls = rng.random(n) < null_frac
+    nans = rng.random(n) < nan_frac
+    return pdf, nulls, nans
+
+
+def _sdf(spark, pdf, nulls, nans, parts=5):
+    ddl = {"i": "bigint", "f": "double", "M": "timestamp"}
+    schema = ", ".join(f"{c} {'int' if pdf[c].dtype == np.int32 else ddl[pdf[c].dtype.kind]}" for c in pdf.columns)
+    sdf = spark.createDataFrame(pdf, schema=schema).repartition(parts)
+    ids_null = set(pdf["id"][nulls].tolist())
+    ids_nan = set(pdf["id"][nans].tolist())
+    v = F.col("v")
+    if ids_nan and pdf["v"].dtype.kind == "f":
+        v = F.when(F.col("id").isin(list(ids_nan)), F.lit(float("nan"))).otherwise(v)
+    if ids_null:
+        v = F.when(F.col("id").isin(list(ids_null)), F.lit(None)).otherwise(v)
+    return sdf.withColumn("v", v.cast(sdf.schema["v"].dataType))
+
+
+def _compare(got, want, cols):
+    g = got.sort_values("id").reset_index(drop=True)
+    w = want.sort_values("id").reset_index(drop=True)
+    assert len(g) == len(w)
+    assert (g["id"].to_numpy() == w["id"].to_numpy()).all()
+    for a, b in cols:
+        x, y = g[a], w[b]
+        assert (x.isna().to_numpy() == y.isna().to_numpy()).all(), (a, np.flatnonzero(x.isna() != y.isna())[:5])
+        xf = x.to_numpy(dtype=float, na_value=np.nan)
+        yf = y.to_numpy(dtype=float, na_value=np.nan)
+        np.testing.assert_allclose(xf, yf, rtol=1e-9, atol=1e-9, equal_nan=True, err_msg=a)
+
+
+def _spark_rows(sdf, windows, aggs, keys, order):
+    cols = []
+    for w in windows:
+        win = Window.orderBy(*order).rowsBetween(-(w - 1), 0)
+        if keys:
+            win = Window.partitionBy(*keys).orderBy(*order).rowsBetween(-(w - 1), 0)
+        cols += [SPARK_FN[a]("v").over(win).alias(f"ref_{a}_{w}") for a in aggs]
+    return sdf.select("id", *cols)
+
+
+@pytest.mark.parametrize("keys", [["k"], None], ids=["keyed", "unkeyed"])
+def test_rolling_rows_equal_spark(spark, keys):
+    """Count windows, several windows and aggs in one pass, ties on t
+    broken by id; 5 range partitions and 100-row Arrow batches, so halos
+    span batches and (unkeyed) several short partitions."""
+    pdf, nulls, nans = _data(1500, 4, 300, seed=1)
+    sdf = _sdf(spark, pdf, nulls, nans)
+    windows = [1, 7, 120]
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "100")
+    try:
+        out = ss.rolling(sdf, "v", "t", windows, AGGS, partition_by=keys, tiebreak="id", num_partitions=5)
+        got = out.toPandas()
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    want = _spark_rows(sdf, windows, AGGS, keys, ["t", "id"]).toPandas()
+    _compare(got, want, [(f"{a}_{w}", f"ref_{a}_{w}") for w in windows for a in AGGS])
+    # output types as Spark's own functions
+    types = {f.name: f.dataType.simpleString() for f in out.schema.fields}
+    assert types["max_7"] == "double" and types["count_7"] == "bigint" and types["mean_7"] == "double"
+    assert "__slidewise_tiebreak" not in types
+
+
+def test_rolling_default_tiebreak_is_input_order(spark):
+    """Without tiebreak=, ties on the order column follow the input order
+    (monotonically_increasing_id of the DataFrame as given)."""
+    pdf, nulls, nans = _data(800, 1, 40, seed=2)  # ~20 rows per order value
+    # the row order after a shuffle depends on block fetch order: fix it
+    sdf = _sdf(spark, pdf, nulls, nans, parts=3).localCheckpoint()
+    sdf = sdf.withColumn("mid", F.monotonically_increasing_id())
+    got = ss.rolling(sdf, "v", "t", 5, ["sum", "max", "count"], num_partitions=3).toPandas()
+    want = _spark_rows(sdf, [5], ["sum", "max", "count"], None, ["t", "mid"]).toPandas()
+    _compare(got, want, [(f"{a}_5", f"ref_{a}_5") for a in ["sum", "max", "count"]])
+
+
+def test_rolling_int_column_types(spark):
+    pdf, nulls, nans = _data(600, 3, 100, seed=3, dtype="int32")
+    pdf["v"] = pdf["v"].astype(np.int32)
+    sdf = _sdf(spark, pdf, nulls, nans, parts=3)
+    assert sdf.schema["v"].dataType.simpleString() == "int"
+    out = ss.rolling(sdf, "v", "t", 4, ["max", "sum", "mean", "count"], partition_by="k", tiebreak="id")
+    types = {f.name: f.dataType.simpleString() for f in out.schema.fields}
+    assert types["max_4"] == "int" and types["sum_4"] == "bigint" and types["mean_4"] == "double"
+    want = _spark_rows(sdf, [4], ["max", "sum", "mean", "count"], ["k"], ["t", "id"]).toPandas()
+    _compare(out.toPandas(), want, [(f"{a}_4", f"ref_{a}_4") for a in ["max", "sum", "mean", "count"]])
+
+
+@pytest.mark.parametrize("keys", [["k"], None], ids=["keyed", "unkeyed"])
+def test_rolling_time_equal_spark_range(spark, keys):
+    """Time windows (t - range, t] equal Spark's rangeBetween(-(r-1), 0) on
+    the microsecond time: tied times are peers and share one value."""
+    pdf, nulls, nans = _data(1500, 3, 400, seed=4)
+    pdf["ts"] = pd.to_datetime(pdf["t"] * 250, unit="ms")  # many ties, gaps of 0.25 s
+    sdf = _sdf(spark, pdf, nulls, nans)
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "64")
+    try:
+        got = ss.rolling(sdf, "v", "ts", ["2s", "10s"], AGGS, partition_by=keys, num_partitions=5).toPandas()
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    us = F.col("ts").cast("double") * 1e6
+    cols = []
+    for name, r in [("2s", 2_000_000), ("10s", 10_000_000)]:
+        win = (Window.partitionBy(*keys) if keys else Window).orderBy(us.cast("long")).rangeBetween(-(r - 1), 0)
+        cols += [SPARK_FN[a]("v").over(win).alias(f"ref_{a}_{name}") for a in AGGS]
+    want = sdf.select("id", *cols).toPandas()
+    _compare(got, want, [(f"{a}_{n}", f"ref_{a}_{n}") for n in ["2s", "10s"] for a in AGGS])
+
+
+def test_rolling_min_periods_and_apply_method(spark):
+    """min_periods as pandas; groupBy().applyInArrow gives the same rows as
+    the default sorted mapInArrow."""
+    pdf, nulls, nans = _data(500, 3, 1000, seed=5, nan_frac=0.0)
+    pdf = pdf.sort_values(["t", "id"])
+    sdf = _sdf(spark, pdf, nulls, nans, parts=3)
+    a = ss.rolling(sdf, "v", "t", 6, ["sum", "max"], partition_by="k", tiebreak="id", min_periods=4).toPandas()
+    b = ss.rolling(sdf, "v", "t", 6, ["sum", "max"], partition_by="k", tiebreak="id", min_periods=4,
+                   method="apply").toPandas()
+    _compare(a, b, [("sum_6", "sum_6"), ("max_6", "max_6")])
+    p = pdf.copy()
+    p.loc[nulls, "v"] = np.nan
+    p = p.sort_values(["k", "t", "id"])
+    p["ref"] = p.groupby("k")["v"].transform(lambda s: s.rolling(6, min_periods=4).sum())
+    _compare(a, p[["id", "ref"]], [("sum_6", "ref")])
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(n=st.integers(0, 300), w=st.integers(1, 60), parts=st.integers(1, 6), seed=st.integers(0, 1000))
+def test_rolling_random_unkeyed_halos(spark, n, w, parts, seed):
+    """Random sizes: partitions shorter than the halo, empty partitions."""
+    pdf, nulls, nans = _data(n, 1, max(1, n // 3), seed=seed)
+    sdf = _sdf(spark, pdf, nulls, nans, parts=2)
+    got = ss.rolling(sdf, "v", "t", w, ["max", "sum"], tiebreak="id", num_partitions=parts).toPandas()
+    want = _spark_rows(sdf, [w], ["max", "sum"], None, ["t", "id"]).toPandas()
+    _compare(got, want, [(f"max_{w}", f"ref_max_{w}"), (f"sum_{w}", f"ref_sum_{w}")])
+
+
+def test_rolling_errors(spark):
+    sdf = spark.createDataFrame(pd.DataFrame({"t": [1, 2], "v": ["a", "b"], "x": [1.0, 2.0]}))
+    with pytest.raises(TypeError, match="cast the column"):
+        ss.rolling(sdf, "v", "t", 2, "max")
+    with pytest.raises(ValueError, match="not in the DataFrame"):
+        ss.rolling(sdf, "nope", "t", 2, "max")
+    with pytest.raises(ValueError, match="unsupported agg"):
+        ss.rolling(sdf, "x", "t", 2, "argmax")
+    with pytest.raises(ValueError, match="window"):
+        ss.rolling(sdf, "x", "t", 0, "max")
+    with pytest.raises(TypeError, match="timestamp order_by"):
+        ss.rolling(sdf, "x", "t", "5s", "max")
+    with pytest.raises(ValueError, match="already exists"):
+        ss.rolling(sdf, "x", "t", 2, "max", output="x")
+
+
+@pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "unkeyed"])
+def test_aggregate_equals_groupby_window(spark, keyed):
+    pdf, nulls, nans = _data(2000, 3, 2000, seed=6)
+    pdf["ts"] = pd.to_datetime(pdf["t"] * 37, unit="ms")
+    sdf = _sdf(spark, pdf, nulls, nans, parts=4)
+    qs = [sw.Query("max", "10s", "3s", name="max"), sw.Query("sum", "10s", "3s", name="sum"),
+          sw.Query("count", "5s", name="count"), sw.Query("mean", "7s", "2s", name="mean")]
+    key = "k" if keyed else None
+    res = ss.aggregate(sdf, qs, "v", "ts", key=key)
+    assert set(res) == {"max", "sum", "count", "mean"}
+    keys = ["k"] if keyed else []
+    for q, fn, rng_, slide in [("max", F.max, "10 seconds", "3 seconds"), ("sum", F.sum, "10 seconds", "3 seconds"),
+                               ("count", F.count, "5 seconds", "5 seconds"), ("mean", F.avg, "7 seconds", "2 seconds")]:
+        want = (sdf.groupBy(*keys, F.window("ts", rng_, slide)).agg(fn("v").alias("value"))
+                .select(*keys, F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"),
+                        "value").toPandas())
+        got = res[q].toPandas()
+        assert list(got.columns) == keys + ["window_start", "window_end", "value"]
+        srt = keys + ["window_start"]
+        got = got.sort_values(srt).reset_index(drop=True)
+        want = want.sort_values(srt).reset_index(drop=True)
+        assert len(got) == len(want), q
+        assert (got["window_start"].to_numpy() == want["window_start"].to_numpy()).all()
+        assert (got["window_end"].to_numpy() == want["window_end"].to_numpy()).all()
+        if keyed:
+            assert (got["k"].to_numpy() == want["k"].to_numpy()).all()
+        assert (got["value"].isna().to_numpy() == want["value"].isna().to_numpy()).all(), q
+        np.testing.assert_allclose(got["value"].to_numpy(float, na_value=np.nan),
+                                   want["value"].to_numpy(float, na_value=np.nan), rtol=1e-9, equal_nan=True,
+                                   err_msg=q)
+    single = ss.aggregate(sdf, qs[0], "v", "ts", key=key)
+    assert single.count() == res["max"].count()
