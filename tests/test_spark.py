@@ -223,3 +223,86 @@ def test_aggregate_equals_groupby_window(spark, keyed):
                                    err_msg=q)
     single = ss.aggregate(sdf, qs[0], "v", "ts", key=key)
     assert single.count() == res["max"].count()
+
+
+# ---------------------------------------------------------------------------
+# shipping: executors on a Python without slidewise
+
+_SHIP_SCRIPT = textwrap.dedent(r'''
+    import json, os, sys
+    import numpy as np, pandas as pd
+    from pyspark.sql import SparkSession
+    spark = (SparkSession.builder.master("local[2]").appName("slidewise-ship")
+             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "3").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    sc = spark.sparkContext
+
+    def probe(_):
+        import importlib.util, sys
+        return (sys.executable, importlib.util.find_spec("slidewise") is None)
+
+    worker = sc.parallelize([0], 1).map(probe).collect()[0]
+    import slidewise as sw
+    import slidewise.spark as ss
+    rng = np.random.default_rng(7)
+    n = 3000
+    pdf = pd.DataFrame({"id": np.arange(n), "k": rng.integers(0, 3, n), "t": rng.permutation(n),
+                        "v": rng.normal(size=n)})
+    sdf = spark.createDataFrame(pdf)
+    keyed = ss.rolling(sdf, "v", "t", 50, "max", partition_by="k").toPandas().sort_values("id")
+    unkeyed = ss.rolling(sdf, "v", "t", 50, "sum", num_partitions=3).toPandas().sort_values("id")
+    # driver-side result with the in-process engine
+    p = pdf.sort_values(["k", "t"])
+    want_k = np.concatenate([sw.rolling(g["v"].to_numpy(), 50, "max").to_numpy() for _, g in p.groupby("k")])
+    ids_k = np.concatenate([g["id"].to_numpy() for _, g in p.groupby("k")])
+    u = pdf.sort_values("t")
+    want_u = sw.rolling(u["v"].to_numpy(), 50, "sum").to_numpy()
+    ok_k = bool(np.allclose(keyed.set_index("id").loc[ids_k, "max_50"].to_numpy(), want_k))
+    ok_u = bool(np.allclose(unkeyed.set_index("id").loc[u["id"].to_numpy(), "sum_50"].to_numpy(), want_u))
+    print(json.dumps({"worker_python": worker[0], "worker_lacks_slidewise": worker[1], "keyed": ok_k,
+                      "unkeyed": ok_u}))
+    spark.stop()
+''')
+
+
+@pytest.fixture(scope="session")
+def bare_python():
+    """A venv with numpy/pandas/pyarrow only (no slidewise), cached in the
+    temp dir across runs; skipped only when pip cannot install them."""
+    import tempfile
+
+    d = os.path.join(tempfile.gettempdir(), f"slidewise-bare-venv-{sys.version_info[0]}{sys.version_info[1]}")
+    py = os.path.join(d, "bin", "python")
+    marker = os.path.join(d, ".ok")
+    if not os.path.exists(marker):
+        subprocess.run([sys.executable, "-m", "venv", "--clear", d], check=True)
+        r = subprocess.run([py, "-m", "pip", "install", "--quiet", "numpy", "pandas", "pyarrow"],
+                           capture_output=True, text=True)
+        if r.returncode:
+            pytest.skip(f"pip could not install numpy/pandas/pyarrow into a bare venv: {r.stderr[-500:]}")
+        open(marker, "w").close()
+    r = subprocess.run([py, "-c", "import importlib.util as u; print(u.find_spec('slidewise') is None)"],
+                       capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "True", "the bare venv must not see slidewise"
+    return py
+
+
+def test_ships_itself_to_executors_without_slidewise(bare_python, tmp_path):
+    """Executors run a Python that cannot import slidewise; the job still
+    runs (the package is shipped as a zip with addArchive) and matches the
+    driver-side result."""
+    import json
+
+    script = tmp_path / "ship.py"
+    script.write_text(_SHIP_SCRIPT)
+    env = dict(os.environ)
+    env["PYSPARK_PYTHON"] = bare_python
+    env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    env["SLIDEWISE_CACHE"] = str(tmp_path / "cache")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["worker_python"].startswith(os.path.dirname(os.path.dirname(bare_python)))
+    assert res["worker_lacks_slidewise"], res
+    assert res["keyed"] and res["unkeyed"], res
+    assert list((tmp_path / "cache").glob("slidewise-*.zip"))
