@@ -306,3 +306,43 @@ def test_ships_itself_to_executors_without_slidewise(bare_python, tmp_path):
     assert res["worker_lacks_slidewise"], res
     assert res["keyed"] and res["unkeyed"], res
     assert list((tmp_path / "cache").glob("slidewise-*.zip"))
+
+
+# ---------------------------------------------------------------------------
+# the main job's command line
+
+
+def test_cli_run(spark, tmp_path, capsys):
+    from slidewise import cli
+
+    rng = np.random.default_rng(8)
+    n = 1000
+    pdf = pd.DataFrame({"ts": pd.to_datetime(np.sort(rng.integers(0, 60_000, n)), unit="ms"),
+                        "dev": rng.integers(0, 3, n), "x": rng.normal(size=n)})
+    src = tmp_path / "in.parquet"
+    pdf.to_parquet(src)
+    out = tmp_path / "out"
+    assert cli.main(["run", "--input", str(src), "--value", "x", "--time", "ts", "--key", "dev",
+                     "--query", "max range=10s slide=5s", "--query", "mean range=20s slide=20s name=m",
+                     "--output", str(out)]) == 0
+    got = pd.read_parquet(out / "max_10s_5s").sort_values(["dev", "window_start"]).reset_index(drop=True)
+    sdf = spark.createDataFrame(pdf)
+    want = (sdf.groupBy("dev", F.window("ts", "10 seconds", "5 seconds")).agg(F.max("x").alias("value"))
+            .select("dev", F.col("window.start").alias("window_start"), "value").toPandas()
+            .sort_values(["dev", "window_start"]).reset_index(drop=True))
+    assert len(got) == len(want)
+    np.testing.assert_allclose(got["value"], want["value"])
+    assert len(pd.read_parquet(out / "m")) > 0
+    assert "windows" in capsys.readouterr().out
+    # count windows over the input order, one query writes --output itself
+    out2 = tmp_path / "out2.parquet"
+    assert cli.main(["run", "--input", str(src), "--value", "x", "--query", "sum range=100 slide=100",
+                     "--output", str(out2)]) == 0
+    s = pd.read_parquet(out2)
+    assert len(s) == 10 and np.isclose(s["value"].sum(), pdf["x"].sum())
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--input", str(src), "--value", "x", "--query", "max range=10s", "--output", str(out2)])
+    with pytest.raises(ValueError, match="unknown key"):
+        from slidewise import _run
+
+        _run.parse_query("max range=10 bogus=1")
