@@ -46,6 +46,7 @@ def main(argv=None) -> None:
             t0 = time.perf_counter()
             make().write.format("noop").mode("overwrite").save()
             best = min(best, time.perf_counter() - t0)
+        print(f"  {best:8.2f} s", flush=True)
         return best
 
     def frame(keyed: bool, seg: bool):
@@ -53,7 +54,12 @@ def main(argv=None) -> None:
         win = (Window.partitionBy("k") if keyed else Window).orderBy("t").rowsBetween(-(w - 1), 0)
         return df.select("t", "v", "k", F.max("v").over(win).alias("max"))
 
-    res = {}
+    class Res(dict):
+        def __setitem__(self, k, v):
+            print(f"{k}", flush=True)
+            super().__setitem__(k, v)
+
+    res = Res()
     res["identity mapInArrow"] = run(lambda: df.mapInArrow(lambda it: it, df.schema))
     res["identity mapInArrow after range partition + sort"] = run(
         lambda: df.repartitionByRange(2, "t").sortWithinPartitions("t").mapInArrow(lambda it: it, df.schema))

@@ -117,10 +117,14 @@ def ship(spark: Any) -> str:
     sc = spark.sparkContext if hasattr(spark, "sparkContext") else spark
     key = id(sc._jsc) if getattr(sc, "_jsc", None) is not None else id(sc)
     path = _package_zip()
-    if _SHIPPED.get(key) != path:
-        if key in _SHIPPED:
-            raise RuntimeError("slidewise changed on disk after it was shipped to this SparkContext; "
-                               "restart the session to ship the new build")
+    if key in _SHIPPED:
+        if _SHIPPED[key] != path:
+            import warnings
+
+            warnings.warn("slidewise changed on disk after it was shipped to this SparkContext; executors "
+                          "without their own slidewise keep the first build (restart the session to ship "
+                          "the new one)", RuntimeWarning, stacklevel=3)
+    else:
         sc.addArchive(path + "#" + _DIST_ALIAS)
         _SHIPPED[key] = path
         # Executor functions are defined in this module; pickle them (and
