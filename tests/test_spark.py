@@ -346,3 +346,70 @@ def test_cli_run(spark, tmp_path, capsys):
         from slidewise import _run
 
         _run.parse_query("max range=10 bogus=1")
+
+
+# ---------------------------------------------------------------------------
+# Structured Streaming
+
+
+def _stream_files(d, nfiles=4, per=150, seed=9):
+    rng = np.random.default_rng(seed)
+    frames = []
+    for i in range(nfiles):
+        base = i * per * 100  # ms; rows every ~100 ms, jitter < the watermark delay
+        t = base + np.arange(per) * 100 + rng.integers(-500, 500, per)
+        f = pd.DataFrame({"k": rng.integers(0, 3, per), "ts": pd.to_datetime(np.maximum(t, 0), unit="ms"),
+                          "v": rng.normal(size=per).round(3)})
+        f.loc[rng.random(per) < 0.05, "v"] = np.nan
+        frames.append(f)
+    return frames
+
+
+def _run_stream(spark, src, out, ck, files, start, stop):
+    for i in range(start, stop):
+        files[i].to_parquet(os.path.join(src, f"part-{i:03d}.parquet"))
+    qs = [sw.Query("max", "4s", "2s", name="max"), sw.Query("sum", "3s", name="sum")]
+    sdf = (spark.readStream.schema("k bigint, ts timestamp, v double").option("maxFilesPerTrigger", 1)
+           .parquet(src))
+    res = ss.stream_aggregate(sdf, qs, "v", "ts", key="k", watermark="2 seconds")
+    q = (res.writeStream.format("parquet").option("path", out).option("checkpointLocation", ck)
+         .outputMode("append").trigger(availableNow=True).start())
+    q.awaitTermination(600)
+    assert q.exception() is None, q.exception()
+
+
+def test_stream_aggregate_restart_from_checkpoint(spark, tmp_path):
+    """Stop after two files, restart from the checkpoint with two more: the
+    same windows as one uninterrupted run, and each equals groupBy(window)
+    over all rows."""
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass",
+                   "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+    try:
+        files = _stream_files(tmp_path)
+        dirs = {}
+        for run in ("whole", "restart"):
+            src, out, ck = (str(tmp_path / run / x) for x in ("src", "out", "ck"))
+            os.makedirs(src)
+            if run == "whole":
+                _run_stream(spark, src, out, ck, files, 0, 4)
+            else:
+                _run_stream(spark, src, out, ck, files, 0, 2)
+                _run_stream(spark, src, out, ck, files, 2, 4)
+            dirs[run] = out
+    finally:
+        spark.conf.unset("spark.sql.streaming.stateStore.providerClass")
+    srt = ["query", "k", "window_start"]
+    a = pd.read_parquet(dirs["whole"]).sort_values(srt).reset_index(drop=True)
+    b = pd.read_parquet(dirs["restart"]).sort_values(srt).reset_index(drop=True)
+    assert len(a) > 20
+    assert not a.duplicated(srt).any()
+    allrows = spark.createDataFrame(pd.concat(files, ignore_index=True))
+    for name, rng_, slide, fn in [("max", "4 seconds", "2 seconds", F.max), ("sum", "3 seconds", "3 seconds", F.sum)]:
+        want = (allrows.groupBy("k", F.window("ts", rng_, slide)).agg(fn("v").alias("ref"))
+                .select("k", F.col("window.start").alias("window_start"), "ref").toPandas())
+        got = a[a["query"] == name]
+        m = got.merge(want, on=["k", "window_start"], how="left")
+        assert len(m) == len(got) and m["ref"].notna().sum() + m["value"].isna().sum() >= len(got)
+        np.testing.assert_allclose(m["value"].to_numpy(float), m["ref"].to_numpy(float), rtol=1e-9,
+                                   equal_nan=True, err_msg=name)
+    pd.testing.assert_frame_equal(a, b)

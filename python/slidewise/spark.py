@@ -631,14 +631,47 @@ def _rolling_unkeyed(df, specs, value, order_by, tb, drop, schema, num_partition
     n = num_partitions or spark.sparkContext.defaultParallelism
     parts = df.repartitionByRange(n, order_by).sortWithinPartitions(order_by, *tb)
     parts = parts.localCheckpoint(eager=True)
-    from pyspark.sql import types as T
-
-    tschema = T.StructType([T.StructField("pid", T.IntegerType()), T.StructField("n", T.LongType()),
-                            T.StructField("tail", T.BinaryType())])
-    rows = parts.select(value, order_by).mapInArrow(_tail_fn(value, order_by, specs), tschema).collect()
     vtype = _spark_type_to_arrow(df.schema[value].dataType)
-    halos = spark.sparkContext.broadcast(_halos([(r.pid, r.n, r.tail) for r in rows], specs, vtype))
+    if specs[0].time:
+        from pyspark.sql import types as T
+
+        tschema = T.StructType([T.StructField("pid", T.IntegerType()), T.StructField("n", T.LongType()),
+                                T.StructField("tail", T.BinaryType())])
+        rows = parts.select(value, order_by).mapInArrow(_tail_fn(value, order_by, specs), tschema).collect()
+        halos = _halos([(r.pid, r.n, r.tail) for r in rows], specs, vtype)
+    else:
+        halos = _count_halos(parts, value, max(s.window for s in specs) - 1)
+    halos = spark.sparkContext.broadcast(halos)
     return parts.mapInArrow(_roll_fn(specs, value, order_by, [], drop, halos), schema)
+
+
+def _count_halos(parts, value: str, hmax: int) -> Dict[int, bytes]:
+    """Count windows: each partition's tail found in the JVM (no Python
+    pass). On the checkpointed, sorted partitions monotonically_increasing_id
+    is (partition << 33) + row position, so two small jobs give each
+    partition's last position and then its last hmax rows."""
+    from pyspark.sql import functions as F
+
+    tagged = parts.select(F.col(value).alias("v"), F.spark_partition_id().alias("p"),
+                          F.monotonically_increasing_id().alias("m"))
+    last = {r[0]: r[1] for r in tagged.groupBy("p").agg(F.max("m")).collect()}
+    if not last or hmax == 0:
+        return {}
+    thr = F.create_map(*[x for p, m in last.items() for x in (F.lit(p), F.lit(m - hmax))])
+    tails = tagged.filter(F.col("m") > F.element_at(thr, F.col("p"))).toArrow()
+    tails = tails.sort_by([("m", "ascending")])
+    pids = tails.column("p").to_numpy()
+    out: Dict[int, bytes] = {}
+    running: Optional[pa.Table] = None
+    for p in sorted(last):
+        if running is not None and running.num_rows:
+            out[p] = _to_ipc(running)
+        lo, hi = np.searchsorted(pids, p, "left"), np.searchsorted(pids, p, "right")
+        tail = pa.table([tails.column("v").slice(lo, hi - lo)], names=["v"])
+        running = tail if running is None else pa.concat_tables([running, tail]).combine_chunks()
+        if running.num_rows > hmax:
+            running = running.slice(running.num_rows - hmax)
+    return out  # an empty partition needs no halo: it has no rows to compute
 
 
 # ---------------------------------------------------------------------------
@@ -764,5 +797,11 @@ def _agg_fn(qspec, keys, value, time, is_time, algorithm, vcols):
     return fn
 
 
-def stream_aggregate(*args, **kwargs):
-    raise NotImplementedError("stream_aggregate is not implemented yet")
+def stream_aggregate(df: Any, queries: Any, value: str, time: str, key: Union[str, Sequence[str]],
+                     watermark: Optional[str] = None) -> Any:
+    """Structured Streaming: time-window queries per key with each key's
+    slidewise.Stream kept in Spark state (transformWithStateInPandas);
+    see :mod:`slidewise._spark_stream`."""
+    from slidewise import _spark_stream
+
+    return _spark_stream.stream_aggregate(df, queries, value, time, key, watermark)
