@@ -403,6 +403,7 @@ def test_stream_aggregate_restart_from_checkpoint(spark, tmp_path):
     b = pd.read_parquet(dirs["restart"]).sort_values(srt).reset_index(drop=True)
     assert len(a) > 20
     assert not a.duplicated(srt).any()
+    pd.testing.assert_frame_equal(a, b)
     allrows = spark.createDataFrame(pd.concat(files, ignore_index=True))
     for name, rng_, slide, fn in [("max", "4 seconds", "2 seconds", F.max), ("sum", "3 seconds", "3 seconds", F.sum)]:
         want = (allrows.groupBy("k", F.window("ts", rng_, slide)).agg(fn("v").alias("ref"))
@@ -412,4 +413,3 @@ def test_stream_aggregate_restart_from_checkpoint(spark, tmp_path):
         assert len(m) == len(got) and m["ref"].notna().sum() + m["value"].isna().sum() >= len(got)
         np.testing.assert_allclose(m["value"].to_numpy(float), m["ref"].to_numpy(float), rtol=1e-9,
                                    equal_nan=True, err_msg=name)
-    pd.testing.assert_frame_equal(a, b)
