@@ -14,7 +14,7 @@ $(VENV)/.deps: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "maturin>=1.9.4,<2" numpy "pyarrow>=15" pandas polars bottleneck \
-		hypothesis pytest "pyspark>=4,<5" asv matplotlib
+		hypothesis pytest "pyspark>=4,<5" protobuf asv matplotlib
 	touch $@
 
 setup: $(VENV)/.deps

@@ -43,6 +43,9 @@ def spark():
          .config("spark.sql.session.timeZone", "UTC")
          .config("spark.sql.shuffle.partitions", "4")
          .config("spark.ui.enabled", "false")
+         # Python workers connecting back (transformWithStateInPandas runners)
+         # time out on a loaded 2-core machine at the default 15 s
+         .config("spark.python.authenticate.socketTimeout", "120s")
          .config("spark.sql.execution.arrow.pyspark.enabled", "true")
          .getOrCreate())
     s.sparkContext.setLogLevel("ERROR")

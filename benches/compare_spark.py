@@ -1,0 +1,99 @@
+"""slidewise.spark vs Spark's own window frames, in one run (local[2]).
+
+    python benches/compare_spark.py [--rows 2000000] [--window 1000] [--keys 100]
+
+Prints seconds per job (each forced with a ``noop`` write, best of
+``--repeat``) and the ratios the Spark issue sets as targets:
+unkeyed rolling max vs the default frame, the segment-tree frame
+(``spark.sql.window.segmentTree.enabled``) and an identity ``mapInArrow``
+pass; keyed (``--keys`` keys) vs both frames.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=2_000_000)
+    ap.add_argument("--window", type=int, default=1000)
+    ap.add_argument("--keys", type=int, default=100)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--skip-default", action="store_true", help="skip the (slow) default frame")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession, Window
+    from pyspark.sql import functions as F
+
+    import slidewise.spark as ss
+
+    spark = (SparkSession.builder.master("local[2]").appName("slidewise-compare")
+             .config("spark.ui.enabled", "false").config("spark.driver.memory", "3g")
+             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    n, w = args.rows, args.window
+    df = (spark.range(n, numPartitions=2).select(F.col("id").alias("t"), F.rand(1).alias("v"),
+                                                 (F.col("id") % args.keys).alias("k"))).cache()
+    df.count()
+
+    def run(make) -> float:
+        best = float("inf")
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            make().write.format("noop").mode("overwrite").save()
+            best = min(best, time.perf_counter() - t0)
+        print(f"  {best:8.2f} s", flush=True)
+        return best
+
+    def frame(keyed: bool, seg: bool):
+        spark.conf.set("spark.sql.window.segmentTree.enabled", "true" if seg else "false")
+        win = (Window.partitionBy("k") if keyed else Window).orderBy("t").rowsBetween(-(w - 1), 0)
+        return df.select("t", "v", "k", F.max("v").over(win).alias("max"))
+
+    class Res(dict):
+        def __setitem__(self, k, v):
+            print(f"{k}", flush=True)
+            super().__setitem__(k, v)
+
+    res = Res()
+    res["identity mapInArrow"] = run(lambda: df.mapInArrow(lambda it: it, df.schema))
+    res["identity mapInArrow after range partition + sort"] = run(
+        lambda: df.repartitionByRange(2, "t").sortWithinPartitions("t").mapInArrow(lambda it: it, df.schema))
+    res["slidewise unkeyed"] = run(lambda: ss.rolling(df, "v", "t", w, "max"))
+    res["slidewise unkeyed (tiebreak=t)"] = run(lambda: ss.rolling(df, "v", "t", w, "max", tiebreak="t"))
+    res["spark segment tree unkeyed"] = run(lambda: frame(False, True))
+    if not args.skip_default:
+        res["spark default frame unkeyed"] = run(lambda: frame(False, False))
+    res["slidewise keyed (mapInArrow)"] = run(lambda: ss.rolling(df, "v", "t", w, "max", partition_by="k"))
+    res["slidewise keyed (applyInArrow)"] = run(
+        lambda: ss.rolling(df, "v", "t", w, "max", partition_by="k", method="apply"))
+    res["spark segment tree keyed"] = run(lambda: frame(True, True))
+    if not args.skip_default:
+        res["spark default frame keyed"] = run(lambda: frame(True, False))
+    spark.conf.unset("spark.sql.window.segmentTree.enabled")
+    print(f"\n{n:,} rows, local[2], max over {w} rows, {args.keys} keys when keyed; best of {args.repeat}")
+    for k, v in res.items():
+        print(f"  {k:<52}{v:8.2f} s")
+    u = res["slidewise unkeyed"]
+    print("\nratios (targets in brackets)")
+    print(f"  unkeyed: segment tree / slidewise      {res['spark segment tree unkeyed'] / u:6.1f}x  [>= 3]")
+    if "spark default frame unkeyed" in res:
+        print(f"  unkeyed: default frame / slidewise     {res['spark default frame unkeyed'] / u:6.1f}x  [>= 25]")
+    print(f"  unkeyed: slidewise / identity pass     {u / res['identity mapInArrow']:6.2f}x  [<= 1.3]")
+    print(f"  unkeyed: slidewise / identity after range partition + sort "
+          f"{u / res['identity mapInArrow after range partition + sort']:6.2f}x")
+    kk = min(res["slidewise keyed (mapInArrow)"], res["slidewise keyed (applyInArrow)"])
+    print(f"  keyed: mapInArrow / applyInArrow       "
+          f"{res['slidewise keyed (mapInArrow)'] / res['slidewise keyed (applyInArrow)']:6.2f}")
+    print(f"  keyed: segment tree / slidewise        {res['spark segment tree keyed'] / kk:6.1f}x  [>= 3]")
+    if "spark default frame keyed" in res:
+        print(f"  keyed: default frame / slidewise       {res['spark default frame keyed'] / kk:6.1f}x")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

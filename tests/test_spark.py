@@ -1,0 +1,417 @@
+"""slidewise.spark against Spark's own window functions on a real local[2]
+session: rowsBetween (count windows) and rangeBetween (time windows), keyed
+and unkeyed, with nulls, NaN, ties and duplicate order keys, on data forced
+into several partitions so that halos cross partition and batch boundaries;
+aggregate() against groupBy(F.window(...)); shipping to executors whose
+Python has no slidewise."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import slidewise as sw
+
+pyspark = pytest.importorskip("pyspark")
+from pyspark.sql import Window  # noqa: E402
+from pyspark.sql import functions as F  # noqa: E402
+
+import slidewise.spark as ss  # noqa: E402
+
+SPARK_FN = {"max": F.max, "min": F.min, "sum": F.sum, "mean": F.avg, "count": F.count, "std": F.stddev,
+            "var": F.var_samp}
+AGGS = ["max", "min", "sum", "mean", "count", "std"]
+
+
+def _data(n, nkeys, tmax, seed, null_frac=0.1, nan_frac=0.05, dtype="float64"):
+    rng = np.random.default_rng(seed)
+    v = rng.normal(size=n).round(3)
+    if dtype != "float64":
+        v = rng.integers(-50, 50, n)
+    pdf = pd.DataFrame({"id": np.arange(n, dtype=np.int64), "k": rng.integers(0, nkeys, n),
+                        "t": rng.integers(0, tmax, n), "v": v})
+    pdf = pdf.sample(frac=1.0, random_state=seed).reset_index(drop=True)  # input order != id order
+    nulls = rng.random(n) < null_frac
+    nans = rng.random(n) < nan_frac
+    return pdf, nulls, nans
+
+
+def _sdf(spark, pdf, nulls, nans, parts=5):
+    ddl = {"i": "bigint", "f": "double", "M": "timestamp"}
+    schema = ", ".join(f"{c} {'int' if pdf[c].dtype == np.int32 else ddl[pdf[c].dtype.kind]}" for c in pdf.columns)
+    sdf = spark.createDataFrame(pdf, schema=schema).repartition(parts)
+    ids_null = set(pdf["id"][nulls].tolist())
+    ids_nan = set(pdf["id"][nans].tolist())
+    v = F.col("v")
+    if ids_nan and pdf["v"].dtype.kind == "f":
+        v = F.when(F.col("id").isin(list(ids_nan)), F.lit(float("nan"))).otherwise(v)
+    if ids_null:
+        v = F.when(F.col("id").isin(list(ids_null)), F.lit(None)).otherwise(v)
+    return sdf.withColumn("v", v.cast(sdf.schema["v"].dataType))
+
+
+def _compare(got, want, cols):
+    g = got.sort_values("id").reset_index(drop=True)
+    w = want.sort_values("id").reset_index(drop=True)
+    assert len(g) == len(w)
+    assert (g["id"].to_numpy() == w["id"].to_numpy()).all()
+    for a, b in cols:
+        x, y = g[a], w[b]
+        assert (x.isna().to_numpy() == y.isna().to_numpy()).all(), (a, np.flatnonzero(x.isna() != y.isna())[:5])
+        xf = x.to_numpy(dtype=float, na_value=np.nan)
+        yf = y.to_numpy(dtype=float, na_value=np.nan)
+        np.testing.assert_allclose(xf, yf, rtol=1e-9, atol=1e-9, equal_nan=True, err_msg=a)
+
+
+def _spark_rows(sdf, windows, aggs, keys, order):
+    cols = []
+    for w in windows:
+        win = Window.orderBy(*order).rowsBetween(-(w - 1), 0)
+        if keys:
+            win = Window.partitionBy(*keys).orderBy(*order).rowsBetween(-(w - 1), 0)
+        cols += [SPARK_FN[a]("v").over(win).alias(f"ref_{a}_{w}") for a in aggs]
+    return sdf.select("id", *cols)
+
+
+@pytest.mark.parametrize("keys", [["k"], None], ids=["keyed", "unkeyed"])
+def test_rolling_rows_equal_spark(spark, keys):
+    """Count windows, several windows and aggs in one pass, ties on t
+    broken by id; 5 range partitions and 100-row Arrow batches, so halos
+    span batches and (unkeyed) several short partitions."""
+    pdf, nulls, nans = _data(1500, 4, 300, seed=1)
+    sdf = _sdf(spark, pdf, nulls, nans)
+    windows = [1, 7, 120]
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "100")
+    try:
+        out = ss.rolling(sdf, "v", "t", windows, AGGS, partition_by=keys, tiebreak="id", num_partitions=5)
+        got = out.toPandas()
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    want = _spark_rows(sdf, windows, AGGS, keys, ["t", "id"]).toPandas()
+    _compare(got, want, [(f"{a}_{w}", f"ref_{a}_{w}") for w in windows for a in AGGS])
+    # output types as Spark's own functions
+    types = {f.name: f.dataType.simpleString() for f in out.schema.fields}
+    assert types["max_7"] == "double" and types["count_7"] == "bigint" and types["mean_7"] == "double"
+    assert "__slidewise_tiebreak" not in types
+
+
+def test_rolling_default_tiebreak_is_input_order(spark):
+    """Without tiebreak=, ties on the order column follow the input order
+    (monotonically_increasing_id of the DataFrame as given)."""
+    pdf, nulls, nans = _data(800, 1, 40, seed=2)  # ~20 rows per order value
+    # the row order after a shuffle depends on block fetch order: fix it
+    sdf = _sdf(spark, pdf, nulls, nans, parts=3).localCheckpoint()
+    sdf = sdf.withColumn("mid", F.monotonically_increasing_id())
+    got = ss.rolling(sdf, "v", "t", 5, ["sum", "max", "count"], num_partitions=3).toPandas()
+    want = _spark_rows(sdf, [5], ["sum", "max", "count"], None, ["t", "mid"]).toPandas()
+    _compare(got, want, [(f"{a}_5", f"ref_{a}_5") for a in ["sum", "max", "count"]])
+
+
+def test_rolling_int_column_types(spark):
+    pdf, nulls, nans = _data(600, 3, 100, seed=3, dtype="int32")
+    pdf["v"] = pdf["v"].astype(np.int32)
+    sdf = _sdf(spark, pdf, nulls, nans, parts=3)
+    assert sdf.schema["v"].dataType.simpleString() == "int"
+    out = ss.rolling(sdf, "v", "t", 4, ["max", "sum", "mean", "count"], partition_by="k", tiebreak="id")
+    types = {f.name: f.dataType.simpleString() for f in out.schema.fields}
+    assert types["max_4"] == "int" and types["sum_4"] == "bigint" and types["mean_4"] == "double"
+    want = _spark_rows(sdf, [4], ["max", "sum", "mean", "count"], ["k"], ["t", "id"]).toPandas()
+    _compare(out.toPandas(), want, [(f"{a}_4", f"ref_{a}_4") for a in ["max", "sum", "mean", "count"]])
+
+
+@pytest.mark.parametrize("keys", [["k"], None], ids=["keyed", "unkeyed"])
+def test_rolling_time_equal_spark_range(spark, keys):
+    """Time windows (t - range, t] equal Spark's rangeBetween(-(r-1), 0) on
+    the microsecond time: tied times are peers and share one value."""
+    pdf, nulls, nans = _data(1500, 3, 400, seed=4)
+    pdf["ts"] = pd.to_datetime(pdf["t"] * 250, unit="ms")  # many ties, gaps of 0.25 s
+    sdf = _sdf(spark, pdf, nulls, nans)
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "64")
+    try:
+        got = ss.rolling(sdf, "v", "ts", ["2s", "10s"], AGGS, partition_by=keys, num_partitions=5).toPandas()
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    us = F.col("ts").cast("double") * 1e6
+    cols = []
+    for name, r in [("2s", 2_000_000), ("10s", 10_000_000)]:
+        win = (Window.partitionBy(*keys) if keys else Window).orderBy(us.cast("long")).rangeBetween(-(r - 1), 0)
+        cols += [SPARK_FN[a]("v").over(win).alias(f"ref_{a}_{name}") for a in AGGS]
+    want = sdf.select("id", *cols).toPandas()
+    _compare(got, want, [(f"{a}_{n}", f"ref_{a}_{n}") for n in ["2s", "10s"] for a in AGGS])
+
+
+def test_rolling_min_periods_and_apply_method(spark):
+    """min_periods as pandas; groupBy().applyInArrow gives the same rows as
+    the default sorted mapInArrow."""
+    pdf, nulls, nans = _data(500, 3, 1000, seed=5, nan_frac=0.0)
+    pdf = pdf.sort_values(["t", "id"])
+    sdf = _sdf(spark, pdf, nulls, nans, parts=3)
+    a = ss.rolling(sdf, "v", "t", 6, ["sum", "max"], partition_by="k", tiebreak="id", min_periods=4).toPandas()
+    b = ss.rolling(sdf, "v", "t", 6, ["sum", "max"], partition_by="k", tiebreak="id", min_periods=4,
+                   method="apply").toPandas()
+    _compare(a, b, [("sum_6", "sum_6"), ("max_6", "max_6")])
+    p = pdf.copy()
+    p.loc[nulls, "v"] = np.nan
+    p = p.sort_values(["k", "t", "id"])
+    p["ref"] = p.groupby("k")["v"].transform(lambda s: s.rolling(6, min_periods=4).sum())
+    _compare(a, p[["id", "ref"]], [("sum_6", "ref")])
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(n=st.integers(0, 300), w=st.integers(1, 60), parts=st.integers(1, 6), seed=st.integers(0, 1000))
+def test_rolling_random_unkeyed_halos(spark, n, w, parts, seed):
+    """Random sizes: partitions shorter than the halo, empty partitions."""
+    pdf, nulls, nans = _data(n, 1, max(1, n // 3), seed=seed)
+    sdf = _sdf(spark, pdf, nulls, nans, parts=2)
+    got = ss.rolling(sdf, "v", "t", w, ["max", "sum"], tiebreak="id", num_partitions=parts).toPandas()
+    want = _spark_rows(sdf, [w], ["max", "sum"], None, ["t", "id"]).toPandas()
+    _compare(got, want, [(f"max_{w}", f"ref_max_{w}"), (f"sum_{w}", f"ref_sum_{w}")])
+
+
+def test_rolling_errors(spark):
+    sdf = spark.createDataFrame(pd.DataFrame({"t": [1, 2], "v": ["a", "b"], "x": [1.0, 2.0]}))
+    with pytest.raises(TypeError, match="cast the column"):
+        ss.rolling(sdf, "v", "t", 2, "max")
+    with pytest.raises(ValueError, match="not in the DataFrame"):
+        ss.rolling(sdf, "nope", "t", 2, "max")
+    with pytest.raises(ValueError, match="unsupported agg"):
+        ss.rolling(sdf, "x", "t", 2, "argmax")
+    with pytest.raises(ValueError, match="window"):
+        ss.rolling(sdf, "x", "t", 0, "max")
+    with pytest.raises(TypeError, match="timestamp order_by"):
+        ss.rolling(sdf, "x", "t", "5s", "max")
+    with pytest.raises(ValueError, match="already exists"):
+        ss.rolling(sdf, "x", "t", 2, "max", output="x")
+
+
+@pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "unkeyed"])
+def test_aggregate_equals_groupby_window(spark, keyed):
+    pdf, nulls, nans = _data(2000, 3, 2000, seed=6)
+    pdf["ts"] = pd.to_datetime(pdf["t"] * 37, unit="ms")
+    sdf = _sdf(spark, pdf, nulls, nans, parts=4)
+    qs = [sw.Query("max", "10s", "3s", name="max"), sw.Query("sum", "10s", "3s", name="sum"),
+          sw.Query("count", "5s", name="count"), sw.Query("mean", "7s", "2s", name="mean")]
+    key = "k" if keyed else None
+    res = ss.aggregate(sdf, qs, "v", "ts", key=key)
+    assert set(res) == {"max", "sum", "count", "mean"}
+    keys = ["k"] if keyed else []
+    for q, fn, rng_, slide in [("max", F.max, "10 seconds", "3 seconds"), ("sum", F.sum, "10 seconds", "3 seconds"),
+                               ("count", F.count, "5 seconds", "5 seconds"), ("mean", F.avg, "7 seconds", "2 seconds")]:
+        want = (sdf.groupBy(*keys, F.window("ts", rng_, slide)).agg(fn("v").alias("value"))
+                .select(*keys, F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"),
+                        "value").toPandas())
+        got = res[q].toPandas()
+        assert list(got.columns) == keys + ["window_start", "window_end", "value"]
+        srt = keys + ["window_start"]
+        got = got.sort_values(srt).reset_index(drop=True)
+        want = want.sort_values(srt).reset_index(drop=True)
+        assert len(got) == len(want), q
+        assert (got["window_start"].to_numpy() == want["window_start"].to_numpy()).all()
+        assert (got["window_end"].to_numpy() == want["window_end"].to_numpy()).all()
+        if keyed:
+            assert (got["k"].to_numpy() == want["k"].to_numpy()).all()
+        assert (got["value"].isna().to_numpy() == want["value"].isna().to_numpy()).all(), q
+        np.testing.assert_allclose(got["value"].to_numpy(float, na_value=np.nan),
+                                   want["value"].to_numpy(float, na_value=np.nan), rtol=1e-9, equal_nan=True,
+                                   err_msg=q)
+    single = ss.aggregate(sdf, qs[0], "v", "ts", key=key)
+    assert single.count() == res["max"].count()
+
+
+# ---------------------------------------------------------------------------
+# shipping: executors on a Python without slidewise
+
+_SHIP_SCRIPT = textwrap.dedent(r'''
+    import json, os, sys
+    import numpy as np, pandas as pd
+    from pyspark.sql import SparkSession
+    spark = (SparkSession.builder.master("local[2]").appName("slidewise-ship")
+             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "3").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    sc = spark.sparkContext
+
+    def probe(_):
+        import importlib.util, sys
+        return (sys.executable, importlib.util.find_spec("slidewise") is None)
+
+    worker = sc.parallelize([0], 1).map(probe).collect()[0]
+    import slidewise as sw
+    import slidewise.spark as ss
+    rng = np.random.default_rng(7)
+    n = 3000
+    pdf = pd.DataFrame({"id": np.arange(n), "k": rng.integers(0, 3, n), "t": rng.permutation(n),
+                        "v": rng.normal(size=n)})
+    sdf = spark.createDataFrame(pdf)
+    keyed = ss.rolling(sdf, "v", "t", 50, "max", partition_by="k").toPandas().sort_values("id")
+    unkeyed = ss.rolling(sdf, "v", "t", 50, "sum", num_partitions=3).toPandas().sort_values("id")
+    # driver-side result with the in-process engine
+    p = pdf.sort_values(["k", "t"])
+    want_k = np.concatenate([sw.rolling(g["v"].to_numpy(), 50, "max").to_numpy() for _, g in p.groupby("k")])
+    ids_k = np.concatenate([g["id"].to_numpy() for _, g in p.groupby("k")])
+    u = pdf.sort_values("t")
+    want_u = sw.rolling(u["v"].to_numpy(), 50, "sum").to_numpy()
+    ok_k = bool(np.allclose(keyed.set_index("id").loc[ids_k, "max_50"].to_numpy(), want_k))
+    ok_u = bool(np.allclose(unkeyed.set_index("id").loc[u["id"].to_numpy(), "sum_50"].to_numpy(), want_u))
+    print(json.dumps({"worker_python": worker[0], "worker_lacks_slidewise": worker[1], "keyed": ok_k,
+                      "unkeyed": ok_u}))
+    spark.stop()
+''')
+
+
+@pytest.fixture(scope="session")
+def bare_python():
+    """A venv with numpy/pandas/pyarrow only (no slidewise), cached in the
+    temp dir across runs; skipped only when pip cannot install them."""
+    import tempfile
+
+    d = os.path.join(tempfile.gettempdir(), f"slidewise-bare-venv-{sys.version_info[0]}{sys.version_info[1]}")
+    py = os.path.join(d, "bin", "python")
+    marker = os.path.join(d, ".ok")
+    if not os.path.exists(marker):
+        subprocess.run([sys.executable, "-m", "venv", "--clear", d], check=True)
+        r = subprocess.run([py, "-m", "pip", "install", "--quiet", "numpy", "pandas", "pyarrow"],
+                           capture_output=True, text=True)
+        if r.returncode:
+            pytest.skip(f"pip could not install numpy/pandas/pyarrow into a bare venv: {r.stderr[-500:]}")
+        open(marker, "w").close()
+    r = subprocess.run([py, "-c", "import importlib.util as u; print(u.find_spec('slidewise') is None)"],
+                       capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "True", "the bare venv must not see slidewise"
+    return py
+
+
+def test_ships_itself_to_executors_without_slidewise(bare_python, tmp_path):
+    """Executors run a Python that cannot import slidewise; the job still
+    runs (the package is shipped as a zip with addArchive) and matches the
+    driver-side result."""
+    import json
+
+    script = tmp_path / "ship.py"
+    script.write_text(_SHIP_SCRIPT)
+    env = dict(os.environ)
+    env["PYSPARK_PYTHON"] = bare_python
+    env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    env["SLIDEWISE_CACHE"] = str(tmp_path / "cache")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["worker_python"].startswith(os.path.dirname(os.path.dirname(bare_python)))
+    assert res["worker_lacks_slidewise"], res
+    assert res["keyed"] and res["unkeyed"], res
+    assert list((tmp_path / "cache").glob("slidewise-*.zip"))
+
+
+# ---------------------------------------------------------------------------
+# the main job's command line
+
+
+def test_cli_run(spark, tmp_path, capsys):
+    from slidewise import cli
+
+    rng = np.random.default_rng(8)
+    n = 1000
+    pdf = pd.DataFrame({"ts": pd.to_datetime(np.sort(rng.integers(0, 60_000, n)), unit="ms"),
+                        "dev": rng.integers(0, 3, n), "x": rng.normal(size=n)})
+    src = tmp_path / "in.parquet"
+    pdf.to_parquet(src)
+    out = tmp_path / "out"
+    assert cli.main(["run", "--input", str(src), "--value", "x", "--time", "ts", "--key", "dev",
+                     "--query", "max range=10s slide=5s", "--query", "mean range=20s slide=20s name=m",
+                     "--output", str(out)]) == 0
+    got = pd.read_parquet(out / "max_10s_5s").sort_values(["dev", "window_start"]).reset_index(drop=True)
+    sdf = spark.createDataFrame(pdf)
+    want = (sdf.groupBy("dev", F.window("ts", "10 seconds", "5 seconds")).agg(F.max("x").alias("value"))
+            .select("dev", F.col("window.start").alias("window_start"), "value").toPandas()
+            .sort_values(["dev", "window_start"]).reset_index(drop=True))
+    assert len(got) == len(want)
+    np.testing.assert_allclose(got["value"], want["value"])
+    assert len(pd.read_parquet(out / "m")) > 0
+    assert "windows" in capsys.readouterr().out
+    # count windows over the input order, one query writes --output itself
+    out2 = tmp_path / "out2.parquet"
+    assert cli.main(["run", "--input", str(src), "--value", "x", "--query", "sum range=100 slide=100",
+                     "--output", str(out2)]) == 0
+    s = pd.read_parquet(out2)
+    assert len(s) == 10 and np.isclose(s["value"].sum(), pdf["x"].sum())
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--input", str(src), "--value", "x", "--query", "max range=10s", "--output", str(out2)])
+    with pytest.raises(ValueError, match="unknown key"):
+        from slidewise import _run
+
+        _run.parse_query("max range=10 bogus=1")
+
+
+# ---------------------------------------------------------------------------
+# Structured Streaming
+
+
+def _stream_files(d, nfiles=4, per=150, seed=9):
+    rng = np.random.default_rng(seed)
+    frames = []
+    for i in range(nfiles):
+        # ms; rows every ~100 ms, jitter < the watermark delay; not at the epoch: in the first
+        # micro-batch the watermark is 0 and Spark drops rows with time <= 0 as late
+        base = 10_000 + i * per * 100
+        t = base + np.arange(per) * 100 + rng.integers(-500, 500, per)
+        f = pd.DataFrame({"k": rng.integers(0, 3, per), "ts": pd.to_datetime(t, unit="ms"),
+                          "v": rng.normal(size=per).round(3)})
+        f.loc[rng.random(per) < 0.05, "v"] = np.nan
+        frames.append(f)
+    return frames
+
+
+def _run_stream(spark, src, out, ck, files, start, stop):
+    for i in range(start, stop):
+        files[i].to_parquet(os.path.join(src, f"part-{i:03d}.parquet"))
+    qs = [sw.Query("max", "4s", "2s", name="max"), sw.Query("sum", "3s", name="sum")]
+    sdf = (spark.readStream.schema("k bigint, ts timestamp, v double").option("maxFilesPerTrigger", 1)
+           .parquet(src))
+    res = ss.stream_aggregate(sdf, qs, "v", "ts", key="k", watermark="2 seconds")
+    q = (res.writeStream.format("parquet").option("path", out).option("checkpointLocation", ck)
+         .outputMode("append").trigger(availableNow=True).start())
+    q.awaitTermination(600)
+    assert q.exception() is None, q.exception()
+
+
+def test_stream_aggregate_restart_from_checkpoint(spark, tmp_path):
+    """Stop after two files, restart from the checkpoint with two more: the
+    same windows as one uninterrupted run, and each equals groupBy(window)
+    over all rows."""
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass",
+                   "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+    try:
+        files = _stream_files(tmp_path)
+        dirs = {}
+        for run in ("whole", "restart"):
+            src, out, ck = (str(tmp_path / run / x) for x in ("src", "out", "ck"))
+            os.makedirs(src)
+            if run == "whole":
+                _run_stream(spark, src, out, ck, files, 0, 4)
+            else:
+                _run_stream(spark, src, out, ck, files, 0, 2)
+                _run_stream(spark, src, out, ck, files, 2, 4)
+            dirs[run] = out
+    finally:
+        spark.conf.unset("spark.sql.streaming.stateStore.providerClass")
+    srt = ["query", "k", "window_start"]
+    a = pd.read_parquet(dirs["whole"]).sort_values(srt).reset_index(drop=True)
+    b = pd.read_parquet(dirs["restart"]).sort_values(srt).reset_index(drop=True)
+    assert len(a) > 20
+    assert not a.duplicated(srt).any()
+    pd.testing.assert_frame_equal(a, b)
+    allrows = spark.createDataFrame(pd.concat(files, ignore_index=True))
+    for name, rng_, slide, fn in [("max", "4 seconds", "2 seconds", F.max), ("sum", "3 seconds", "3 seconds", F.sum)]:
+        want = (allrows.groupBy("k", F.window("ts", rng_, slide)).agg(fn("v").alias("ref"))
+                .select("k", F.col("window.start").alias("window_start"), "ref").toPandas())
+        got = a[a["query"] == name]
+        m = got.merge(want, on=["k", "window_start"], how="left")
+        assert len(m) == len(got) and m["ref"].notna().sum() + m["value"].isna().sum() >= len(got)
+        np.testing.assert_allclose(m["value"].to_numpy(float), m["ref"].to_numpy(float), rtol=1e-9,
+                                   equal_nan=True, err_msg=name)
