@@ -23,10 +23,11 @@ import pyarrow as pa
 from . import _arrow, _slidewise, _time, aggregators
 from ._arrow import AGGS, ALGORITHMS, DTYPES
 from ._stream import Query, Stream
+from ._plan import Plan, count_edges, plan
 
 __version__: str = _slidewise.__version__
 
-__all__ = ["rolling", "rolling_many", "Query", "Stream", "aggregators", "AGGS", "ALGORITHMS", "DTYPES",
+__all__ = ["rolling", "rolling_many", "Query", "Stream", "Plan", "plan", "count_edges", "aggregators", "AGGS", "ALGORITHMS", "DTYPES",
            "__version__"]
 
 

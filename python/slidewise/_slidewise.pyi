@@ -68,3 +68,17 @@ class RawAggregator:
     def query(self) -> Any: ...
     def query_last(self, k: int) -> Any: ...
     def __len__(self) -> int: ...
+
+# optimizer (rust/python/src/optimizer.rs): WeaveShare with F1 edge counts.
+def count_edges(ranges: List[int], slides_: List[int], phases: List[int], method: str) -> Tuple[int, int]: ...
+def plan(
+    ranges: List[int],
+    slides_: List[int],
+    phases: List[int],
+    omegas: List[float],
+    keys: List[int],
+    rate: float,
+    scale: float,
+    method: str,
+    single_tree_check: bool = True,
+) -> Tuple[List[Tuple[List[int], Optional[int], Optional[int], float, float]], float, float, int, int]: ...

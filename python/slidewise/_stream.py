@@ -95,6 +95,9 @@ class Stream:
         key: Optional[str] = None,
         lateness: Any = 0,
         algorithm: str = "auto",
+        *,
+        plan: Any = None,
+        rate: Optional[float] = None,
     ) -> None:
         if key is not None:
             raise NotImplementedError("keyed streams (key=...) are not implemented yet")
@@ -127,6 +130,11 @@ class Stream:
         self._queries: List[Query] = queries
         self._value = value
         self._algorithm = _arrow.check_algorithm(algorithm)
+        # plan="weaveshare" (or a slidewise.Plan, or "none"): which queries
+        # share a plan; None keeps one plan per (agg, arg). See _plan.py.
+        from ._plan import stream_groups
+
+        self._plan_groups: Optional[List[int]] = stream_groups(queries, plan, rate)
         # Build once now so that an algorithm the operations cannot run
         # (soe with max, ...) fails here, not at the first push.
         if time is None:
@@ -189,6 +197,7 @@ class Stream:
             "time": self._time,
             "unit_ns": self._unit_ns,
             "ts_type": self._ts_type,
+            "plan_groups": self._plan_groups,
         }
 
     def __setstate__(self, st: dict) -> None:
@@ -199,6 +208,7 @@ class Stream:
         self._algorithm = st["algorithm"]
         self._dtype = st["dtype"]
         self._inner = None
+        self._plan_groups = st.get("plan_groups")
         self._time, self._unit_ns, self._ts_type = st["time"], st["unit_ns"], st["ts_type"]
         if st["state"] is not None and self._time is not None:
             self._inner = _slidewise.TimeStream.load(
@@ -216,7 +226,10 @@ class Stream:
 
     def _groups(self) -> List[int]:
         """Queries with the same aggregation and argument column share one
-        plan (one set of partials, one final aggregator)."""
+        plan (one set of partials, one final aggregator), unless a plan=
+        chose the groups."""
+        if self._plan_groups is not None:
+            return list(self._plan_groups)
         ids: Dict[Any, int] = {}
         return [ids.setdefault((q.agg, q.arg), len(ids)) for q in self._queries]
 

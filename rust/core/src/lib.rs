@@ -6,6 +6,7 @@
 //! * [`rolling`]: per-row batch kernels (`rolling()` with slide 1).
 //! * [`window`]: count windows with Pairs partial aggregation (streams).
 //! * [`plan`]: shared execution plans for many queries over one stream.
+//! * [`optimizer`]: WeaveShare with F1 edge counting: which queries share a plan.
 //! * [`time_window`]: Spark-style time windows and per-row time rolling.
 //! * [`engine`]: run-time dispatch from (agg name, Arrow dtype, algorithm)
 //!   to one monomorphised implementation: one virtual call per batch.
@@ -18,6 +19,7 @@ pub mod error;
 pub mod fifo;
 pub mod monoid;
 pub mod ops;
+pub mod optimizer;
 pub mod plan;
 pub mod rolling;
 pub mod time_window;

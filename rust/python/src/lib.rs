@@ -22,6 +22,8 @@ use slidewise_core::time_window::{self, TimeSpec, TimeWindowOp};
 use slidewise_core::window::{self, CountSpec, SharedWindowOp, WindowBatch};
 use slidewise_core::Error;
 
+mod optimizer;
+
 /// Core errors become Python exceptions carrying the core's message: a dtype
 /// problem is a `TypeError`, everything else a `ValueError`.
 fn py_err(e: Error) -> PyErr {
@@ -663,6 +665,7 @@ fn _slidewise(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rolling_time, m)?)?;
     m.add_class::<TimeStream>()?;
     m.add_class::<RawAggregator>()?;
+    optimizer::register(m)?;
     m.add("AGGS", AggKind::ALL.map(|a| a.name()).to_vec())?;
     m.add("ALGORITHMS", Algorithm::ALL.map(|a| a.name()).to_vec())?;
     m.add("DTYPES", vec!["int32", "int64", "float32", "float64"])?;
