@@ -331,7 +331,13 @@ where
             let next_row = self.store.range(lo1..).next().map(|(&id, _)| id);
             j = match (next_row, upto) {
                 (Some(id), _) if id < hi1 => j + 1,
-                (Some(id), _) => self.first_ending_after(q, self.slice_end(id - 1)).max(j + 1),
+                (Some(id), _) => {
+                    // Never past the first window the watermark has not
+                    // reached: on-time rows may still arrive for it.
+                    let t = self.first_ending_after(q, self.slice_end(id - 1));
+                    let open = upto.map_or(t, |wm| self.first_ending_after(q, wm));
+                    t.min(open).max(j + 1)
+                }
                 (None, Some(wm)) => self.first_ending_after(q, wm).max(j + 1),
                 (None, None) => return,
             };
