@@ -148,15 +148,15 @@ def test_lateness_zero_on_sorted_data_equals_in_order_stream(agg):
 
 
 def test_late_rows_are_reported_not_dropped():
-    s = sw.Stream(sw.Query("sum", "10s"), time="ts", lateness=datetime.timedelta(seconds=5))
+    s = sw.Stream(sw.Query("sum", "10s", name="q"), time="ts", lateness=datetime.timedelta(seconds=5))
     out = s.push({"v": [1.0, 2.0, 3.0, 4.0], "ts": pa.array([100, 120, 114, 116], pa.timestamp("s"))})
     # watermark 115 after t=120: the window [100, 110) is final; 114 is late.
-    assert out["sum_10s_1"].to_pylist()[0]["value"] == 1.0
+    assert [r["value"] for r in out["q"].to_pylist()] == [1.0]
     late = s.late_rows()
     assert late.to_pylist() == [{"ts": datetime.datetime(1970, 1, 1, 0, 1, 54), "v": 3.0}]
     assert s.late_rows().num_rows == 0  # only since the last call
-    rest = s.flush()["sum_10s_1"].to_pylist()
-    assert [r["value"] for r in rest] == [6.0]
+    rest = s.flush()["q"].to_pylist()
+    assert [r["value"] for r in rest] == [4.0, 2.0]  # [110, 120) without the late 3.0; [120, 130)
     assert s.row_counts == {"rows_in": 4, "on_time": 3, "late": 1}
 
 
@@ -184,14 +184,14 @@ def test_late_stream_errors():
 
 
 def test_old_pickles_still_load():
-    s = sw.Stream(sw.Query("sum", "10s"), time="ts")
+    s = sw.Stream(sw.Query("sum", "10s", name="q"), time="ts")
     s.push({"v": [1.0, 2.0], "ts": pa.array([1, 12], pa.timestamp("s"))})
     st_ = s.__getstate__()
     st_["version"] = 3
     del st_["lateness"]
     s2 = sw.Stream.__new__(sw.Stream)
     s2.__setstate__(st_)
-    assert s2.flush()["sum_10s_1"].to_pylist()[0]["value"] == 2.0
+    assert s2.flush()["q"].to_pylist()[0]["value"] == 2.0
     st_["version"] = 99
     with pytest.raises(ValueError, match="state version"):
         sw.Stream.__new__(sw.Stream).__setstate__(st_)
