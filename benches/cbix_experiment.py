@@ -30,6 +30,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 OUT = os.path.join(HERE, "paper")
+STEM = os.environ.get("CBIX_STEM", "cbix_experiment")  # output file names
 
 
 def run(lo: int, hi: int) -> list:
@@ -58,7 +59,7 @@ def main() -> None:
         lo, hi = (int(a) for a in sys.argv[1:3]) if len(sys.argv) >= 3 else (10, 20)
         rows = run(lo, hi)
     os.makedirs(OUT, exist_ok=True)
-    with open(os.path.join(OUT, "cbix_experiment.csv"), "w", newline="") as f:
+    with open(os.path.join(OUT, STEM + ".csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
         w.writeheader()
         w.writerows(rows)
@@ -90,7 +91,7 @@ def main() -> None:
                 f"{predicted('flatfat', n, p, k):.1f} | {cell(t)} | {predicted('two_stacks', n, p, k):.1f} | {cell(r)} | "
                 f"{ratio:.2f}x |"
             )
-    with open(os.path.join(OUT, "cbix_experiment.md"), "w") as f:
+    with open(os.path.join(OUT, STEM + ".md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
 
@@ -124,7 +125,7 @@ def main() -> None:
     axes[1, 0].legend(fontsize=7)
     fig.suptitle("CBiX vs general FlatFAT vs Two-Stacks-extended vs recalc (sum over int64)")
     fig.tight_layout()
-    fig.savefig(os.path.join(OUT, "cbix_experiment.png"), dpi=110)
+    fig.savefig(os.path.join(OUT, STEM + ".png"), dpi=110)
 
 
 if __name__ == "__main__":
