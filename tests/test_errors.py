@@ -52,7 +52,8 @@ def test_not_yet_implemented_features():
     q = sw.Query("sum", 10)
     with pytest.raises(NotImplementedError, match="keyed"):
         sw.Stream([q], key="k")
-    with pytest.raises(NotImplementedError, match="lateness"):
+    # Count windows are never out of order: lateness needs time windows.
+    with pytest.raises(ValueError, match="lateness=... needs time windows"):
         sw.Stream([q], lateness=5)
 
 

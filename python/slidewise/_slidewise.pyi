@@ -55,6 +55,34 @@ class TimeStream:
     def flush(self) -> List[_Windows]: ...
     def plans(self) -> int: ...
 
+class LateStream:
+    """Time-window queries over an out-of-order stream: watermark = max event
+    time - lateness; rows behind it come back through take_late()."""
+
+    def __init__(
+        self,
+        specs: Sequence[_Spec],
+        lateness: int,
+        dtype: str,
+        algorithm: str,
+        groups: Optional[Sequence[int]] = None,
+    ) -> None: ...
+    @staticmethod
+    def load(
+        specs: Sequence[_Spec],
+        lateness: int,
+        dtype: str,
+        algorithm: str,
+        state: bytes,
+        groups: Optional[Sequence[int]] = None,
+    ) -> "LateStream": ...
+    def save(self) -> bytes: ...
+    def push(self, values: Any, ts: Any) -> List[_Windows]: ...
+    def flush(self) -> List[_Windows]: ...
+    def take_late(self) -> Tuple[Any, Any]: ...
+    def counts(self) -> Tuple[int, int, int]: ...
+    def watermark(self) -> Optional[int]: ...
+
 class RawAggregator:
     """One FIFO final aggregator over Python values."""
 

@@ -7,10 +7,10 @@ from typing import Any, Dict, Iterable, List, Optional, Union
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _arrow, _slidewise, _time
+from . import _arrow, _late, _slidewise, _time
 
 _ARG_AGGS = ("argmax", "argmin")
-_STATE_VERSION = 3
+_STATE_VERSION = 4  # 4: lateness (out-of-order streams); 3 still loads
 
 
 class Query:
@@ -93,7 +93,7 @@ class Stream:
         value: str = "v",
         time: Optional[str] = None,
         key: Optional[str] = None,
-        lateness: Any = 0,
+        lateness: Any = None,
         algorithm: str = "auto",
         *,
         plan: Any = None,
@@ -101,8 +101,15 @@ class Stream:
     ) -> None:
         if key is not None:
             raise NotImplementedError("keyed streams (key=...) are not implemented yet")
-        if lateness not in (0, None):
-            raise NotImplementedError("out-of-order streams (lateness=...) are not implemented yet")
+        # lateness=None: rows must come in time order; any lateness (0
+        # included) makes an out-of-order stream with a watermark whose late
+        # rows come back through late_rows().
+        self._lateness = None if lateness is None else _late.lateness_ns(lateness)
+        if self._lateness is not None and time is None:
+            raise ValueError(
+                "lateness=... needs time windows over an event-time column (time='ts'); "
+                "count windows are never out of order"
+            )
         if isinstance(queries, Query):
             queries = [queries]
         queries = list(queries)
@@ -129,7 +136,10 @@ class Stream:
         self._ts_type: Optional[pa.DataType] = None
         self._queries: List[Query] = queries
         self._value = value
-        self._algorithm = _arrow.check_algorithm(algorithm)
+        if self._lateness is not None:
+            self._algorithm = _late.check_algorithm(algorithm)
+        else:
+            self._algorithm = _arrow.check_algorithm(algorithm)
         # plan="weaveshare" (or a slidewise.Plan, or "none"): which queries
         # share a plan; None keeps one plan per (agg, arg). See _plan.py.
         from ._plan import stream_groups
@@ -139,6 +149,9 @@ class Stream:
         # (soe with max, ...) fails here, not at the first push.
         if time is None:
             _slidewise.CountStream(self._specs(), "float64", self._algorithm, self._groups())
+        elif self._lateness is not None:
+            _slidewise.LateStream([q._time_spec(1) for q in queries], self._lateness, "float64", self._algorithm,
+                                  self._groups())
         else:
             _slidewise.TimeStream([q._time_spec(1) for q in queries], "float64", self._algorithm, self._groups())
         self._dtype: Optional[str] = None
@@ -152,7 +165,31 @@ class Stream:
 
     @property
     def rows_seen(self) -> int:
-        return 0 if self._inner is None else self._inner.rows_seen()
+        if self._inner is None:
+            return 0
+        if self._lateness is not None:
+            return self._inner.counts()[0]
+        return self._inner.rows_seen()
+
+    def late_rows(self) -> pa.Table:
+        """Rows that arrived behind the watermark since the last call (only
+        streams with ``lateness=``): the time and value columns, in arrival
+        order. Every row pushed is either aggregated or returned here once."""
+        if self._lateness is None:
+            raise ValueError("late_rows() needs an out-of-order stream: pass lateness=... (and time=...)")
+        if self._inner is None:
+            return _late.late_table(None, None, self._ts_type, self._time, self._value)
+        values, ts = self._inner.take_late()
+        return _late.late_table(values, ts, self._ts_type, self._time, self._value)
+
+    @property
+    def row_counts(self) -> Dict[str, int]:
+        """Out-of-order streams: rows in, rows aggregated (on time) and rows
+        reported late; ``rows_in == on_time + late``."""
+        if self._lateness is None:
+            raise ValueError("row_counts needs an out-of-order stream: pass lateness=...")
+        c = (0, 0, 0) if self._inner is None else self._inner.counts()
+        return {"rows_in": c[0], "on_time": c[1], "late": c[2]}
 
     def push(self, batch: Any) -> Dict[str, pa.Table]:
         """Feed one batch (RecordBatch, Table, dict of arrays, polars
@@ -198,10 +235,11 @@ class Stream:
             "unit_ns": self._unit_ns,
             "ts_type": self._ts_type,
             "plan_groups": self._plan_groups,
+            "lateness": self._lateness,
         }
 
     def __setstate__(self, st: dict) -> None:
-        if st.get("version") != _STATE_VERSION:
+        if st.get("version") not in (3, _STATE_VERSION):
             raise ValueError(f"cannot restore a slidewise Stream saved with state version {st.get('version')!r}")
         self._queries = st["queries"]
         self._value = st["value"]
@@ -210,7 +248,13 @@ class Stream:
         self._inner = None
         self._plan_groups = st.get("plan_groups")
         self._time, self._unit_ns, self._ts_type = st["time"], st["unit_ns"], st["ts_type"]
-        if st["state"] is not None and self._time is not None:
+        self._lateness = st.get("lateness")
+        if st["state"] is not None and self._lateness is not None:
+            self._inner = _slidewise.LateStream.load(
+                [q._time_spec(self._unit_ns) for q in self._queries],
+                self._late_units(self._unit_ns),
+                self._dtype, self._algorithm, st["state"], self._groups())
+        elif st["state"] is not None and self._time is not None:
             self._inner = _slidewise.TimeStream.load(
                 [q._time_spec(self._unit_ns) for q in self._queries], self._dtype, self._algorithm, st["state"],
                 self._groups())
@@ -245,12 +289,21 @@ class Stream:
         if self._inner is None:
             self._dtype, self._unit_ns, self._ts_type = str(values.type), unit_ns, ts_type
             specs = [q._time_spec(unit_ns) for q in self._queries]
-            self._inner = _slidewise.TimeStream(specs, self._dtype, self._algorithm, self._groups())
+            if self._lateness is not None:
+                self._inner = _slidewise.LateStream(specs, self._late_units(unit_ns), self._dtype, self._algorithm,
+                                                    self._groups())
+            else:
+                self._inner = _slidewise.TimeStream(specs, self._dtype, self._algorithm, self._groups())
         elif unit_ns != self._unit_ns:
             ts = pa.array(ts.to_numpy() * unit_ns // self._unit_ns, pa.int64())
         if str(values.type) != self._dtype:
             values = self._cast(values)
         return self._tables(self._inner.push(values, ts))
+
+    def _late_units(self, unit_ns: int) -> int:
+        # A lateness finer than the timestamps' unit rounds down: a row is
+        # on time iff ts >= max_ts - lateness, and ts are whole units.
+        return self._lateness // unit_ns
 
     def _cast(self, values: pa.Array) -> pa.Array:
         try:

@@ -17,6 +17,8 @@ pub mod codec;
 pub mod engine;
 pub mod error;
 pub mod fifo;
+pub mod general;
+pub mod late_window;
 pub mod monoid;
 pub mod ops;
 pub mod optimizer;

@@ -22,6 +22,7 @@ use slidewise_core::time_window::{self, TimeSpec, TimeWindowOp};
 use slidewise_core::window::{self, CountSpec, SharedWindowOp, WindowBatch};
 use slidewise_core::Error;
 
+mod late;
 mod optimizer;
 
 /// Core errors become Python exceptions carrying the core's message: a dtype
@@ -664,6 +665,7 @@ fn _slidewise(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<CountStream>()?;
     m.add_function(wrap_pyfunction!(rolling_time, m)?)?;
     m.add_class::<TimeStream>()?;
+    m.add_class::<late::LateStream>()?;
     m.add_class::<RawAggregator>()?;
     optimizer::register(m)?;
     m.add("AGGS", AggKind::ALL.map(|a| a.name()).to_vec())?;
