@@ -11,6 +11,7 @@ from . import _arrow, _slidewise, _time
 
 _ARG_AGGS = ("argmax", "argmin")
 _STATE_VERSION = 3
+_PARTIALS = ("pairs", "panes", "cutty")
 
 
 class Query:
@@ -95,6 +96,7 @@ class Stream:
         key: Optional[str] = None,
         lateness: Any = 0,
         algorithm: str = "auto",
+        partial: str = "pairs",
     ) -> None:
         if key is not None:
             raise NotImplementedError("keyed streams (key=...) are not implemented yet")
@@ -127,10 +129,17 @@ class Stream:
         self._queries: List[Query] = queries
         self._value = value
         self._algorithm = _arrow.check_algorithm(algorithm)
+        # Partial aggregation of count windows (FlatFIT §2.1): same results,
+        # different partials per window.
+        if partial not in _PARTIALS:
+            raise ValueError(f"unknown partial aggregation {partial!r}; expected one of {', '.join(_PARTIALS)}")
+        if time is not None and partial != "pairs":
+            raise ValueError(f"time windows use partial='pairs'; got {partial!r}")
+        self._partial = partial
         # Build once now so that an algorithm the operations cannot run
         # (soe with max, ...) fails here, not at the first push.
         if time is None:
-            _slidewise.CountStream(self._specs(), "float64", self._algorithm, self._groups())
+            _slidewise.CountStream(self._specs(), "float64", self._algorithm, self._groups(), self._partial)
         else:
             _slidewise.TimeStream([q._time_spec(1) for q in queries], "float64", self._algorithm, self._groups())
         self._dtype: Optional[str] = None
@@ -174,7 +183,8 @@ class Stream:
         return self._tables(self._ensure("float64").flush())
 
     def __repr__(self) -> str:
-        return f"Stream({self._queries!r}, value={self._value!r}, algorithm={self._algorithm!r})"
+        extra = "" if self._partial == "pairs" else f", partial={self._partial!r}"
+        return f"Stream({self._queries!r}, value={self._value!r}, algorithm={self._algorithm!r}{extra})"
 
     # -- pickle -------------------------------------------------------------
 
@@ -189,6 +199,7 @@ class Stream:
             "time": self._time,
             "unit_ns": self._unit_ns,
             "ts_type": self._ts_type,
+            "partial": self._partial,
         }
 
     def __setstate__(self, st: dict) -> None:
@@ -200,13 +211,14 @@ class Stream:
         self._dtype = st["dtype"]
         self._inner = None
         self._time, self._unit_ns, self._ts_type = st["time"], st["unit_ns"], st["ts_type"]
+        self._partial = st.get("partial", "pairs")
         if st["state"] is not None and self._time is not None:
             self._inner = _slidewise.TimeStream.load(
                 [q._time_spec(self._unit_ns) for q in self._queries], self._dtype, self._algorithm, st["state"],
                 self._groups())
         elif st["state"] is not None:
             self._inner = _slidewise.CountStream.load(
-                self._specs(), self._dtype, self._algorithm, st["state"], self._groups()
+                self._specs(), self._dtype, self._algorithm, st["state"], self._groups(), self._partial
             )
 
     # -- internals ----------------------------------------------------------
@@ -224,7 +236,7 @@ class Stream:
         # The value dtype is fixed by the first batch.
         if self._inner is None:
             self._dtype = dtype
-            self._inner = _slidewise.CountStream(self._specs(), dtype, self._algorithm, self._groups())
+            self._inner = _slidewise.CountStream(self._specs(), dtype, self._algorithm, self._groups(), self._partial)
         return self._inner
 
     def _push_time(self, batch: Any, values: pa.Array) -> Dict[str, pa.Table]:

@@ -5,6 +5,7 @@
 //! * [`fifo`]: FIFO final aggregators, one file per algorithm.
 //! * [`rolling`]: per-row batch kernels (`rolling()` with slide 1).
 //! * [`window`]: count windows with Pairs partial aggregation (streams).
+//! * [`partial`]: partial aggregation: Panes, Pairs, Cutty slicing.
 //! * [`plan`]: shared execution plans for many queries over one stream.
 //! * [`time_window`]: Spark-style time windows and per-row time rolling.
 //! * [`engine`]: run-time dispatch from (agg name, Arrow dtype, algorithm)
@@ -18,6 +19,7 @@ pub mod error;
 pub mod fifo;
 pub mod monoid;
 pub mod ops;
+pub mod partial;
 pub mod plan;
 pub mod rolling;
 pub mod time_window;
