@@ -119,3 +119,51 @@ def test_rolling_many_equals_rolling(xs, ws, agg, dtype, mp):
         one = sw.rolling(arr, w, agg, min_periods=mp)
         assert t.column(f"{agg}_{w}").type == one.type
         assert _bits(t.column(f"{agg}_{w}").combine_chunks()) == _bits(one), (agg, w)
+
+
+def test_rolling_many_releases_the_gil():
+    import threading
+    import time
+
+    x = pa.array(np.random.default_rng(0).normal(0, 1, 2_000_000))
+    stamps = []
+    stop = threading.Event()
+
+    def spin():
+        i = 0
+        while not stop.is_set():
+            i += 1
+            if i % 200 == 0:
+                stamps.append(time.perf_counter())
+
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        time.sleep(0.05)
+        t0 = time.perf_counter()
+        sw.rolling_many(x, [3, 100, 5000, 40000], "max")
+        t1 = time.perf_counter()
+    finally:
+        stop.set()
+        t.join()
+    margin = (t1 - t0) * 0.1
+    assert [s for s in stamps if t0 + margin < s < t1 - margin], f"no progress during a {t1 - t0:.3f}s call"
+
+
+def test_rolling_many_errors():
+    with pytest.raises(ValueError, match="distinct"):
+        sw.rolling_many([1.0, 2.0], [2, 2], "max")
+    with pytest.raises(ValueError, match="min_periods"):
+        sw.rolling_many([1.0, 2.0], [2, 5], "max", min_periods=3)
+    with pytest.raises(TypeError):
+        sw.rolling_many(pa.array(["a"]), [2], "max")
+    # a window longer than the data is the whole prefix; min_periods beyond
+    # the data gives nulls
+    t = sw.rolling_many([1.0, 3.0, 2.0], [5, 10], "max", min_periods=4)
+    assert t.column("max_5").to_pylist() == [None, None, None]
+    assert t.column("max_10").to_pylist() == [None, None, None]
+    t = sw.rolling_many([1.0, 3.0, 2.0], [2, 10], "max")
+    assert t.column("max_2").to_pylist() == [1.0, 3.0, 3.0]
+    assert t.column("max_10").to_pylist() == [1.0, 3.0, 3.0]
+    t = sw.rolling_many([1.0, 3.0, 2.0], [5, 10], "sum", min_periods=4)
+    assert t.column("sum_5").to_pylist() == [None, None, None]
