@@ -98,7 +98,9 @@ def rolling_many(
     """:func:`rolling` for several window lengths over the same column: a
     table with one column ``f"{agg}_{window}"`` per window.
 
-    (Currently one pass per window; a shared multi-query plan comes later.)
+    max / min share one pass over the column for all windows (a sparse
+    table of power-of-two blocks); other aggregations run window by window.
+    The GIL is released for the whole call.
     """
     agg = _arrow.check_agg(agg)
     algorithm = _arrow.check_algorithm(algorithm)
@@ -109,5 +111,5 @@ def rolling_many(
         raise ValueError(f"windows must be distinct, got {ws}")
     mps = [_arrow.min_periods_int(min_periods, w, "window") for w in ws]
     arr = _arrow.values_array(values)
-    cols = [_rolling_array(arr, w, agg, mp, algorithm) for w, mp in zip(ws, mps)]
+    cols = _slidewise.rolling_many(arr, ws, agg, mps[0], algorithm)
     return pa.Table.from_arrays(cols, names=[f"{agg}_{w}" for w in ws])

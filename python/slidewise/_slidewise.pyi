@@ -17,16 +17,31 @@ def rolling(
 ) -> pa.Array:
     """Per-row rolling aggregate of an int32/int64/float32/float64 Arrow array."""
 
+def rolling_many(
+    values: Any, windows: Sequence[int], agg: str, min_periods: Optional[int] = None, algorithm: str = "auto"
+) -> list[pa.Array]:
+    """``rolling`` for each window, one array per window in order; max/min in one shared pass."""
+
 class CountStream:
     """Count-window queries over one value column; queries with the same
     group id share one plan (one set of partials, one final aggregator)."""
 
     def __init__(
-        self, specs: Sequence[_Spec], dtype: str, algorithm: str, groups: Optional[Sequence[int]] = None
+        self,
+        specs: Sequence[_Spec],
+        dtype: str,
+        algorithm: str,
+        groups: Optional[Sequence[int]] = None,
+        partial: str = "pairs",
     ) -> None: ...
     @staticmethod
     def load(
-        specs: Sequence[_Spec], dtype: str, algorithm: str, state: bytes, groups: Optional[Sequence[int]] = None
+        specs: Sequence[_Spec],
+        dtype: str,
+        algorithm: str,
+        state: bytes,
+        groups: Optional[Sequence[int]] = None,
+        partial: str = "pairs",
     ) -> "CountStream": ...
     def save(self) -> bytes: ...
     def push(self, values: Any, args: Optional[Sequence[Optional[Any]]] = None) -> List[_Windows]: ...

@@ -11,6 +11,7 @@ from . import _arrow, _late, _slidewise, _time
 
 _ARG_AGGS = ("argmax", "argmin")
 _STATE_VERSION = 4  # 4: lateness (out-of-order streams); 3 still loads
+_PARTIALS = ("pairs", "panes", "cutty")
 
 
 class Query:
@@ -98,6 +99,7 @@ class Stream:
         *,
         plan: Any = None,
         rate: Optional[float] = None,
+        partial: str = "pairs",
     ) -> None:
         if key is not None:
             raise NotImplementedError("keyed streams (key=...) are not implemented yet")
@@ -145,10 +147,17 @@ class Stream:
         from ._plan import stream_groups
 
         self._plan_groups: Optional[List[int]] = stream_groups(queries, plan, rate)
+        # Partial aggregation of count windows (FlatFIT §2.1): same results,
+        # different partials per window.
+        if partial not in _PARTIALS:
+            raise ValueError(f"unknown partial aggregation {partial!r}; expected one of {', '.join(_PARTIALS)}")
+        if time is not None and partial != "pairs":
+            raise ValueError(f"time windows use partial='pairs'; got {partial!r}")
+        self._partial = partial
         # Build once now so that an algorithm the operations cannot run
         # (soe with max, ...) fails here, not at the first push.
         if time is None:
-            _slidewise.CountStream(self._specs(), "float64", self._algorithm, self._groups())
+            _slidewise.CountStream(self._specs(), "float64", self._algorithm, self._groups(), self._partial)
         elif self._lateness is not None:
             _slidewise.LateStream([q._time_spec(1) for q in queries], self._lateness, "float64", self._algorithm,
                                   self._groups())
@@ -219,7 +228,8 @@ class Stream:
         return self._tables(self._ensure("float64").flush())
 
     def __repr__(self) -> str:
-        return f"Stream({self._queries!r}, value={self._value!r}, algorithm={self._algorithm!r})"
+        extra = "" if self._partial == "pairs" else f", partial={self._partial!r}"
+        return f"Stream({self._queries!r}, value={self._value!r}, algorithm={self._algorithm!r}{extra})"
 
     # -- pickle -------------------------------------------------------------
 
@@ -236,6 +246,7 @@ class Stream:
             "ts_type": self._ts_type,
             "plan_groups": self._plan_groups,
             "lateness": self._lateness,
+            "partial": self._partial,
         }
 
     def __setstate__(self, st: dict) -> None:
@@ -249,6 +260,7 @@ class Stream:
         self._plan_groups = st.get("plan_groups")
         self._time, self._unit_ns, self._ts_type = st["time"], st["unit_ns"], st["ts_type"]
         self._lateness = st.get("lateness")
+        self._partial = st.get("partial", "pairs")
         if st["state"] is not None and self._lateness is not None:
             self._inner = _slidewise.LateStream.load(
                 [q._time_spec(self._unit_ns) for q in self._queries],
@@ -260,7 +272,7 @@ class Stream:
                 self._groups())
         elif st["state"] is not None:
             self._inner = _slidewise.CountStream.load(
-                self._specs(), self._dtype, self._algorithm, st["state"], self._groups()
+                self._specs(), self._dtype, self._algorithm, st["state"], self._groups(), self._partial
             )
 
     # -- internals ----------------------------------------------------------
@@ -281,7 +293,7 @@ class Stream:
         # The value dtype is fixed by the first batch.
         if self._inner is None:
             self._dtype = dtype
-            self._inner = _slidewise.CountStream(self._specs(), dtype, self._algorithm, self._groups())
+            self._inner = _slidewise.CountStream(self._specs(), dtype, self._algorithm, self._groups(), self._partial)
         return self._inner
 
     def _push_time(self, batch: Any, values: pa.Array) -> Dict[str, pa.Table]:

@@ -5,6 +5,7 @@
 //! * [`fifo`]: FIFO final aggregators, one file per algorithm.
 //! * [`rolling`]: per-row batch kernels (`rolling()` with slide 1).
 //! * [`window`]: count windows with Pairs partial aggregation (streams).
+//! * [`partial`]: partial aggregation: Panes, Pairs, Cutty slicing.
 //! * [`plan`]: shared execution plans for many queries over one stream.
 //! * [`optimizer`]: WeaveShare with F1 edge counting: which queries share a plan.
 //! * [`time_window`]: Spark-style time windows and per-row time rolling.
@@ -22,6 +23,7 @@ pub mod late_window;
 pub mod monoid;
 pub mod ops;
 pub mod optimizer;
+pub mod partial;
 pub mod plan;
 pub mod rolling;
 pub mod time_window;

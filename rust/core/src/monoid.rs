@@ -72,6 +72,16 @@ pub trait AggOp: Monoid {
     fn lift(x: Self::In, pos: i64) -> Self::Agg;
     /// `None` means a null result (e.g. the max of an empty window).
     fn lower(a: &Self::Agg) -> Option<Self::Out>;
+    /// Fold the null-free rows `xs` (row positions from `pos0`) into `acc`,
+    /// oldest first: what partial aggregation does per batch. sum / count /
+    /// mean / min / max override it with a SIMD pane reduction
+    /// ([`crate::partial::reduce`]).
+    #[inline]
+    fn fold_rows(acc: &mut Self::Agg, xs: &[Self::In], pos0: i64) {
+        for (k, &x) in xs.iter().enumerate() {
+            Self::combine_into(acc, &Self::lift(x, pos0 + k as i64));
+        }
+    }
 }
 
 /// Fold a slice of partials left to right.

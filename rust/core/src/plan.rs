@@ -10,6 +10,7 @@
 //! partials each needs (`k`, constant per (query, edge)). `w_size` is the
 //! largest `k`: the final aggregator never needs more partials than that.
 
+pub use crate::partial::Slicing;
 use crate::{invalid, Result};
 
 /// A query as the planner sees it, in rows (count windows) or time units.
@@ -32,7 +33,8 @@ impl Slide {
     }
 }
 
-/// Which query fires at an edge, and over how many of the newest partials.
+/// Which query fires at an edge, and over how many of the newest closed
+/// partials.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fire {
     pub query: usize,
@@ -43,11 +45,19 @@ pub struct Fire {
 pub struct SharedPlan {
     /// LCM of the slides.
     pub composite: u64,
-    /// Edge offsets within one period, sorted, in `(0, composite]`.
+    /// Edge offsets within one period, sorted, in `(0, composite]`: where a
+    /// partial closes or a query fires.
     pub edges: Vec<u64>,
+    /// Per edge: whether the open partial closes there (always under Pairs
+    /// and Panes; under Cutty only at window starts, and a query firing at
+    /// a non-cut edge adds the open partial to its closed ones).
+    pub cut: Vec<bool>,
+    /// The cut offsets alone, sorted.
+    pub cuts: Vec<u64>,
+    pub slicing: Slicing,
     /// Per edge: the queries answered there.
     pub fires: Vec<Vec<Fire>>,
-    /// The most partials any query needs.
+    /// The most partials any query needs (the open one counted, for Cutty).
     pub w_size: usize,
 }
 
@@ -68,7 +78,12 @@ pub fn lcm(a: u64, b: u64) -> Result<u64> {
 pub const MAX_EDGES: u64 = 1 << 24;
 
 impl SharedPlan {
+    /// The plan under Pairs (the paper's choice).
     pub fn build(queries: &[Slide]) -> Result<SharedPlan> {
+        SharedPlan::build_with(queries, Slicing::Pairs)
+    }
+
+    pub fn build_with(queries: &[Slide], slicing: Slicing) -> Result<SharedPlan> {
         if queries.is_empty() {
             return invalid!("a shared plan needs at least one query");
         }
@@ -86,34 +101,24 @@ impl SharedPlan {
                  split these queries into groups with compatible slides"
             );
         }
-        // Every slide edge and every window start, folded into (0, composite].
-        let fold = |x: u64| {
-            let m = x % composite;
-            if m == 0 { composite } else { m }
-        };
-        let mut edges = Vec::with_capacity(per_period as usize);
-        for q in queries {
-            for j in 1..=composite / q.slide {
-                let e = fold(j * q.slide + q.phase % q.slide);
-                edges.push(e);
-                // e - r modulo the period (r may exceed e).
-                edges.push(fold(e + composite - q.range % composite));
-            }
-        }
-        edges.sort_unstable();
-        edges.dedup();
-        let n = edges.len() as u64;
-        // Number of edges in the half-open interval (e - r, e] of the
-        // infinite periodic edge set: whole periods, then the remainder.
+        // The points of one period under the slicing (FlatFIT §2.1; Pairs:
+        // every slide edge and every window start), and the cuts among them.
+        let fold = |x: u64| crate::partial::fold(x, composite);
+        let pts = crate::partial::points(queries, composite, slicing)?;
+        let (edges, cut) = (pts.at, pts.cut);
+        let cuts: Vec<u64> = edges.iter().zip(&cut).filter(|(_, &c)| c).map(|(&e, _)| e).collect();
+        let n = cuts.len() as u64;
+        // Number of cuts in the half-open interval (e - r, e] of the
+        // infinite periodic cut set: whole periods, then the remainder.
         let count_in = |e: u64, r: u64| -> usize {
             let whole = (r / composite) * n;
             let rem = r % composite;
-            // edges in (e - rem, e] within the period, wrapping below 0.
+            // cuts in (e - rem, e] within the period, wrapping below 0.
             let lo = e as i64 - rem as i64;
             let in_period = |a: i64, b: i64| -> u64 {
-                // edges x with a < x <= b, for 0 <= a <= b <= composite
-                let hi = edges.partition_point(|&x| x as i64 <= b);
-                let low = edges.partition_point(|&x| x as i64 <= a);
+                // cuts x with a < x <= b, for 0 <= a <= b <= composite
+                let hi = cuts.partition_point(|&x| x as i64 <= b);
+                let low = cuts.partition_point(|&x| x as i64 <= a);
                 (hi - low) as u64
             };
             let part = if lo >= 0 {
@@ -130,22 +135,24 @@ impl SharedPlan {
                 let e = fold(j * q.slide + q.phase % q.slide);
                 let at = edges.binary_search(&e).expect("slide edge is an edge");
                 let k = count_in(e, q.range);
-                w_size = w_size.max(k);
+                // A window ending mid-slice (Cutty) also holds the open
+                // slice, which a flush closes into the aggregator: room for it.
+                w_size = w_size.max(k + !cut[at] as usize);
                 fires[at].push(Fire { query: qi, partials: k });
             }
         }
-        Ok(SharedPlan { composite, edges, fires, w_size })
+        Ok(SharedPlan { composite, edges, cut, cuts, fires, w_size, slicing })
     }
 
-    /// Edges `x` with `a < x <= b` in the infinite periodic edge set.
+    /// Cuts `x` with `a < x <= b` in the infinite periodic cut set.
     pub fn edges_between(&self, a: u64, b: u64) -> u64 {
         if b <= a {
             return 0;
         }
-        // edges in (0, x]: whole periods, then a prefix of one.
+        // cuts in (0, x]: whole periods, then a prefix of one.
         let upto = |x: u64| -> u64 {
-            let n = self.edges.len() as u64;
-            (x / self.composite) * n + self.edges.partition_point(|&e| e <= x % self.composite) as u64
+            let n = self.cuts.len() as u64;
+            (x / self.composite) * n + self.cuts.partition_point(|&e| e <= x % self.composite) as u64
         };
         upto(b) - upto(a)
     }

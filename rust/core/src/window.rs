@@ -28,7 +28,7 @@ use crate::codec::Codec;
 use crate::engine::{AggKind, DType, FromArrow, OutBuilder, ToArrow};
 use crate::fifo::{Algorithm, FifoAggregator, New};
 use crate::monoid::AggOp;
-use crate::plan::{SharedPlan, Slide};
+use crate::plan::{SharedPlan, Slicing, Slide};
 use crate::{invalid, Error, Result};
 
 /// A count-window query.
@@ -97,12 +97,28 @@ pub trait SharedWindowOp: Send {
 
 /// Build the shared state of `specs` (all of the same aggregation).
 pub fn build_shared(specs: &[CountSpec], dtype: DType, algo: Algorithm) -> Result<Box<dyn SharedWindowOp>> {
-    make(specs, dtype, algo, None)
+    make(specs, dtype, algo, Slicing::Pairs, None)
 }
 
 /// Restore what [`SharedWindowOp::save`] wrote, for the same specs.
 pub fn load_shared(specs: &[CountSpec], dtype: DType, algo: Algorithm, bytes: &mut &[u8]) -> Result<Box<dyn SharedWindowOp>> {
-    make(specs, dtype, algo, Some(bytes))
+    make(specs, dtype, algo, Slicing::Pairs, Some(bytes))
+}
+
+/// [`build_shared`] with a chosen partial aggregation ([`crate::partial`]).
+pub fn build_shared_with(specs: &[CountSpec], dtype: DType, algo: Algorithm, slicing: Slicing) -> Result<Box<dyn SharedWindowOp>> {
+    make(specs, dtype, algo, slicing, None)
+}
+
+/// [`load_shared`] for state saved under `slicing`.
+pub fn load_shared_with(
+    specs: &[CountSpec],
+    dtype: DType,
+    algo: Algorithm,
+    slicing: Slicing,
+    bytes: &mut &[u8],
+) -> Result<Box<dyn SharedWindowOp>> {
+    make(specs, dtype, algo, slicing, Some(bytes))
 }
 
 /// Build the state of one query over a column of `dtype`.
@@ -115,15 +131,15 @@ pub fn load(spec: &CountSpec, dtype: DType, algo: Algorithm, bytes: &mut &[u8]) 
     Ok(Box::new(Single(load_shared(std::slice::from_ref(spec), dtype, algo, bytes)?)))
 }
 
-fn make(specs: &[CountSpec], dtype: DType, algo: Algorithm, saved: Option<&mut &[u8]>) -> Result<Box<dyn SharedWindowOp>> {
+fn make(specs: &[CountSpec], dtype: DType, algo: Algorithm, slicing: Slicing, saved: Option<&mut &[u8]>) -> Result<Box<dyn SharedWindowOp>> {
     for s in specs {
         s.check()?;
     }
     let agg = common_agg(specs.iter().map(|s| s.agg))?;
-    crate::with_dtype!(dtype, |T| crate::with_op!(agg, T, |Op| build_op::<Op>(specs, algo, saved)))
+    crate::with_dtype!(dtype, |T| crate::with_op!(agg, T, |Op| build_op::<Op>(specs, algo, slicing, saved)))
 }
 
-fn build_op<M>(specs: &[CountSpec], algo: Algorithm, saved: Option<&mut &[u8]>) -> Result<Box<dyn SharedWindowOp>>
+fn build_op<M>(specs: &[CountSpec], algo: Algorithm, slicing: Slicing, saved: Option<&mut &[u8]>) -> Result<Box<dyn SharedWindowOp>>
 where
     M: AggOp,
     M::In: FromArrow,
@@ -135,21 +151,27 @@ where
     ranges.dedup();
     let algo = algo.resolve_for::<M>(ranges.len());
     algo.check::<M>()?;
-    crate::with_fifo!(algo, M, new_window(specs, saved))
+    crate::with_fifo!(algo, M, new_window(specs, slicing, saved))
 }
 
-fn new_window<M, A>(specs: &[CountSpec], saved: Option<&mut &[u8]>) -> Result<Box<dyn SharedWindowOp>>
+fn new_window<M, A>(specs: &[CountSpec], slicing: Slicing, saved: Option<&mut &[u8]>) -> Result<Box<dyn SharedWindowOp>>
 where
     M: AggOp,
     M::In: FromArrow,
     M::Out: ToArrow,
     A: FifoAggregator<M> + New + 'static,
 {
-    let mut w = SharedWindow::<M, A>::new(specs)?;
+    let mut w = SharedWindow::<M, A>::new_with(specs, slicing)?;
     if let Some(bytes) = saved {
         w.restore(bytes)?;
     }
     Ok(Box::new(w))
+}
+
+/// Whether rows `[a, b)` are all non-null (no buffer clone: per pane).
+fn all_valid(nb: &arrow_buffer::NullBuffer, a: usize, b: usize) -> bool {
+    let bits = arrow_buffer::bit_chunk_iterator::UnalignedBitChunk::new(nb.buffer().as_slice(), nb.offset() + a, b - a);
+    bits.count_ones() == b - a
 }
 
 /// The one aggregation all queries of a shared plan use.
@@ -224,8 +246,12 @@ pub struct SharedWindow<M: AggOp, A: FifoAggregator<M>> {
 
 impl<M: AggOp, A: FifoAggregator<M> + New> SharedWindow<M, A> {
     pub fn new(specs: &[CountSpec]) -> Result<Self> {
+        Self::new_with(specs, Slicing::Pairs)
+    }
+
+    pub fn new_with(specs: &[CountSpec], slicing: Slicing) -> Result<Self> {
         let slides: Vec<Slide> = specs.iter().map(|s| Slide::count(s.range, s.slide)).collect();
-        let plan = SharedPlan::build(&slides)?;
+        let plan = SharedPlan::build_with(&slides, slicing)?;
         Ok(SharedWindow {
             agg: A::new_with_capacity(crate::fifo::capacity_hint(plan.w_size + 1))?,
             specs: specs.to_vec(),
@@ -258,19 +284,37 @@ where
         }
     }
 
-    /// Emit query `q`'s window over the newest `k` partials; `edge` is the
-    /// slide edge the window belongs to, `end` the rows it really covers.
-    fn emit(&mut self, q: usize, k: usize, edge: u64, end: u64, em: &mut Emitted<M::Out>) {
-        let a = self.agg.query_last(k);
+    /// Emit query `q`'s window over the newest `k` closed partials, and the
+    /// open one when `open` (Cutty, mid-slice); `edge` is the slide edge the
+    /// window belongs to, `end` the rows it really covers.
+    fn emit(&mut self, q: usize, k: usize, open: bool, edge: u64, end: u64, em: &mut Emitted<M::Out>) {
+        let mut a = if k == 0 { M::identity() } else { self.agg.query_last(k) };
+        if open {
+            M::combine_into(&mut a, &self.cur);
+        }
         let k = k.min(self.cum.len());
         let before = if k == self.cum.len() { self.cum_base } else { self.cum[self.cum.len() - 1 - k] };
-        let count = self.total - before;
+        let count = self.total - before + if open { self.cur_count } else { 0 };
         let spec = &self.specs[q];
         let ok = spec.min_periods == 0 || count >= spec.min_periods;
         let (b, start, stop) = &mut em.out[q];
         b.push(if ok { M::lower(&a) } else { None });
         start.push(edge.saturating_sub(spec.range) as i64);
         stop.push(end as i64);
+    }
+
+    /// The last cut at or before the current row (0: the stream start).
+    fn last_cut(&self) -> u64 {
+        let (c, pos) = (self.plan.composite, self.pos);
+        let m = pos % c;
+        let i = self.plan.cuts.partition_point(|&x| x <= m);
+        if i > 0 {
+            pos - m + self.plan.cuts[i - 1]
+        } else if pos >= c {
+            pos - m - c + self.plan.cuts[self.plan.cuts.len() - 1]
+        } else {
+            0
+        }
     }
 
     fn restore(&mut self, inp: &mut &[u8]) -> Result<()> {
@@ -316,23 +360,34 @@ where
         while i < n {
             let next_edge = self.period_start + self.plan.edges[self.edge_i];
             let take = (next_edge - self.pos).min(n - i);
-            for j in i as usize..(i + take) as usize {
-                if col.is_valid(j) {
-                    let p = match args {
-                        Some(a) => M::lift(col.values[j], a[j]),
-                        None => M::lift(col.values[j], (self.pos + (j as u64 - i)) as i64),
-                    };
-                    M::combine_into(&mut self.cur, &p);
-                    self.cur_count += 1;
+            let (a, b) = (i as usize, (i + take) as usize);
+            if args.is_none() && col.nulls.is_none_or(|nb| all_valid(nb, a, b)) {
+                // Null-free rows: one pane reduction (SIMD for sum / count /
+                // mean / min / max, crate::partial::reduce).
+                M::fold_rows(&mut self.cur, &col.values[a..b], self.pos as i64);
+                self.cur_count += take;
+            } else {
+                for j in a..b {
+                    if col.is_valid(j) {
+                        let p = match args {
+                            Some(a) => M::lift(col.values[j], a[j]),
+                            None => M::lift(col.values[j], (self.pos + (j as u64 - i)) as i64),
+                        };
+                        M::combine_into(&mut self.cur, &p);
+                        self.cur_count += 1;
+                    }
                 }
             }
             i += take;
             self.pos += take;
             if self.pos == next_edge {
-                self.close_partial();
+                let cut = self.plan.cut[self.edge_i];
+                if cut {
+                    self.close_partial();
+                }
                 for f in 0..self.plan.fires[self.edge_i].len() {
                     let fire = self.plan.fires[self.edge_i][f];
-                    self.emit(fire.query, fire.partials, next_edge, next_edge, &mut em);
+                    self.emit(fire.query, fire.partials, !cut, next_edge, next_edge, &mut em);
                 }
                 self.edge_i += 1;
                 if self.edge_i == self.plan.edges.len() {
@@ -348,7 +403,7 @@ where
         let mut em = Emitted::new(self.specs.len());
         if !self.flushed {
             self.flushed = true;
-            let last_edge = self.period_start + if self.edge_i > 0 { self.plan.edges[self.edge_i - 1] } else { 0 };
+            let last_edge = self.last_cut();
             let tail = self.pos > last_edge;
             if tail {
                 self.close_partial();
@@ -368,7 +423,7 @@ where
                     (self.plan.edges_between(edge - r, last_edge) + tail as u64) as usize
                 };
                 let pos = self.pos;
-                self.emit(q, k, edge, pos, &mut em);
+                self.emit(q, k, false, edge, pos, &mut em);
             }
         }
         Ok(em.finish())

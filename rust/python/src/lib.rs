@@ -7,6 +7,8 @@
 //! arguments first; the checks here are a second line so that no bad call
 //! can reach a Rust panic.
 
+mod many;
+
 use std::sync::{Arc, Mutex};
 
 use arrow_array::{Array, ArrayRef, Int64Array};
@@ -18,6 +20,7 @@ use pyo3_arrow::PyArray;
 use slidewise_core::engine::{AggKind, DType, FromArrow};
 use slidewise_core::fifo::{Algorithm, FifoAggregator};
 use slidewise_core::monoid::AggOp;
+use slidewise_core::partial::Slicing;
 use slidewise_core::time_window::{self, TimeSpec, TimeWindowOp};
 use slidewise_core::window::{self, CountSpec, SharedWindowOp, WindowBatch};
 use slidewise_core::Error;
@@ -159,17 +162,25 @@ impl CountStream {
         self.state.lock().map_err(|_| PyRuntimeError::new_err("slidewise stream state is poisoned"))
     }
 
-    fn build(specs: Vec<Spec>, dtype: &str, algorithm: &str, groups: Option<Vec<usize>>, mut saved: Option<&[u8]>) -> PyResult<Self> {
+    fn build(
+        specs: Vec<Spec>,
+        dtype: &str,
+        algorithm: &str,
+        groups: Option<Vec<usize>>,
+        partial: &str,
+        mut saved: Option<&[u8]>,
+    ) -> PyResult<Self> {
         let dtype = core(DType::parse(dtype))?;
         let algo = parse_algo(algorithm)?;
+        let slicing = core(Slicing::parse(partial))?;
         let specs = specs.iter().map(count_spec).collect::<PyResult<Vec<_>>>()?;
         let members = grouping(&specs, groups)?;
         let mut ops = Vec::with_capacity(members.len());
         for m in &members {
             let g: Vec<CountSpec> = m.iter().map(|&q| specs[q].clone()).collect();
             ops.push(match saved.as_mut() {
-                None => core(window::build_shared(&g, dtype, algo))?,
-                Some(inp) => core(window::load_shared(&g, dtype, algo, inp))?,
+                None => core(window::build_shared_with(&g, dtype, algo, slicing))?,
+                Some(inp) => core(window::load_shared_with(&g, dtype, algo, slicing, inp))?,
             });
         }
         if saved.is_some_and(|rest| !rest.is_empty()) {
@@ -208,21 +219,28 @@ impl CountStream {
     /// an optional group id per query (queries of one group share a plan
     /// and must have the same aggregation and argument column).
     #[new]
-    #[pyo3(signature = (specs, dtype, algorithm, groups=None))]
-    fn new(specs: Vec<Spec>, dtype: &str, algorithm: &str, groups: Option<Vec<usize>>) -> PyResult<Self> {
-        Self::build(specs, dtype, algorithm, groups, None)
+    #[pyo3(signature = (specs, dtype, algorithm, groups=None, partial="pairs"))]
+    fn new(specs: Vec<Spec>, dtype: &str, algorithm: &str, groups: Option<Vec<usize>>, partial: &str) -> PyResult<Self> {
+        Self::build(specs, dtype, algorithm, groups, partial, None)
     }
 
     /// Restore a stream from `save()`'s bytes; specs, dtype, algorithm and
     /// groups must be the ones it was built with.
     #[staticmethod]
-    #[pyo3(signature = (specs, dtype, algorithm, state, groups=None))]
-    fn load(specs: Vec<Spec>, dtype: &str, algorithm: &str, state: &[u8], groups: Option<Vec<usize>>) -> PyResult<Self> {
+    #[pyo3(signature = (specs, dtype, algorithm, state, groups=None, partial="pairs"))]
+    fn load(
+        specs: Vec<Spec>,
+        dtype: &str,
+        algorithm: &str,
+        state: &[u8],
+        groups: Option<Vec<usize>>,
+        partial: &str,
+    ) -> PyResult<Self> {
         let corrupt = |m: &str| PyValueError::new_err(Error::Corrupt(m.into()).to_string());
         if state.first() != Some(&STREAM_FORMAT) {
             return Err(corrupt("unknown checkpoint format"));
         }
-        Self::build(specs, dtype, algorithm, groups, Some(&state[1..]))
+        Self::build(specs, dtype, algorithm, groups, partial, Some(&state[1..]))
     }
 
     fn save<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
@@ -662,6 +680,7 @@ impl RawAggregator {
 #[pymodule]
 fn _slidewise(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rolling, m)?)?;
+    m.add_function(wrap_pyfunction!(many::rolling_many, m)?)?;
     m.add_class::<CountStream>()?;
     m.add_function(wrap_pyfunction!(rolling_time, m)?)?;
     m.add_class::<TimeStream>()?;

@@ -219,6 +219,10 @@ impl<T: Num> AggOp for Count<T> {
     fn lower(a: &i64) -> Option<i64> {
         Some(*a)
     }
+    #[inline]
+    fn fold_rows(acc: &mut i64, xs: &[T], _: i64) {
+        *acc += xs.len() as i64;
+    }
 }
 
 /// Sum: i64 for integer input, f64 (compensated) for float input; null when
@@ -253,6 +257,10 @@ impl<T: LiftSum> AggOp for Sum<T> {
     fn lower(a: &T::Acc) -> Option<T::Wide> {
         (a.n() > 0).then(|| T::lower_sum(a))
     }
+    #[inline]
+    fn fold_rows(acc: &mut T::Acc, xs: &[T], _: i64) {
+        Self::combine_into(acc, &T::pane_sum(xs));
+    }
 }
 
 /// Arithmetic mean as f64.
@@ -285,6 +293,10 @@ impl<T: LiftSum> AggOp for Mean<T> {
     #[inline(always)]
     fn lower(a: &T::Acc) -> Option<f64> {
         (a.n() > 0).then(|| a.as_f64() / a.n() as f64)
+    }
+    #[inline]
+    fn fold_rows(acc: &mut T::Acc, xs: &[T], _: i64) {
+        Self::combine_into(acc, &T::pane_sum(xs));
     }
 }
 

@@ -45,6 +45,30 @@ pub trait Num: Copy + Send + Sync + Debug + PartialEq + Default + Codec + crate:
     fn from_key(k: Self::Key) -> Self;
     fn to_f64(self) -> f64;
     fn range(max: Self, min: Self) -> Self::Wide;
+
+    /// Pane reductions of a null-free slice (SIMD, [`crate::partial::reduce`]):
+    /// the max / min key (the identity when empty) and the sum accumulator.
+    fn pane_max(xs: &[Self]) -> Self::Key;
+    fn pane_min(xs: &[Self]) -> Self::Key;
+    fn pane_sum(xs: &[Self]) -> Self::Acc;
+}
+
+/// The [`Num`] pane methods, at the CPU's widest level.
+macro_rules! pane_methods {
+    () => {
+        #[inline]
+        fn pane_max(xs: &[Self]) -> Self::Key {
+            crate::partial::reduce::PaneReduce::max_key(crate::partial::reduce::detected(), xs)
+        }
+        #[inline]
+        fn pane_min(xs: &[Self]) -> Self::Key {
+            crate::partial::reduce::PaneReduce::min_key(crate::partial::reduce::detected(), xs)
+        }
+        #[inline]
+        fn pane_sum(xs: &[Self]) -> Self::Acc {
+            crate::partial::reduce::PaneReduce::sum(crate::partial::reduce::detected(), xs)
+        }
+    };
 }
 
 macro_rules! float_num {
@@ -87,6 +111,7 @@ macro_rules! float_num {
             fn range(max: $t, min: $t) -> f64 {
                 max as f64 - min as f64
             }
+            pane_methods!();
         }
     };
 }
@@ -116,6 +141,7 @@ impl Num for i32 {
     fn range(max: i32, min: i32) -> i64 {
         max as i64 - min as i64
     }
+    pane_methods!();
 }
 
 impl Num for i64 {
@@ -142,6 +168,7 @@ impl Num for i64 {
     fn range(max: i64, min: i64) -> i64 {
         max.wrapping_sub(min)
     }
+    pane_methods!();
 }
 
 #[cfg(test)]

@@ -40,6 +40,10 @@ impl<T: Num> AggOp for Max<T> {
     fn lower(a: &T::Key) -> Option<T> {
         (*a != T::KEY_LOW).then(|| T::from_key(*a))
     }
+    #[inline]
+    fn fold_rows(acc: &mut T::Key, xs: &[T], _: i64) {
+        Self::combine_into(acc, &T::pane_max(xs));
+    }
 }
 
 /// Minimum; NaN only if every value is NaN (Spark).
@@ -72,6 +76,10 @@ impl<T: Num> AggOp for Min<T> {
     #[inline(always)]
     fn lower(a: &T::Key) -> Option<T> {
         (*a != T::KEY_HIGH).then(|| T::from_key(*a))
+    }
+    #[inline]
+    fn fold_rows(acc: &mut T::Key, xs: &[T], _: i64) {
+        Self::combine_into(acc, &T::pane_min(xs));
     }
 }
 

@@ -15,10 +15,15 @@
 //!   where NaN or -0.0 make float comparison disagree with the key order).
 //! * [`sum`]: sum / mean / count: compensated Subtract-on-Evict restarted
 //!   from an exact recomputation every block, exact wrapping integers.
+//! * [`many`]: many windows at once (`rolling_many`): a shared sparse-table
+//!   pass for max / min.
 
 mod block;
 mod extreme;
+mod many;
 mod sum;
+
+pub use many::{rolling_many_dyn, rolling_many_tuned, Tuning};
 
 use arrow_array::{Array, ArrayRef};
 use arrow_buffer::{BooleanBuffer, NullBuffer};

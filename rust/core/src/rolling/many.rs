@@ -1,0 +1,365 @@
+//! Many rolling windows over one column at once (`rolling_many`): one shared
+//! pass for max / min, the single-window kernels for everything else.
+//!
+//! max / min are idempotent, so a window of any length `w` is the max of two
+//! overlapping power-of-two blocks: with `k = floor(log2 w)` and the sparse
+//! table level `L_k[j] = max(x[j .. j + 2^k))`,
+//! `out[i] = max(L_k[i - w + 1], L_k[i - 2^k + 1])` — one vector max per
+//! output row and window, whatever `w` is. The levels are built in place
+//! (`L_{k+1}[j] = max(L_k[j], L_k[j + 2^k])`, reading ahead of the write) on
+//! a chunk of rows plus the longest window's halo, so they stay in cache;
+//! the windows are answered in increasing `k` between level steps. This is
+//! SlideSide's "one combine per query per row" (DESIGN.md "Performance
+//! notes") with the shared scans replaced by the sparse table, which only an
+//! idempotent operation allows.
+//!
+//! Semantics are those of [`super::extreme`] bit for bit: the result is
+//! `from_key(max key)` — NaN largest (one canonical NaN), -0.0 equal to 0.0
+//! (and written as +0.0). A chunk whose rows hold no NaN runs on the raw
+//! values with -0.0 canonicalised (`v + 0.0`); a chunk with a NaN runs on the
+//! ordered keys. Null rows are filled with a value that never wins (the
+//! identity key on the key path; ±inf on the raw path, where no NaN can be
+//! in the window) and the output is masked where the window has fewer than
+//! `max(min_periods, 1)` non-null rows. The partial windows at the start
+//! (rows `i < w - 1`) are prefix maxima, computed once for all windows.
+
+use arrow_array::{Array, ArrayRef};
+use arrow_buffer::{BooleanBuffer, NullBuffer};
+
+use super::{buffer, check_window, validity, FastNum};
+
+use crate::engine::{AggKind, Column, DType, FromArrow};
+use crate::fifo::Algorithm;
+use crate::Result;
+
+/// Rolling `agg` for each of `windows` (any order, duplicates allowed; each
+/// at least 1, at most `values.len()` after the caller's capping is not
+/// needed: longer windows are capped here). One array per window, in order.
+pub fn rolling_many_dyn(
+    values: &dyn Array,
+    windows: &[usize],
+    agg: AggKind,
+    min_periods: Option<usize>,
+    algo: Algorithm,
+) -> Result<Vec<ArrayRef>> {
+    rolling_many_tuned(values, windows, agg, min_periods, algo, Tuning::default())
+}
+
+/// Knobs of the shared max / min pass; tests set them to force many chunks
+/// and thread splits on small columns.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tuning {
+    /// Output rows per chunk (`None`: from the longest window).
+    pub chunk: Option<usize>,
+    /// Threads, each a contiguous range of rows (`None`: by size, at most
+    /// the available parallelism).
+    pub threads: Option<usize>,
+}
+
+#[doc(hidden)]
+pub fn rolling_many_tuned(
+    values: &dyn Array,
+    windows: &[usize],
+    agg: AggKind,
+    min_periods: Option<usize>,
+    algo: Algorithm,
+    tuning: Tuning,
+) -> Result<Vec<ArrayRef>> {
+    for &w in windows {
+        check_window(w, min_periods)?;
+    }
+    let dtype = DType::of(values.data_type())?;
+    let n = values.len();
+    // A window longer than the data is the whole prefix.
+    let ws: Vec<usize> = windows.iter().map(|&w| w.min(n.max(1))).collect();
+    if algo == Algorithm::Auto && matches!(agg, AggKind::Max | AggKind::Min) {
+        return crate::with_dtype!(dtype, |T| {
+            let col = <T as FromArrow>::column(values)?;
+            let mp = min_periods.unwrap_or(0);
+            Ok(if agg == AggKind::Max {
+                many_extreme::<T, true>(&col, &ws, mp, tuning)
+            } else {
+                many_extreme::<T, false>(&col, &ws, mp, tuning)
+            })
+        });
+    }
+    ws.iter()
+        .map(|&w| match min_periods {
+            // Only possible for a window capped to the data: never enough
+            // rows, all null of the aggregate's type.
+            Some(m) if m > w => super::rolling_dyn(values.slice(0, 0).as_ref(), w, agg, None, algo)
+                .map(|empty| arrow_array::new_null_array(empty.data_type(), n)),
+            _ => super::rolling_dyn(values, w, agg, min_periods, algo),
+        })
+        .collect()
+}
+
+/// Rows of output per chunk: enough that the halo (`wmax - 1` rows read
+/// again) is a small share, few enough that the level buffer stays in L2.
+fn chunk_rows(wmax: usize) -> usize {
+    (4 * wmax).clamp(1 << 15, 1 << 17)
+}
+
+/// floor(log2 w), w >= 1.
+#[inline]
+fn level(w: usize) -> u32 {
+    usize::BITS - 1 - w.leading_zeros()
+}
+
+fn many_extreme<T: ManyNum, const MAX: bool>(col: &Column<T>, windows: &[usize], min_periods: usize, tuning: Tuning) -> Vec<ArrayRef> {
+    let n = col.len();
+    let wmax = windows.iter().copied().max().unwrap_or(1);
+    let chunk = tuning.chunk.unwrap_or_else(|| chunk_rows(wmax)).max(1);
+    let mut outs: Vec<Vec<T>> = windows.iter().map(|_| buffer::<T>(n)).collect();
+    // Threads split the rows (each recomputes its first chunk's halo); only
+    // worth it when the output is large. Most of the time is writing the
+    // output, and first-touch page faults run on the touching thread, so
+    // they are shared too.
+    let work = n.saturating_mul(windows.len().max(1));
+    let auto = if work >= 1 << 24 { std::thread::available_parallelism().map_or(1, |p| p.get()).min(4) } else { 1 };
+    let threads = tuning.threads.unwrap_or(auto).clamp(1, n.max(1));
+    if n > 0 && !windows.is_empty() {
+        let mut rest: Vec<&mut [T]> = outs.iter_mut().map(|v| v.as_mut_slice()).collect();
+        std::thread::scope(|s| {
+            let mut r0 = 0;
+            for t in 0..threads {
+                let r1 = n * (t + 1) / threads;
+                let mut mine = Vec::with_capacity(rest.len());
+                for sl in rest.iter_mut() {
+                    let (a, b) = std::mem::take(sl).split_at_mut(r1 - r0);
+                    mine.push(a);
+                    *sl = b;
+                }
+                if t + 1 == threads {
+                    extreme_rows::<T, MAX>(col, windows, r0, r1, chunk, &mut mine);
+                } else {
+                    s.spawn(move || extreme_rows::<T, MAX>(col, windows, r0, r1, chunk, &mut mine));
+                }
+                r0 = r1;
+            }
+        });
+    }
+    let need = min_periods.max(1);
+    let cum = col.nulls.map(prefix_counts);
+    outs.into_iter()
+        .zip(windows)
+        .map(|(out, &w)| {
+            let nulls = match &cum {
+                None => validity(n, w, need, None),
+                Some(c) => masked(c, w, need),
+            };
+            T::to_arrow(out, nulls)
+        })
+        .collect()
+}
+
+/// `cum[i]` = non-null rows before row `i` (`n + 1` entries).
+fn prefix_counts(nb: &NullBuffer) -> Vec<u32> {
+    let mut cum = Vec::with_capacity(nb.len() + 1);
+    let mut c = 0u32;
+    cum.push(0);
+    for ok in nb.iter() {
+        c += ok as u32;
+        cum.push(c);
+    }
+    cum
+}
+
+fn masked(cum: &[u32], w: usize, need: usize) -> Option<NullBuffer> {
+    let n = cum.len() - 1;
+    let buf = NullBuffer::new(BooleanBuffer::collect_bool(n, |i| {
+        (cum[i + 1] - cum[(i + 1).saturating_sub(w)]) as usize >= need
+    }));
+    (buf.null_count() > 0).then_some(buf)
+}
+
+#[inline(always)]
+fn pick<V: PartialOrd + Copy, const MAX: bool>(a: V, b: V) -> V {
+    if MAX {
+        if a > b { a } else { b }
+    } else if a < b {
+        a
+    } else {
+        b
+    }
+}
+
+/// Fill `outs[q][i - r0]` for rows `i` in `[r0, r1)` (each `outs[q]` holds
+/// exactly those rows), `windows[q]` already capped to the column.
+fn extreme_rows<T: ManyNum, const MAX: bool>(
+    col: &Column<T>,
+    windows: &[usize],
+    r0: usize,
+    r1: usize,
+    chunk: usize,
+    outs: &mut [&mut [T]],
+) {
+    let x = col.values;
+    let wmax = windows.iter().copied().max().unwrap_or(1);
+    // Windows by level, so each level step answers its windows.
+    let mut order: Vec<usize> = (0..windows.len()).collect();
+    order.sort_by_key(|&q| windows[q]);
+
+    // Partial windows at the start: prefix extremes on keys (exact for
+    // every input), for rows below the longest window.
+    let pre_end = r1.min(wmax - 1);
+    if r0 < pre_end {
+        let id = if MAX { T::KEY_LOW } else { T::KEY_HIGH };
+        let mut acc = id;
+        for i in 0..pre_end {
+            if col.is_valid(i) {
+                acc = pick::<T::Key, MAX>(acc, x[i].key());
+            }
+            if i >= r0 {
+                let v = T::from_key(acc);
+                for (q, &w) in windows.iter().enumerate() {
+                    if i + 1 < w {
+                        outs[q][i - r0] = v;
+                    }
+                }
+            }
+        }
+    }
+
+    let mut raw: Vec<T> = Vec::new();
+    let mut keys: Vec<T::Key> = Vec::new();
+    let mut a = r0;
+    while a < r1 {
+        let b = (a + chunk).min(r1);
+        // Rows a window ending in [a, b) can read; rows before w - 1 were
+        // answered above, so the halo never needs to reach below 0.
+        let h0 = a.saturating_sub(wmax - 1);
+        let m = b - h0;
+        let has_nan = fill_raw::<T, MAX>(col, h0, b, &mut raw);
+        if !has_nan {
+            answer::<T, T, MAX>(&mut raw[..m], windows, &order, a, b, h0, r0, outs, |v| v);
+        } else {
+            keys.clear();
+            let id = if MAX { T::KEY_LOW } else { T::KEY_HIGH };
+            keys.extend((h0..b).map(|i| if col.is_valid(i) { x[i].key() } else { id }));
+            answer::<T, T::Key, MAX>(&mut keys[..m], windows, &order, a, b, h0, r0, outs, T::from_key);
+        }
+        a = b;
+    }
+}
+
+/// Copy rows `[h0, b)` into `buf` with -0.0 made +0.0 and nulls filled
+/// with a value that never wins; whether a NaN is among the valid rows.
+fn fill_raw<T: ManyNum, const MAX: bool>(col: &Column<T>, h0: usize, b: usize, buf: &mut Vec<T>) -> bool {
+    let fill = if MAX { T::LOWEST } else { T::HIGHEST };
+    buf.clear();
+    buf.reserve(b - h0);
+    let xs = &col.values[h0..b];
+    match col.nulls {
+        None => buf.extend(xs.iter().map(|&v| T::canon(v))),
+        Some(nb) => buf.extend(xs.iter().enumerate().map(|(j, &v)| if nb.is_valid(h0 + j) { T::canon(v) } else { fill })),
+    }
+    T::has_nan(buf)
+}
+
+/// The sparse-table pass over one chunk; `lv` holds rows `[h0, b)` as level
+/// 0 and is overwritten level by level. `conv` maps a level value to the
+/// output value.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn answer<T: Copy, V: PartialOrd + Copy, const MAX: bool>(
+    lv: &mut [V],
+    windows: &[usize],
+    order: &[usize],
+    a: usize,
+    b: usize,
+    h0: usize,
+    r0: usize,
+    outs: &mut [&mut [T]],
+    conv: impl Fn(V) -> T + Copy,
+) {
+    let m = lv.len();
+    let mut cur = 0u32;
+    for &q in order {
+        let w = windows[q];
+        let k = level(w);
+        while cur < k {
+            // L_{cur+1}[j] = max(L_cur[j], L_cur[j + h]) for j + 2h <= m.
+            let h = 1usize << cur;
+            if 2 * h <= m {
+                level_step::<V, MAX>(&mut lv[..m - h + 1], h);
+            }
+            cur += 1;
+        }
+        // Rows i in [max(a, w - 1), b): the two blocks [i-w+1, i-w+1+2^k)
+        // and [i-2^k+1, i] (local indices minus h0).
+        let s = a.max(w - 1);
+        if s >= b {
+            continue;
+        }
+        let p = 1usize << k;
+        let out = &mut outs[q][s - r0..b - r0];
+        let left = &lv[s + 1 - w - h0..b + 1 - w - h0];
+        let right = &lv[s + 1 - p - h0..b + 1 - p - h0];
+        for ((o, &l), &r) in out.iter_mut().zip(left).zip(right) {
+            *o = conv(pick::<V, MAX>(l, r));
+        }
+    }
+}
+
+/// `lv[j] = max(lv[j], lv[j + h])` for `j + h < lv.len()`, in place. Going
+/// forward, `lv[j + h]` is still the old level when read; the read-ahead goes
+/// through a small copy so the compiler sees two disjoint slices and
+/// vectorises.
+#[inline(always)]
+fn level_step<V: PartialOrd + Copy, const MAX: bool>(lv: &mut [V], h: usize) {
+    const B: usize = 256;
+    let len = lv.len() - h;
+    let mut tmp = [lv[0]; B];
+    let mut c = 0;
+    while c < len {
+        let e = (c + B).min(len);
+        let t = &mut tmp[..e - c];
+        t.copy_from_slice(&lv[c + h..e + h]);
+        for (l, &r) in lv[c..e].iter_mut().zip(t.iter()) {
+            *l = pick::<V, MAX>(*l, r);
+        }
+        c = e;
+    }
+}
+
+/// What the shared pass needs beyond [`FastNum`].
+pub(super) trait ManyNum: FastNum {
+    /// -0.0 as +0.0 (the key order's representative), else unchanged.
+    fn canon(self) -> Self;
+    /// Whether a NaN is in `xs` (always false for integers).
+    fn has_nan(xs: &[Self]) -> bool;
+}
+
+macro_rules! many_float {
+    ($t:ty) => {
+        impl ManyNum for $t {
+            #[inline(always)]
+            fn canon(self) -> $t {
+                // IEEE: -0.0 + 0.0 = +0.0 under round-to-nearest; NaN stays NaN.
+                self + 0.0
+            }
+            fn has_nan(xs: &[$t]) -> bool {
+                xs.chunks(256).any(|c| c.iter().fold(false, |a, &v| a | (v != v)))
+            }
+        }
+    };
+}
+many_float!(f64);
+many_float!(f32);
+
+macro_rules! many_int {
+    ($t:ty) => {
+        impl ManyNum for $t {
+            #[inline(always)]
+            fn canon(self) -> $t {
+                self
+            }
+            fn has_nan(_: &[$t]) -> bool {
+                false
+            }
+        }
+    };
+}
+many_int!(i32);
+many_int!(i64);

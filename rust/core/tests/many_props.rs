@@ -1,0 +1,159 @@
+//! `rolling_many_dyn` (the shared sparse-table pass for max / min, the
+//! per-window loop for the rest) equals `rolling_dyn` on each window alone,
+//! bit for bit: validity, and at valid rows the exact bits (NaN, -0.0 / +0.0
+//! placement), for every dtype, random windows (1, > len, duplicates), nulls,
+//! min_periods, and forced small chunks and thread splits so chunk halos and
+//! the prefix rows cross boundaries on small columns. max / min are also
+//! checked bitwise against Recalc (the naive oracle).
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
+use arrow_array::{Array, ArrayRef, PrimitiveArray};
+use arrow_buffer::{NullBuffer, ScalarBuffer};
+use arrow_schema::DataType;
+use proptest::prelude::*;
+use slidewise_core::engine::AggKind;
+use slidewise_core::fifo::Algorithm;
+use slidewise_core::rolling::{rolling_dyn, rolling_many_tuned, Tuning};
+
+fn value() -> impl Strategy<Value = (f64, bool)> {
+    let v = prop_oneof![
+        8 => (-20i32..20).prop_map(|x| x as f64),
+        2 => -1e6f64..1e6,
+        1 => Just(f64::NAN),
+        1 => Just(f64::INFINITY),
+        1 => Just(f64::NEG_INFINITY),
+        1 => Just(-0.0),
+        1 => Just(0.0),
+    ];
+    (v, prop::bool::weighted(0.85))
+}
+
+/// Build a column of the given dtype; null slots keep their (garbage) value.
+fn column(dt: &DataType, xs: &[(f64, bool)], with_nulls: bool) -> ArrayRef {
+    let nulls = with_nulls.then(|| NullBuffer::from(xs.iter().map(|x| x.1).collect::<Vec<bool>>()));
+    fn int(x: f64, m: i64) -> i64 {
+        if x.is_finite() { x as i64 % m } else { 7 }
+    }
+    match dt {
+        DataType::Float64 => Arc::new(PrimitiveArray::<Float64Type>::new(
+            ScalarBuffer::from(xs.iter().map(|x| x.0).collect::<Vec<f64>>()),
+            nulls,
+        )),
+        DataType::Float32 => Arc::new(PrimitiveArray::<Float32Type>::new(
+            ScalarBuffer::from(xs.iter().map(|x| x.0 as f32).collect::<Vec<f32>>()),
+            nulls,
+        )),
+        DataType::Int64 => Arc::new(PrimitiveArray::<Int64Type>::new(
+            ScalarBuffer::from(xs.iter().map(|x| int(x.0, i64::MAX)).collect::<Vec<i64>>()),
+            nulls,
+        )),
+        DataType::Int32 => Arc::new(PrimitiveArray::<Int32Type>::new(
+            ScalarBuffer::from(xs.iter().map(|x| int(x.0, 100_000) as i32).collect::<Vec<i32>>()),
+            nulls,
+        )),
+        _ => unreachable!(),
+    }
+}
+
+/// Row `i` of `a` and `b` agree (nulls, values, lists).
+/// Bits of row `i` (`None` when null).
+fn bits(a: &dyn Array, i: usize) -> Option<u64> {
+    if a.is_null(i) {
+        return None;
+    }
+    Some(match a.data_type() {
+        DataType::Float64 => a.as_primitive::<Float64Type>().value(i).to_bits(),
+        DataType::Float32 => a.as_primitive::<Float32Type>().value(i).to_bits() as u64,
+        DataType::Int64 => a.as_primitive::<Int64Type>().value(i) as u64,
+        DataType::Int32 => a.as_primitive::<Int32Type>().value(i) as u32 as u64,
+        other => panic!("unexpected output type {other}"),
+    })
+}
+
+fn same(got: &dyn Array, want: &dyn Array, what: &str) -> Result<(), TestCaseError> {
+    prop_assert_eq!(got.data_type(), want.data_type(), "{}", what);
+    prop_assert_eq!(got.len(), want.len(), "{}", what);
+    for i in 0..got.len() {
+        prop_assert_eq!(bits(got, i), bits(want, i), "{} row {}", what, i);
+    }
+    Ok(())
+}
+
+fn windows() -> impl Strategy<Value = Vec<usize>> {
+    prop::collection::vec(prop_oneof![3 => 1usize..8, 4 => 1usize..200, 2 => 1usize..2000, 1 => 1usize..5000], 1..9)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn many_equals_each_window_alone(
+        xs in prop::collection::vec(value(), 0..2500),
+        with_nulls in prop::bool::weighted(0.5),
+        ws in windows(),
+        mp_frac in prop::option::weighted(0.5, 0.0f64..=1.0),
+        chunk in prop::option::of(1usize..300),
+        threads in prop::option::of(1usize..4),
+    ) {
+        // min_periods must be <= every window (as rolling_many's checks).
+        let wmin = *ws.iter().min().unwrap();
+        let mp = mp_frac.map(|f| (f * wmin as f64) as usize);
+        let tuning = Tuning { chunk, threads };
+        for dt in [DataType::Float64, DataType::Float32, DataType::Int64, DataType::Int32] {
+            let col = column(&dt, &xs, with_nulls);
+            for agg in [AggKind::Max, AggKind::Min, AggKind::Sum, AggKind::ArgMax] {
+                let got = rolling_many_tuned(&col, &ws, agg, mp, Algorithm::Auto, tuning).unwrap();
+                prop_assert_eq!(got.len(), ws.len());
+                for (g, &w) in got.iter().zip(&ws) {
+                    let what = format!("{} {dt} window {w} min_periods {mp:?} {tuning:?}", agg.name());
+                    let alone = rolling_dyn(&col, w, agg, mp, Algorithm::Auto).unwrap();
+                    same(g, &alone, &what)?;
+                    if matches!(agg, AggKind::Max | AggKind::Min) {
+                        let naive = rolling_dyn(&col, w, agg, mp, Algorithm::Recalc).unwrap();
+                        same(g, &naive, &format!("{what} vs recalc"))?;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A column long enough for the default chunking and the automatic thread
+/// split (several chunks per thread), with NaN, -0.0 and nulls in some
+/// chunks only.
+#[test]
+fn many_long_column_default_tuning() {
+    let n = 300_000;
+    let mut s = 0x9E3779B97F4A7C15u64;
+    let mut xs: Vec<f64> = (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 11) % 2001) as f64 - 1000.0
+        })
+        .collect();
+    for i in (150_000..160_000).step_by(97) {
+        xs[i] = f64::NAN;
+    }
+    for i in (200_000..210_000).step_by(13) {
+        xs[i] = -0.0;
+    }
+    let ws = [1usize, 2, 3, 100, 4096, 32768, 40000, 1 << 20];
+    for with_nulls in [false, true] {
+        let nulls = with_nulls.then(|| NullBuffer::from((0..n).map(|i| i % 7 != 3 && !(100_000..140_000).contains(&i)).collect::<Vec<bool>>()));
+        let col: ArrayRef = Arc::new(PrimitiveArray::<Float64Type>::new(ScalarBuffer::from(xs.clone()), nulls));
+        for agg in [AggKind::Max, AggKind::Min] {
+            for threads in [None, Some(1), Some(3)] {
+                let got = rolling_many_tuned(&col, &ws, agg, Some(1), Algorithm::Auto, Tuning { chunk: None, threads }).unwrap();
+                for (g, &w) in got.iter().zip(&ws) {
+                    let alone = rolling_dyn(&col, w, agg, Some(1), Algorithm::Auto).unwrap();
+                    same(g, &alone, &format!("{} window {w} threads {threads:?}", agg.name())).unwrap();
+                }
+            }
+        }
+    }
+}
