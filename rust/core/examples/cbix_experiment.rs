@@ -40,7 +40,7 @@ fn run<M: Monoid<Agg = <Plain as Monoid>::Agg>, A: GeneralAggregator<M>>(
         a.insert(id, one.clone()).unwrap();
     }
     let mut end = n as u64;
-    let mut step = |a: &mut A, i: usize, end: &mut u64, check: &mut i64| {
+    let step = |a: &mut A, i: usize, end: &mut u64, check: &mut i64| {
         a.insert(*end, one.clone()).unwrap();
         *end += 1;
         a.evict_upto(*end - n as u64);

@@ -149,8 +149,9 @@ impl<M: Monoid> FifoAggregator<M> for SlideSide<M> {
         } else if M::INVERTIBLE {
             M::inverse(self.back_agg(), &self.pre[blen - k])
         } else if M::SELECTIVE || n - self.head <= k.saturating_mul(k) {
+            // A seal may reclaim evicted slots: index from the new end.
             self.seal();
-            self.suf[n - k].clone()
+            self.suf[self.items.len() - k].clone()
         } else {
             crate::monoid::fold::<M>(&self.items[n - k..])
         }
