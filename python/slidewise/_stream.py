@@ -205,6 +205,8 @@ class Stream:
         DataFrame, any ``__arrow_c_stream__`` object); returns, per query
         name, a table (window_start, window_end, value) of the windows this
         batch completed."""
+        if getattr(self, "_flushed", False):
+            raise ValueError("this stream was flushed (end of stream); create a new one to push more rows")
         values = _arrow.values_array(_arrow.column(batch, self._value), f"column {self._value!r}")
         if self._time is not None:
             return self._push_time(batch, values)
@@ -220,6 +222,8 @@ class Stream:
         """End of stream: the last, partial window of each query (the rows
         after the last slide edge, with window_end = rows seen). Pushing
         after a flush is an error."""
+        # Also when nothing was pushed yet (no state exists to remember it).
+        self._flushed = True
         if self._time is not None:
             if self._inner is None:
                 return self._tables([(pa.array([], pa.int64()),) * 2 + (pa.array([], pa.float64()),)
@@ -247,6 +251,7 @@ class Stream:
             "plan_groups": self._plan_groups,
             "lateness": self._lateness,
             "partial": self._partial,
+            "flushed": getattr(self, "_flushed", False),
         }
 
     def __setstate__(self, st: dict) -> None:
@@ -261,6 +266,7 @@ class Stream:
         self._time, self._unit_ns, self._ts_type = st["time"], st["unit_ns"], st["ts_type"]
         self._lateness = st.get("lateness")
         self._partial = st.get("partial", "pairs")
+        self._flushed = st.get("flushed", False)
         if st["state"] is not None and self._lateness is not None:
             self._inner = _slidewise.LateStream.load(
                 [q._time_spec(self._unit_ns) for q in self._queries],
