@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import slidewise as sw
 from conftest import valid_algos
 from oracle import count_windows, same
+from test_gil import assert_threads_progress_during
 
 PARTIALS = ["pairs", "panes", "cutty"]
 AGGS = ["sum", "max", "min", "count", "mean", "argmax", "first", "collect"]
@@ -73,7 +74,7 @@ def test_every_partial_equals_oracle_and_pairs(xs, qs, cuts, agg, mp, pickle_aft
             for a, b in zip(g, got["pairs"][f"q{i}"]):
                 assert a[:2] == b[:2]
                 # exact, with NaN equal to NaN (also inside collect's lists)
-                assert _bits(a[2]) == _bits(b[2]), (p, agg, r, s, a, b)
+                assert _nan_key(a[2]) == _nan_key(b[2]), (p, agg, r, s, a, b)
 
 
 def test_partial_is_validated_and_kept():
@@ -120,32 +121,8 @@ def test_rolling_many_equals_rolling(xs, ws, agg, dtype, mp):
 
 
 def test_rolling_many_releases_the_gil():
-    import threading
-    import time
-
     x = pa.array(np.random.default_rng(0).normal(0, 1, 2_000_000))
-    stamps = []
-    stop = threading.Event()
-
-    def spin():
-        i = 0
-        while not stop.is_set():
-            i += 1
-            if i % 200 == 0:
-                stamps.append(time.perf_counter())
-
-    t = threading.Thread(target=spin)
-    t.start()
-    try:
-        time.sleep(0.05)
-        t0 = time.perf_counter()
-        sw.rolling_many(x, [3, 100, 5000, 40000], "max")
-        t1 = time.perf_counter()
-    finally:
-        stop.set()
-        t.join()
-    margin = (t1 - t0) * 0.1
-    assert [s for s in stamps if t0 + margin < s < t1 - margin], f"no progress during a {t1 - t0:.3f}s call"
+    assert_threads_progress_during(lambda: sw.rolling_many(x, [3, 100, 5000, 40000], "max"))
 
 
 def test_rolling_many_errors():
@@ -167,11 +144,11 @@ def test_rolling_many_errors():
     assert t.column("sum_5").to_pylist() == [None, None, None]
 
 
-def _bits(v):
+def _nan_key(v):
     """A value with every NaN replaced by a marker, so that == is exact
     equality with NaN equal to NaN, also inside lists."""
     if isinstance(v, list):
-        return [_bits(x) for x in v]
+        return [_nan_key(x) for x in v]
     if isinstance(v, float) and math.isnan(v):
         return "nan"
     return v
