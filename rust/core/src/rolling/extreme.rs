@@ -46,19 +46,27 @@ fn van_herk<T: Copy, V: PartialOrd + Copy, const MAX: bool>(
     window: usize,
     id: V,
 ) {
-    // Both scans take rows in pairs: the pair's own max is off the
-    // loop-carried chain, which then has one select per two rows.
+    // Both scans take rows in fours: the running max of the four is off the
+    // loop-carried chain, which then has one select (4 cycles of latency)
+    // per four rows instead of per row; the other selects are independent
+    // and run at two per cycle.
     let mut p = id;
-    let mut oc = out.chunks_exact_mut(2);
-    let mut xc = x[start..end].chunks_exact(2);
+    let mut oc = out.chunks_exact_mut(4);
+    let mut xc = x[start..end].chunks_exact(4);
     for (o, v) in (&mut oc).zip(&mut xc) {
-        let (a, b) = (f(v[0]), f(v[1]));
+        let a = f(v[0]);
+        let ab = pick::<V, MAX>(a, f(v[1]));
+        let abc = pick::<V, MAX>(ab, f(v[2]));
+        let abcd = pick::<V, MAX>(abc, f(v[3]));
         o[0] = pick::<V, MAX>(p, a);
-        p = pick::<V, MAX>(p, pick::<V, MAX>(a, b));
-        o[1] = p;
+        o[1] = pick::<V, MAX>(p, ab);
+        o[2] = pick::<V, MAX>(p, abc);
+        p = pick::<V, MAX>(p, abcd);
+        o[3] = p;
     }
-    if let (Some(o), Some(&v)) = (oc.into_remainder().first_mut(), xc.remainder().first()) {
-        *o = pick::<V, MAX>(p, f(v));
+    for (o, &v) in oc.into_remainder().iter_mut().zip(xc.remainder()) {
+        p = pick::<V, MAX>(p, f(v));
+        *o = p;
     }
     if start == 0 {
         return;
@@ -72,16 +80,20 @@ fn van_herk<T: Copy, V: PartialOrd + Copy, const MAX: bool>(
         s = pick::<V, MAX>(f(v), s);
     }
     let n = mid - lo;
-    let mut oc = out[..n].rchunks_exact_mut(2);
-    let mut xc = x[lo..mid].rchunks_exact(2);
+    let mut oc = out[..n].rchunks_exact_mut(4);
+    let mut xc = x[lo..mid].rchunks_exact(4);
     for (o, v) in (&mut oc).zip(&mut xc) {
-        let (a, b) = (f(v[0]), f(v[1]));
-        let s1 = pick::<V, MAX>(b, s);
-        s = pick::<V, MAX>(pick::<V, MAX>(a, b), s);
-        o[1] = pick::<V, MAX>(s1, o[1]);
+        let d = f(v[3]);
+        let cd = pick::<V, MAX>(f(v[2]), d);
+        let bcd = pick::<V, MAX>(f(v[1]), cd);
+        let abcd = pick::<V, MAX>(f(v[0]), bcd);
+        o[3] = pick::<V, MAX>(pick::<V, MAX>(d, s), o[3]);
+        o[2] = pick::<V, MAX>(pick::<V, MAX>(cd, s), o[2]);
+        o[1] = pick::<V, MAX>(pick::<V, MAX>(bcd, s), o[1]);
+        s = pick::<V, MAX>(abcd, s);
         o[0] = pick::<V, MAX>(s, o[0]);
     }
-    if let (Some(o), Some(&v)) = (oc.into_remainder().first_mut(), xc.remainder().first()) {
+    for (o, &v) in oc.into_remainder().iter_mut().zip(xc.remainder()).rev() {
         s = pick::<V, MAX>(f(v), s);
         *o = pick::<V, MAX>(s, *o);
     }

@@ -152,6 +152,8 @@ pub trait FastNum: Num + LiftSum + PartialOrd {
     /// Rolling sums of a null-free (or null-zeroed) slice.
     fn window_sums(xs: &[Self], window: usize) -> Vec<Self::Wide>;
     fn wide_f64(s: Self::Wide) -> f64;
+    /// The sums as f64, in the same allocation (no fresh pages to fault in).
+    fn into_f64s(v: Vec<Self::Wide>) -> Vec<f64>;
 }
 
 macro_rules! fast_float {
@@ -173,6 +175,9 @@ macro_rules! fast_float {
             #[inline(always)]
             fn wide_f64(s: f64) -> f64 {
                 s
+            }
+            fn into_f64s(v: Vec<f64>) -> Vec<f64> {
+                v
             }
         }
     };
@@ -196,6 +201,10 @@ macro_rules! fast_int {
             #[inline(always)]
             fn wide_f64(s: i64) -> f64 {
                 s as f64
+            }
+            fn into_f64s(v: Vec<i64>) -> Vec<f64> {
+                // Same size and alignment: collect reuses the allocation.
+                v.into_iter().map(|s| s as f64).collect()
             }
         }
     };

@@ -421,11 +421,20 @@ pub(super) fn rolling_sum<T: FastNum>(col: &Column<T>, window: usize, min_period
 
 pub(super) fn rolling_mean<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize) -> ArrayRef {
     let counts = col.nulls.map(|nb| window_counts(nb, window));
-    let sums = sums_of(col, window);
-    let out: Vec<f64> = match &counts {
-        None => sums.iter().enumerate().map(|(i, &s)| T::wide_f64(s) / (i + 1).min(window) as f64).collect(),
-        Some(c) => sums.iter().zip(c).map(|(&s, &k)| T::wide_f64(s) / k as f64).collect(),
-    };
+    // Divide in place: a second output buffer would cost as much in page
+    // faults as the sums themselves.
+    let mut out = T::into_f64s(sums_of(col, window));
+    match &counts {
+        None => {
+            let k = window.min(out.len());
+            for (i, o) in out[..k].iter_mut().enumerate() {
+                *o /= (i + 1) as f64;
+            }
+            let w = window as f64;
+            out[k..].iter_mut().for_each(|o| *o /= w);
+        }
+        Some(c) => out.iter_mut().zip(c).for_each(|(o, &k)| *o /= k as f64),
+    }
     let nulls = validity(col.len(), window, min_periods.max(1), counts.as_deref());
     f64::to_arrow(out, nulls)
 }
