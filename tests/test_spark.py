@@ -175,6 +175,65 @@ def test_rolling_random_unkeyed_halos(spark, n, w, parts, seed):
     _compare(got, want, [(f"max_{w}", f"ref_max_{w}"), (f"sum_{w}", f"ref_sum_{w}")])
 
 
+def _ordered_sdf(spark, n, parts, ties):
+    """Rows already in (t, id) order: id = 0..n-1 over `parts` contiguous
+    partitions, t = id // ties, v with nulls and NaN."""
+    df = spark.range(n, numPartitions=parts).withColumn("t", (F.col("id") / ties).cast("long"))
+    v = F.sin(F.col("id") * 1.7) * 100
+    v = F.when(F.col("id") % 11 == 3, F.lit(None)).when(F.col("id") % 13 == 5, F.lit(float("nan"))).otherwise(v)
+    return df.withColumn("v", v.cast("double"))
+
+
+@pytest.mark.parametrize("n,w,parts,batch", [(900, 120, 4, "50"), (300, 200, 7, None), (5, 3, 8, None)])
+def test_rolling_unkeyed_ordered_input_skips_the_shuffle(spark, n, w, parts, batch):
+    """Input already in order: one pass, no shuffle (the path taken is
+    checked), exact against Spark with ties in input order, halos across
+    Arrow batches, across several short partitions and empty ones."""
+    sdf = _ordered_sdf(spark, n, parts, ties=3)
+    if batch:
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", batch)
+    try:
+        got = ss.rolling(sdf, "v", "t", [w, 1, 7], AGGS).toPandas()
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    assert ss._last_unkeyed_path == "ordered"
+    want = _spark_rows(sdf, [w, 1, 7], AGGS, None, ["t", "id"]).toPandas()
+    _compare(got, want, [(f"{a}_{x}", f"ref_{a}_{x}") for x in [w, 1, 7] for a in AGGS])
+
+
+def test_rolling_unkeyed_out_of_order_input_takes_the_range_path(spark):
+    """One partition out of order, or partitions out of sequence: the check
+    sees it and the shuffle path gives the exact result."""
+    sdf = _ordered_sdf(spark, 400, 4, ties=2)
+    swapped = sdf.withColumn("t", F.when(F.col("id") == 150, F.lit(10_000)).otherwise(F.col("t")))
+    reversed_parts = sdf.withColumn("t", 1000 - F.spark_partition_id() * 100 + F.col("id") % 100)
+    for df in [swapped, reversed_parts]:
+        df = df.localCheckpoint()
+        got = ss.rolling(df, "v", "t", 9, ["sum", "max"], tiebreak="id").toPandas()
+        assert ss._last_unkeyed_path == "range"
+        want = _spark_rows(df, [9], ["sum", "max"], None, ["t", "id"]).toPandas()
+        _compare(got, want, [("sum_9", "ref_sum_9"), ("max_9", "ref_max_9")])
+
+
+@pytest.mark.parametrize("boundary_tie", [False, True])
+def test_rolling_time_ordered_input(spark, boundary_tie):
+    """Time windows on ordered input: ties inside partitions are peers; a
+    tie across a partition boundary cannot be split, so the range path runs."""
+    sdf = _ordered_sdf(spark, 800, 4, ties=4)  # partitions of 200 rows: t 0..49, 50..99, ...
+    if boundary_tie:
+        sdf = sdf.withColumn("t", F.when(F.col("id") == 200, F.lit(49)).otherwise(F.col("t")))
+    sdf = sdf.withColumn("ts", F.timestamp_millis(F.col("t") * 300))
+    got = ss.rolling(sdf, "v", "ts", ["2s", "10s"], ["sum", "max", "count"]).toPandas()
+    assert ss._last_unkeyed_path == ("range" if boundary_tie else "ordered")
+    us = (F.col("ts").cast("double") * 1e6).cast("long")
+    cols = []
+    for name, r in [("2s", 2_000_000), ("10s", 10_000_000)]:
+        win = Window.orderBy(us).rangeBetween(-(r - 1), 0)
+        cols += [SPARK_FN[a]("v").over(win).alias(f"ref_{a}_{name}") for a in ["sum", "max", "count"]]
+    want = sdf.select("id", *cols).toPandas()
+    _compare(got, want, [(f"{a}_{x}", f"ref_{a}_{x}") for x in ["2s", "10s"] for a in ["sum", "max", "count"]])
+
+
 def test_rolling_errors(spark):
     sdf = spark.createDataFrame(pd.DataFrame({"t": [1, 2], "v": ["a", "b"], "x": [1.0, 2.0]}))
     with pytest.raises(TypeError, match="cast the column"):
