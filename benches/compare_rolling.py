@@ -34,8 +34,10 @@ def peers(x, agg, w):
     s = pl.Series(x)
     out = {
         "bottleneck": {"max": lambda: bn.move_max(x, w, min_count=1), "sum": lambda: bn.move_sum(x, w, min_count=1),
+                       "mean": lambda: bn.move_mean(x, w, min_count=1),
                        "std": lambda: bn.move_std(x, w, min_count=1, ddof=1)}[agg],
         "polars": {"max": lambda: s.rolling_max(w, min_samples=1), "sum": lambda: s.rolling_sum(w, min_samples=1),
+                   "mean": lambda: s.rolling_mean(w, min_samples=1),
                    "std": lambda: s.rolling_std(w, min_samples=1)}[agg],
     }
     if w <= 1024:
@@ -44,6 +46,7 @@ def peers(x, agg, w):
         ps = pd.Series(x)
         out["pandas"] = {"max": lambda: ps.rolling(w, min_periods=1).max(),
                          "sum": lambda: ps.rolling(w, min_periods=1).sum(),
+                         "mean": lambda: ps.rolling(w, min_periods=1).mean(),
                          "std": lambda: ps.rolling(w, min_periods=1).std()}[agg]
     return out
 
@@ -72,7 +75,7 @@ def main():
     p.add_argument("--rows", type=int, default=10_000_000)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--windows", default="16,1024,65536,1048576")
-    p.add_argument("--aggs", default="max,sum,std")
+    p.add_argument("--aggs", default="max,sum,mean,std")
     a = p.parse_args()
     x = np.random.default_rng(42).normal(size=a.rows).cumsum()
     arr = pa.array(x)
