@@ -188,8 +188,10 @@ impl KeyIndex {
         if let Some(n) = keys.logical_nulls() {
             null_key_error(&n)?;
         }
-        let ty = *self.ty.get_or_insert(ty);
-        let _ = ty;
+        if keys.is_empty() {
+            return Ok(Vec::new()); // an empty batch does not fix the key type
+        }
+        self.ty.get_or_insert(ty);
         Ok(match keys.data_type() {
             DataType::Int32 => {
                 let a = keys.as_any().downcast_ref::<PrimitiveArray<Int32Type>>().unwrap();
