@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use arrow_array::{Array, ArrayRef, Int64Array};
+use arrow_array::{ArrayRef, Int64Array};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -154,9 +154,11 @@ impl KeyedStream {
     }
 
     fn save<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let g = self.lock()?;
-        let ops = &g.ops;
-        let out = py.detach(|| {
+        let mut guard = self.lock()?;
+        // A &mut (Send, as the states are) lets the GIL go while a large
+        // keyed state is written; a & would need the states to be Sync.
+        let ops: &mut Vec<Box<dyn KeyedWindowOp>> = &mut guard.ops;
+        let out = py.detach(move || {
             let mut out = vec![KEYED_FORMAT];
             for op in ops.iter() {
                 op.save(&mut out);
