@@ -363,8 +363,14 @@ fn time_order_is_per_key_and_errors_name_the_first_row() {
     assert!(e.to_string().contains("row 3 (key 2) has time 4, after 5"), "{e}");
     // the refused batch changed nothing: the same rows in order succeed
     let ts = Int64Array::from(vec![13, 5, 14, 6, 15]);
-    op.push(&keys, column(&[Some(1.0); 5]).as_ref(), Some(&ts), None).unwrap();
-    let out = op.flush().unwrap();
-    let sums = out[0].windows.values.as_any().downcast_ref::<Float64Array>().unwrap();
-    assert_eq!(sums.values().iter().sum::<f64>(), 10.0);
+    let pushed = op.push(&keys, column(&[Some(1.0); 5]).as_ref(), Some(&ts), None).unwrap();
+    let flushed = op.flush().unwrap();
+    // Every one of the 10 accepted rows is in exactly one (tumbling) window:
+    // this push closes key 1's [10, 15) (5 rows) and key 2's [0, 5) (2 rows),
+    // the flush key 1's [15, 20) (1 row) and key 2's [5, 10) (2 rows).
+    let total = |b: &slidewise_core::keyed::KeyedBatch| {
+        b.windows.values.as_any().downcast_ref::<Float64Array>().unwrap().values().iter().sum::<f64>()
+    };
+    assert_eq!(total(&pushed[0]), 7.0);
+    assert_eq!(total(&flushed[0]), 3.0);
 }
