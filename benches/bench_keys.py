@@ -1,10 +1,14 @@
 """asv: keys. Keyed per-row rolling (slidewise vs pandas groupby().rolling()
-and polars `rolling_*(w).over(k)`) and keyed Stream push throughput, each
-peer on the same data in the same run so ratios are comparable; peak memory
-of 1M keys with small count windows (bytes per key).
+and polars `rolling_*(w).over(k)`), keyed time rolling (vs pandas
+`groupby().rolling("10s", on=t)` and polars `rolling_*_by(t, "10s").over(k)`)
+and keyed Stream push throughput, each peer on the same data in the same run
+so ratios are comparable; peak memory of 1M keys with small windows (bytes
+per key).
 
 Run one-off (outside asv) with `python benches/bench_keys.py`: prints the
-ratios measured in one run and the bytes per key.
+ratios measured in one run (peer time / slidewise time: > 1 means slidewise
+is faster), checks that slidewise and polars agree on every case timed, and
+measures the bytes per key in a fresh subprocess (`--memory` alone).
 """
 
 import numpy as np
@@ -45,6 +49,41 @@ class KeyedRolling:
             self.run = lambda: getattr(df.groupby("k", sort=False)["v"].rolling(window, min_periods=1), agg)()
 
     def time_keyed_rolling(self, agg, keys, window, library):
+        self.run()
+
+
+class KeyedTimeRolling:
+    """Per-row time rolling within each key; rows 1 ms apart (so per key
+    ~keys ms apart: 100 keys -> ~100 rows in a 10 s window)."""
+
+    params = (["max", "sum"], [100, 100_000], ["10s"], ["slidewise", "polars", "pandas"])
+    param_names = ["agg", "keys", "window", "library"]
+    timeout = 600
+
+    def setup(self, agg, keys, window, library):
+        k, v = _data(keys)
+        t = np.datetime64("2026-01-01", "ns") + (np.arange(len(k), dtype=np.int64) * 1_000_000).astype("timedelta64[ns]")
+        if library == "slidewise":
+            import pyarrow as pa
+            import slidewise as sw
+
+            ka, va, ta = pa.array(k), pa.array(v), pa.array(t)
+            self.run = lambda: sw.rolling(va, window, agg, keys=ka, timestamps=ta)
+        elif library == "polars":
+            import polars as pl
+
+            df = pl.DataFrame({"k": k, "t": t, "v": v})
+            f = getattr(pl.col("v"), f"rolling_{agg}_by")
+            self.run = lambda: df.select(f("t", window_size=window).over("k"))
+        else:
+            if keys > 1000:
+                raise NotImplementedError("pandas is too slow here")  # asv skips
+            import pandas as pd
+
+            df = pd.DataFrame({"k": k, "t": t, "v": v})
+            self.run = lambda: getattr(df.groupby("k", sort=False).rolling(window, on="t")["v"], agg)()
+
+    def time_keyed_time_rolling(self, agg, keys, window, library):
         self.run()
 
 
@@ -119,25 +158,57 @@ if __name__ == "__main__":
         return min(ts)
 
     if "--memory" in sys.argv:
-        rss, ckpt = peak_rss_per_key()
-        print(f"1M keys x window 10 (count, sum): peak RSS growth {rss:.0f} bytes/key; checkpoint {ckpt:.0f} bytes/key")
+        # one case per process: ru_maxrss is a high-water mark
+        w = int(sys.argv[sys.argv.index("--memory") + 1]) if len(sys.argv) > 2 else 10
+        rss, ckpt = peak_rss_per_key(window=w, rows_per_key=2 * w)
+        print(f"| 1M keys, count window {w} (sum, slide 1), {2 * w} rows/key | {rss:.0f} | {ckpt:.0f} |")
         sys.exit(0)
-    b = KeyedRolling()
-    for agg in ["max", "sum"]:
-        for keys in [100, 100_000]:
-            for window in [10, 1000]:
-                t = {}
-                for lib in ["slidewise", "polars", "pandas"]:
-                    try:
-                        b.setup(agg, keys, window, lib)
-                    except NotImplementedError:
-                        continue
-                    t[lib] = best(b.run, 1 if lib == "pandas" else 3)
-                ratios = ", ".join(f"{lib} {t[lib] / t['slidewise']:.1f}x" for lib in t if lib != "slidewise")
-                print(f"rolling {agg} keys={keys} window={window}: slidewise {t['slidewise']*1e3:.0f} ms; {ratios}")
+
+    import subprocess
+
+    import pyarrow as pa
+
+    print("| memory case | peak RSS growth, bytes/key | checkpoint, bytes/key |")
+    print("|---|---|---|")
+    sys.stdout.flush()
+    # a fresh process, so the peak is the state's, not an earlier benchmark's
+    for w in (2, 10):
+        subprocess.run([sys.executable, __file__, "--memory", str(w)], check=True)
+
+    def as_np(r):
+        if isinstance(r, (pa.Array, pa.ChunkedArray)):
+            return np.asarray(r.to_numpy(zero_copy_only=False), dtype=float)
+        return r.to_series().to_numpy().astype(float)
+
+    print()
+    print(f"N = {N:,} rows; ratio = peer time / slidewise time (same run, best of 3; pandas 1 run)")
+    print()
+    print("| case | slidewise ms | polars | pandas |")
+    print("|---|---|---|---|")
+    for b, windows in ((KeyedRolling(), [10, 1000]), (KeyedTimeRolling(), ["10s"])):
+        kind = "rolling" if isinstance(b, KeyedRolling) else "time rolling"
+        for agg in ["max", "sum"]:
+            for keys in [100, 100_000]:
+                for window in windows:
+                    t, res = {}, {}
+                    for lib in ["slidewise", "polars", "pandas"]:
+                        try:
+                            b.setup(agg, keys, window, lib)
+                        except NotImplementedError:
+                            continue
+                        t[lib] = best(b.run, 1 if lib == "pandas" else 3)
+                        if lib != "pandas":
+                            res[lib] = as_np(b.run())
+                    # the numbers compare equal work: same answers as polars
+                    ok = np.allclose(res["slidewise"], res["polars"], rtol=1e-9, atol=1e-9, equal_nan=True)
+                    assert ok, (kind, agg, keys, window)
+                    cell = {lib: f"{t[lib] / t['slidewise']:.1f}x" if lib in t else "-" for lib in ("polars", "pandas")}
+                    print(f"| keyed {kind} {agg}, {keys:,} keys, window {window} | {t['slidewise']*1e3:.0f} "
+                          f"| {cell['polars']} | {cell['pandas']} |")
+                    sys.stdout.flush()
     p = KeyedStreamPush()
     for keys in [100, 100_000]:
         for window in ["count", "time"]:
             p.setup(keys, window)
             dt = best(lambda: p.time_push(keys, window), 2)
-            print(f"keyed Stream push keys={keys} {window}: {1_000_000 / dt / 1e6:.1f} M rows/s")
+            print(f"| keyed Stream push, {keys:,} keys, {window} windows | {1_000_000 / dt / 1e6:.1f} M rows/s | | |")
