@@ -50,8 +50,11 @@ def test_argument_errors():
 
 def test_not_yet_implemented_features():
     q = sw.Query("sum", 10)
-    with pytest.raises(NotImplementedError, match="keyed"):
-        sw.Stream([q], key="k")
+    # Keys are implemented (tests/test_keys.py); keys with lateness are not.
+    with pytest.raises(ValueError, match="key= with lateness= is not supported yet"):
+        sw.Stream([sw.Query("sum", "10s")], time="t", key="k", lateness="1s")
+    with pytest.raises(ValueError, match="key must be a column name"):
+        sw.Stream([q], key=3)
     # Count windows are never out of order: lateness needs time windows.
     with pytest.raises(ValueError, match="lateness=... needs time windows"):
         sw.Stream([q], lateness=5)

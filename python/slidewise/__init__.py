@@ -20,7 +20,7 @@ from typing import Any, Iterable, Optional
 
 import pyarrow as pa
 
-from . import _arrow, _slidewise, _time, aggregators
+from . import _arrow, _keys, _slidewise, _time, aggregators
 from ._arrow import AGGS, ALGORITHMS, DTYPES
 from ._stream import Query, Stream
 from ._plan import Plan, count_edges, plan
@@ -42,6 +42,7 @@ def rolling(
     window: int,
     agg: str = "sum",
     *,
+    keys: Any = None,
     timestamps: Any = None,
     min_periods: Optional[int] = None,
     algorithm: str = "auto",
@@ -62,17 +63,32 @@ def rolling(
     entries are nulls), list, or any ``__arrow_c_array__``/``__arrow_c_stream__``
     object of int32/int64/float32/float64 (narrower numeric types are widened;
     a multi-chunk input is concatenated once).
+
+    With ``keys`` (an integer or string column, no nulls) each row's window
+    holds only rows of its own key: the last ``window`` rows of that key up
+    to and including it (with ``timestamps``: that key's rows in the time
+    span, times non-decreasing within each key). The result is aligned with
+    the input rows, keys in any order: pandas
+    ``df.groupby(k).rolling(...)`` re-aligned to the input. ``argmax`` /
+    ``argmin`` give input row indices.
     """
+    if keys is not None:
+        keys = _keys.key_array(keys)
     if timestamps is not None:
-        return _rolling_time(values, window, agg, timestamps, min_periods, algorithm)
+        return _rolling_time(values, window, agg, timestamps, min_periods, algorithm, keys)
     w = _arrow.positive_int("window", window)
     agg = _arrow.check_agg(agg)
     algorithm = _arrow.check_algorithm(algorithm)
     mp = _arrow.min_periods_int(min_periods, w, "window")
+    if keys is not None:
+        arr = _arrow.values_array(values)
+        if len(keys) != len(arr):
+            raise ValueError(f"keys have {len(keys)} rows, values {len(arr)}")
+        return _slidewise.rolling_keyed(keys, arr, w, agg, mp, algorithm)
     return _rolling_array(_arrow.values_array(values), w, agg, mp, algorithm)
 
 
-def _rolling_time(values, window, agg, timestamps, min_periods, algorithm) -> pa.Array:
+def _rolling_time(values, window, agg, timestamps, min_periods, algorithm, keys=None) -> pa.Array:
     agg = _arrow.check_agg(agg)
     algorithm = _arrow.check_algorithm(algorithm)
     arr = _arrow.values_array(values)
@@ -84,6 +100,10 @@ def _rolling_time(values, window, agg, timestamps, min_periods, algorithm) -> pa
     else:
         span = _arrow.positive_int("window", window)
     mp = _arrow.min_periods_int(min_periods, 1 << 62, "2**62")
+    if keys is not None:
+        if len(keys) != len(arr):
+            raise ValueError(f"keys have {len(keys)} rows, values {len(arr)}")
+        return _slidewise.rolling_time_keyed(keys, arr, ts, span, agg, mp, algorithm)
     return _slidewise.rolling_time(arr, ts, span, agg, mp, algorithm)
 
 
@@ -92,6 +112,7 @@ def rolling_many(
     windows: Iterable[int],
     agg: str = "sum",
     *,
+    keys: Any = None,
     min_periods: Optional[int] = None,
     algorithm: str = "auto",
 ) -> pa.Table:
@@ -101,6 +122,10 @@ def rolling_many(
     max / min share one pass over the column for all windows (a sparse
     table of power-of-two blocks); other aggregations run window by window.
     The GIL is released for the whole call.
+
+    With ``keys`` every window is per key, as :func:`rolling` with ``keys``:
+    the rows are grouped once for all windows, and each key's rows run the
+    same shared pass.
     """
     agg = _arrow.check_agg(agg)
     algorithm = _arrow.check_algorithm(algorithm)
@@ -111,5 +136,13 @@ def rolling_many(
         raise ValueError(f"windows must be distinct, got {ws}")
     mps = [_arrow.min_periods_int(min_periods, w, "window") for w in ws]
     arr = _arrow.values_array(values)
+    if keys is not None:
+        # per-key windows, as rolling(..., keys=keys) for each window
+        keys = _keys.key_array(keys)
+        if len(keys) != len(arr):
+            raise ValueError(f"keys have {len(keys)} rows, values {len(arr)}")
+        # one grouping of the rows for all windows
+        cols = _slidewise.rolling_many_keyed(keys, arr, ws, agg, mps[0], algorithm)
+        return pa.Table.from_arrays(cols, names=[f"{agg}_{w}" for w in ws])
     cols = _slidewise.rolling_many(arr, ws, agg, mps[0], algorithm)
     return pa.Table.from_arrays(cols, names=[f"{agg}_{w}" for w in ws])

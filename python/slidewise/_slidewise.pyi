@@ -98,6 +98,41 @@ class LateStream:
     def counts(self) -> Tuple[int, int, int]: ...
     def watermark(self) -> Optional[int]: ...
 
+_KeyedWindows = Tuple[Any, Any, Any, Any]  # key, window_start, window_end, value
+
+class KeyedStream:
+    """Count-window (or, with ``time=True``, time-window) queries run per key
+    of a key column; same group id = one shared plan per key; ``partial``:
+    the count windows' partial aggregation (pairs, panes, cutty)."""
+
+    def __init__(
+        self, specs: Sequence[_Spec], dtype: str, algorithm: str, time: bool = False,
+        groups: Optional[Sequence[int]] = None, partial: str = "pairs",
+    ) -> None: ...
+    @staticmethod
+    def load(
+        specs: Sequence[_Spec], dtype: str, algorithm: str, state: bytes, time: bool = False,
+        groups: Optional[Sequence[int]] = None, partial: str = "pairs",
+    ) -> "KeyedStream": ...
+    def save(self) -> bytes: ...
+    def push(
+        self, keys: Any, values: Any, ts: Optional[Any] = None, args: Optional[Sequence[Optional[Any]]] = None
+    ) -> List[_KeyedWindows]: ...
+    def flush(self) -> List[_KeyedWindows]: ...
+    def num_keys(self) -> int: ...
+
+def rolling_keyed(
+    keys: Any, values: Any, window: int, agg: str, min_periods: Optional[int] = None, algorithm: str = "auto"
+) -> Any: ...
+def rolling_many_keyed(
+    keys: Any, values: Any, windows: Sequence[int], agg: str, min_periods: Optional[int] = None,
+    algorithm: str = "auto",
+) -> List[Any]: ...
+def rolling_time_keyed(
+    keys: Any, values: Any, ts: Any, range: int, agg: str, min_periods: Optional[int] = None,
+    algorithm: str = "auto",
+) -> Any: ...
+
 class RawAggregator:
     """One FIFO final aggregator over Python values."""
 

@@ -7,10 +7,10 @@ from typing import Any, Dict, Iterable, List, Optional, Union
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _arrow, _late, _slidewise, _time
+from . import _arrow, _keys, _late, _slidewise, _time
 
 _ARG_AGGS = ("argmax", "argmin")
-_STATE_VERSION = 4  # 4: lateness (out-of-order streams); 3 still loads
+_STATE_VERSION = 5  # 5: keys; 4: lateness (out-of-order streams); 3 and 4 still load
 _PARTIALS = ("pairs", "panes", "cutty")
 
 
@@ -86,6 +86,15 @@ class Stream:
     """Several count-window queries over one value column; push batches,
     get back the windows each batch completes. Results do not depend on how
     the stream is cut into batches. Picklable at any point (a checkpoint).
+
+    ``key="k"``: column ``k`` (integers or strings, no nulls) partitions the
+    stream; every key runs the queries on its own rows alone (count windows
+    count that key's rows; time windows need times non-decreasing per key
+    only). Result tables get the key column first, named ``k``. Within one
+    push, rows are grouped by key (keys in order of their first row in the
+    batch; at flush, of their first row in the stream), each key's windows
+    in order; sorted by (key, window_start) results do not depend on how the
+    stream is cut into batches.
     """
 
     def __init__(
@@ -101,8 +110,13 @@ class Stream:
         rate: Optional[float] = None,
         partial: str = "pairs",
     ) -> None:
-        if key is not None:
-            raise NotImplementedError("keyed streams (key=...) are not implemented yet")
+        if key is not None and not isinstance(key, str):
+            raise ValueError(f"key must be a column name, got {key!r}")
+        if key is not None and lateness is not None:
+            # Keyed out-of-order streams need a per-key (or global) watermark
+            # and keyed late rows: not built yet, so refuse rather than
+            # answer wrongly.
+            raise ValueError("key= with lateness= is not supported yet")
         # lateness=None: rows must come in time order; any lateness (0
         # included) makes an out-of-order stream with a watermark whose late
         # rows come back through late_rows().
@@ -142,6 +156,11 @@ class Stream:
             self._algorithm = _late.check_algorithm(algorithm)
         else:
             self._algorithm = _arrow.check_algorithm(algorithm)
+        self._key = key
+        self._key_type: Optional[pa.DataType] = None
+        self._rows = 0
+        if key is not None and key in (value, time):
+            raise ValueError(f"the key column {key!r} cannot also be the value or time column")
         # plan="weaveshare" (or a slidewise.Plan, or "none"): which queries
         # share a plan; None keeps one plan per (agg, arg). See _plan.py.
         from ._plan import stream_groups
@@ -156,7 +175,9 @@ class Stream:
         self._partial = partial
         # Build once now so that an algorithm the operations cannot run
         # (soe with max, ...) fails here, not at the first push.
-        if time is None:
+        if key is not None:
+            self._keyed_new("float64", 1)
+        elif time is None:
             _slidewise.CountStream(self._specs(), "float64", self._algorithm, self._groups(), self._partial)
         elif self._lateness is not None:
             _slidewise.LateStream([q._time_spec(1) for q in queries], self._lateness, "float64", self._algorithm,
@@ -174,6 +195,8 @@ class Stream:
 
     @property
     def rows_seen(self) -> int:
+        if self._key is not None:
+            return self._rows
         if self._inner is None:
             return 0
         if self._lateness is not None:
@@ -208,6 +231,8 @@ class Stream:
         if getattr(self, "_flushed", False):
             raise ValueError("this stream was flushed (end of stream); create a new one to push more rows")
         values = _arrow.values_array(_arrow.column(batch, self._value), f"column {self._value!r}")
+        if self._key is not None:
+            return self._push_keyed(batch, values)
         if self._time is not None:
             return self._push_time(batch, values)
         inner = self._ensure(str(values.type))
@@ -224,6 +249,10 @@ class Stream:
         after a flush is an error."""
         # Also when nothing was pushed yet (no state exists to remember it).
         self._flushed = True
+        if self._key is not None:
+            if self._inner is None:
+                return self._keyed_tables(self._keyed_new("float64", 1).flush())
+            return self._keyed_tables(self._inner.flush())
         if self._time is not None:
             if self._inner is None:
                 return self._tables([(pa.array([], pa.int64()),) * 2 + (pa.array([], pa.float64()),)
@@ -252,10 +281,13 @@ class Stream:
             "lateness": self._lateness,
             "partial": self._partial,
             "flushed": getattr(self, "_flushed", False),
+            "key": self._key,
+            "key_type": self._key_type,
+            "rows": self._rows,
         }
 
     def __setstate__(self, st: dict) -> None:
-        if st.get("version") not in (3, _STATE_VERSION):
+        if st.get("version") not in (3, 4, _STATE_VERSION):
             raise ValueError(f"cannot restore a slidewise Stream saved with state version {st.get('version')!r}")
         self._queries = st["queries"]
         self._value = st["value"]
@@ -267,7 +299,13 @@ class Stream:
         self._lateness = st.get("lateness")
         self._partial = st.get("partial", "pairs")
         self._flushed = st.get("flushed", False)
-        if st["state"] is not None and self._lateness is not None:
+        self._key, self._key_type, self._rows = st.get("key"), st.get("key_type"), st.get("rows", 0)
+        if st["state"] is not None and self._key is not None:
+            # Keyed state bytes carry their own format tag.
+            self._inner = _slidewise.KeyedStream.load(
+                self._keyed_specs(self._unit_ns or 1), self._dtype, self._algorithm, st["state"],
+                self._time is not None, self._groups(), self._partial)
+        elif st["state"] is not None and self._lateness is not None:
             self._inner = _slidewise.LateStream.load(
                 [q._time_spec(self._unit_ns) for q in self._queries],
                 self._late_units(self._unit_ns),
@@ -322,6 +360,52 @@ class Stream:
         # A lateness finer than the timestamps' unit rounds down: a row is
         # on time iff ts >= max_ts - lateness, and ts are whole units.
         return self._lateness // unit_ns
+
+    # -- keys -----------------------------------------------------------------
+
+    def _keyed_specs(self, unit_ns: int):
+        if self._time is not None:
+            return [q._time_spec(unit_ns) for q in self._queries]
+        return self._specs()
+
+    def _keyed_new(self, dtype: str, unit_ns: int) -> "_slidewise.KeyedStream":
+        return _slidewise.KeyedStream(self._keyed_specs(unit_ns), dtype, self._algorithm,
+                                      self._time is not None, self._groups(), self._partial)
+
+    def _push_keyed(self, batch: Any, values: pa.Array) -> Dict[str, pa.Table]:
+        keys = _keys.key_array(_arrow.column(batch, self._key), f"key column {self._key!r}")
+        if len(keys) != len(values):
+            raise ValueError(f"key column {self._key!r} has {len(keys)} rows, value column {len(values)}")
+        ts = None
+        if self._time is not None:
+            ts, unit_ns, ts_type = _time.time_column(_arrow.column(batch, self._time), f"column {self._time!r}")
+            if self._inner is None:
+                self._unit_ns, self._ts_type = unit_ns, ts_type
+            elif unit_ns != self._unit_ns:
+                ts = pa.array(ts.to_numpy() * unit_ns // self._unit_ns, pa.int64())
+        if self._inner is None:
+            self._dtype = str(values.type)
+            self._inner = self._keyed_new(self._dtype, self._unit_ns or 1)
+        if str(values.type) != self._dtype:
+            values = self._cast(values)
+        if self._key_type is None and len(keys):
+            self._key_type = keys.type
+        args = None
+        if any(q.arg for q in self._queries):
+            args = [self._arg(batch, q.arg, values) if q.arg else None for q in self._queries]
+        out = self._keyed_tables(self._inner.push(keys, values, ts, args))
+        self._rows += len(values)
+        return out
+
+    def _keyed_tables(self, results) -> Dict[str, pa.Table]:
+        out = {}
+        for q, (k, s, e, v) in zip(self._queries, results):
+            if self._time is not None:
+                s, e = _time.restore(s, self._ts_type), _time.restore(e, self._ts_type)
+            if self._key_type is not None and k.type != self._key_type:
+                k = k.cast(self._key_type)
+            out[q.name] = pa.Table.from_arrays([k, s, e, v], names=[self._key, "window_start", "window_end", "value"])
+        return out
 
     def _cast(self, values: pa.Array) -> pa.Array:
         try:

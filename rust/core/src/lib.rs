@@ -9,6 +9,7 @@
 //! * [`plan`]: shared execution plans for many queries over one stream.
 //! * [`optimizer`]: WeaveShare with F1 edge counting: which queries share a plan.
 //! * [`time_window`]: Spark-style time windows and per-row time rolling.
+//! * [`keyed`]: a key column with independent window state per key.
 //! * [`engine`]: run-time dispatch from (agg name, Arrow dtype, algorithm)
 //!   to one monomorphised implementation: one virtual call per batch.
 //!
@@ -19,6 +20,7 @@ pub mod engine;
 pub mod error;
 pub mod fifo;
 pub mod general;
+pub mod keyed;
 pub mod late_window;
 pub mod monoid;
 pub mod ops;

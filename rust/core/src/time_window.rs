@@ -15,6 +15,7 @@
 //! empty, the plan jumps to the edge before the next row.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef};
 use arrow_schema::DataType;
@@ -24,7 +25,7 @@ use crate::engine::{AggKind, Column, DType, FromArrow, OutBuilder, ToArrow};
 use crate::fifo::{Algorithm, FifoAggregator, New};
 use crate::monoid::AggOp;
 use crate::plan::{SharedPlan, Slide};
-use crate::window::WindowBatch;
+use crate::window::{finish_emit, new_emit, Emit, WindowBatch};
 use crate::{invalid, Error, Result};
 
 /// A time-window query; times in the timestamp column's unit.
@@ -106,33 +107,35 @@ where
     M::Out: ToArrow,
     A: FifoAggregator<M> + New + 'static,
 {
-    let slides: Vec<Slide> = specs.iter().map(|s| Slide::time(s.range as u64, s.slide as u64)).collect();
-    let plan = SharedPlan::build(&slides)?;
-    let mut w = TimeWindow::<M, A> {
-        agg: A::new_with_capacity(crate::fifo::capacity_hint(plan.w_size + 1))?,
-        specs: specs.to_vec(),
-        plan,
-        cum: VecDeque::new(),
-        base: (0, 0),
-        total: (0, 0),
-        cur: M::identity(),
-        cur_count: (0, 0),
-        period_start: 0,
-        edge_i: 0,
-        last_ts: None,
-        flushed: false,
-    };
+    let shared = TimePlan::new(specs)?;
+    let cap = crate::fifo::capacity_hint(shared.plan.w_size + 1);
+    let mut w = TimeWindow::<M, A>::with_plan(shared, cap)?;
     if let Some(bytes) = saved {
         w.restore(bytes)?;
     }
     Ok(Box::new(w))
 }
 
+/// The specs and plan every state of the same time queries shares (one
+/// `Arc` for all keys of a keyed stream).
+#[derive(Debug)]
+pub struct TimePlan {
+    pub specs: Vec<TimeSpec>,
+    pub plan: SharedPlan,
+}
+
+impl TimePlan {
+    pub fn new(specs: &[TimeSpec]) -> Result<Arc<TimePlan>> {
+        let slides: Vec<Slide> = specs.iter().map(|s| Slide::time(s.range as u64, s.slide as u64)).collect();
+        let plan = SharedPlan::build(&slides)?;
+        Ok(Arc::new(TimePlan { specs: specs.to_vec(), plan }))
+    }
+}
+
 /// Counts are (rows, non-null rows): a window is emitted if it holds a row;
 /// min_periods counts non-null values.
 pub struct TimeWindow<M: AggOp, A: FifoAggregator<M>> {
-    specs: Vec<TimeSpec>,
-    plan: SharedPlan,
+    shared: Arc<TimePlan>,
     agg: A,
     cum: VecDeque<(u64, u64)>,
     base: (u64, u64),
@@ -145,12 +148,41 @@ pub struct TimeWindow<M: AggOp, A: FifoAggregator<M>> {
     flushed: bool,
 }
 
+impl<M: AggOp, A: FifoAggregator<M> + New> TimeWindow<M, A> {
+    /// A fresh state sharing `shared`; `capacity` is the aggregator's
+    /// initial capacity (it grows on demand).
+    pub fn with_plan(shared: Arc<TimePlan>, capacity: usize) -> Result<Self> {
+        Ok(TimeWindow {
+            agg: A::new_with_capacity(capacity)?,
+            shared,
+            cum: VecDeque::new(),
+            base: (0, 0),
+            total: (0, 0),
+            cur: M::identity(),
+            cur_count: (0, 0),
+            period_start: 0,
+            edge_i: 0,
+            last_ts: None,
+            flushed: false,
+        })
+    }
+}
+
 impl<M: AggOp, A: FifoAggregator<M>> TimeWindow<M, A>
 where
     M::Out: ToArrow,
 {
+    pub fn plan(&self) -> &Arc<TimePlan> {
+        &self.shared
+    }
+
+    /// Time of the last row pushed.
+    pub fn last_time(&self) -> Option<i64> {
+        self.last_ts
+    }
+
     fn next_edge(&self) -> i64 {
-        self.period_start + self.plan.edges[self.edge_i] as i64
+        self.period_start + self.shared.plan.edges[self.edge_i] as i64
     }
 
     fn rows_in_window(&self) -> u64 {
@@ -159,11 +191,12 @@ where
 
     /// Position the plan on the first edge after time `t`, empty.
     fn jump_to(&mut self, t: i64) {
-        let c = self.plan.composite as i64;
+        let plan = &self.shared.plan;
+        let c = plan.composite as i64;
         self.period_start = t.div_euclid(c) * c;
         let off = (t - self.period_start) as u64;
-        self.edge_i = self.plan.edges.partition_point(|&e| e <= off);
-        if self.edge_i == self.plan.edges.len() {
+        self.edge_i = plan.edges.partition_point(|&e| e <= off);
+        if self.edge_i == plan.edges.len() {
             self.edge_i = 0;
             self.period_start += c;
         }
@@ -173,26 +206,27 @@ where
     }
 
     /// Close the partial at the next edge and answer the queries firing there.
-    fn close_edge(&mut self, em: &mut [(OutBuilder<M::Out>, Vec<i64>, Vec<i64>)]) {
+    fn close_edge(&mut self, em: &mut [Emit<M::Out>]) {
         let edge = self.next_edge();
+        let shared = Arc::clone(&self.shared);
+        let plan = &shared.plan;
         let p = std::mem::replace(&mut self.cur, M::identity());
         self.agg.insert(p);
         let c = std::mem::take(&mut self.cur_count);
         self.total = (self.total.0 + c.0, self.total.1 + c.1);
         self.cum.push_back(self.total);
-        while self.agg.len() > self.plan.w_size {
+        while self.agg.len() > plan.w_size {
             self.agg.evict();
             self.base = self.cum.pop_front().unwrap_or(self.base);
         }
-        for f in 0..self.plan.fires[self.edge_i].len() {
-            let fire = self.plan.fires[self.edge_i][f];
+        for fire in &plan.fires[self.edge_i] {
             let k = fire.partials.min(self.cum.len());
             let before = if k == self.cum.len() { self.base } else { self.cum[self.cum.len() - 1 - k] };
             let (rows, valid) = (self.total.0 - before.0, self.total.1 - before.1);
             if rows == 0 {
                 continue; // Spark emits only windows that hold a row
             }
-            let spec = &self.specs[fire.query];
+            let spec = &shared.specs[fire.query];
             let a = self.agg.query_last(fire.partials);
             let ok = spec.min_periods == 0 || valid >= spec.min_periods;
             let (b, st, en) = &mut em[fire.query];
@@ -201,14 +235,14 @@ where
             en.push(edge);
         }
         self.edge_i += 1;
-        if self.edge_i == self.plan.edges.len() {
+        if self.edge_i == plan.edges.len() {
             self.edge_i = 0;
-            self.period_start += self.plan.composite as i64;
+            self.period_start += plan.composite as i64;
         }
     }
 
     /// Close every edge at or before `t`.
-    fn advance_to(&mut self, t: i64, em: &mut [(OutBuilder<M::Out>, Vec<i64>, Vec<i64>)]) {
+    fn advance_to(&mut self, t: i64, em: &mut [Emit<M::Out>]) {
         while self.next_edge() <= t {
             if self.rows_in_window() == 0 && self.cur_count.0 == 0 {
                 self.jump_to(t);
@@ -218,11 +252,45 @@ where
         }
     }
 
-    fn emitted(&self) -> Vec<(OutBuilder<M::Out>, Vec<i64>, Vec<i64>)> {
-        (0..self.specs.len()).map(|_| (OutBuilder::with_capacity(16), Vec::new(), Vec::new())).collect()
+    fn emitted(&self) -> Vec<Emit<M::Out>> {
+        new_emit(self.shared.specs.len())
     }
 
-    fn restore(&mut self, inp: &mut &[u8]) -> Result<()> {
+    /// Push rows whose times are already checked (non-null, non-decreasing
+    /// from [`Self::last_time`]); windows they close go to `em`.
+    pub fn push_checked(&mut self, col: &Column<M::In>, ts: &[i64], em: &mut [Emit<M::Out>]) -> Result<()> {
+        if self.flushed {
+            return invalid!("this stream was flushed (end of stream); create a new one to push more rows");
+        }
+        for (i, &t) in ts.iter().enumerate() {
+            if self.last_ts.is_none() {
+                self.jump_to(t);
+            }
+            self.last_ts = Some(t);
+            if t >= self.next_edge() {
+                self.advance_to(t, em);
+            }
+            self.cur_count.0 += 1;
+            if col.is_valid(i) {
+                M::combine_into(&mut self.cur, &M::lift(col.values[i], t));
+                self.cur_count.1 += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// End of stream: close every window that holds a row.
+    pub fn flush_into(&mut self, em: &mut [Emit<M::Out>]) {
+        if !self.flushed && self.last_ts.is_some() {
+            while self.cur_count.0 > 0 || self.rows_in_window() > 0 {
+                self.close_edge(em);
+            }
+        }
+        self.flushed = true;
+    }
+
+    /// Restore what `save` wrote into this fresh state.
+    pub fn restore(&mut self, inp: &mut &[u8]) -> Result<()> {
         self.period_start = i64::decode(inp)?;
         self.edge_i = usize::decode(inp)?;
         self.last_ts = Option::<i64>::decode(inp)?;
@@ -233,17 +301,13 @@ where
         self.base = <(u64, u64)>::decode(inp)?;
         let cum = Vec::<(u64, u64)>::decode(inp)?;
         let parts = Vec::<M::Agg>::decode(inp)?;
-        if cum.len() != parts.len() || self.edge_i >= self.plan.edges.len() {
+        if cum.len() != parts.len() || self.edge_i >= self.shared.plan.edges.len() {
             return Err(Error::Corrupt("checkpoint does not match these queries".into()));
         }
         self.cum = cum.into();
         self.agg.bulk_insert(&parts);
         Ok(())
     }
-}
-
-fn finish<O: ToArrow>(em: Vec<(OutBuilder<O>, Vec<i64>, Vec<i64>)>) -> Vec<WindowBatch> {
-    em.into_iter().map(|(b, start, end)| WindowBatch { start, end, values: b.finish() }).collect()
 }
 
 impl<M, A> TimeWindowOp for TimeWindow<M, A>
@@ -264,32 +328,14 @@ where
         }
         check_order(&tcol, self.last_ts)?;
         let mut em = self.emitted();
-        for (i, &t) in tcol.values.iter().enumerate() {
-            if self.last_ts.is_none() {
-                self.jump_to(t);
-            }
-            self.last_ts = Some(t);
-            if t >= self.next_edge() {
-                self.advance_to(t, &mut em);
-            }
-            self.cur_count.0 += 1;
-            if col.is_valid(i) {
-                M::combine_into(&mut self.cur, &M::lift(col.values[i], t));
-                self.cur_count.1 += 1;
-            }
-        }
-        Ok(finish(em))
+        self.push_checked(&col, tcol.values, &mut em)?;
+        Ok(finish_emit(em))
     }
 
     fn flush(&mut self) -> Result<Vec<WindowBatch>> {
         let mut em = self.emitted();
-        if !self.flushed && self.last_ts.is_some() {
-            while self.cur_count.0 > 0 || self.rows_in_window() > 0 {
-                self.close_edge(&mut em);
-            }
-        }
-        self.flushed = true;
-        Ok(finish(em))
+        self.flush_into(&mut em);
+        Ok(finish_emit(em))
     }
 
     fn save(&self, out: &mut Vec<u8>) {

@@ -20,12 +20,13 @@
 //! in the gaps of a slide > range belong to no window by definition).
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef};
 use arrow_schema::DataType;
 
 use crate::codec::Codec;
-use crate::engine::{AggKind, DType, FromArrow, OutBuilder, ToArrow};
+use crate::engine::{AggKind, Column, DType, FromArrow, OutBuilder, ToArrow};
 use crate::fifo::{Algorithm, FifoAggregator, New};
 use crate::monoid::AggOp;
 use crate::plan::{SharedPlan, Slicing, Slide};
@@ -210,23 +211,40 @@ impl CountWindowOp for Single {
     }
 }
 
-/// Results of one batch, per query.
-struct Emitted<O: ToArrow> {
-    out: Vec<(OutBuilder<O>, Vec<i64>, Vec<i64>)>,
+/// One query's results of a batch being built: values, window starts, ends.
+/// Operators append to a slice of these (one per query), so a keyed layer
+/// can collect many keys' windows into one set of builders.
+pub type Emit<O> = (OutBuilder<O>, Vec<i64>, Vec<i64>);
+
+/// Empty builders for `queries` queries.
+pub fn new_emit<O: ToArrow>(queries: usize) -> Vec<Emit<O>> {
+    (0..queries).map(|_| (OutBuilder::with_capacity(16), Vec::new(), Vec::new())).collect()
 }
 
-impl<O: ToArrow> Emitted<O> {
-    fn new(queries: usize) -> Self {
-        Emitted { out: (0..queries).map(|_| (OutBuilder::with_capacity(16), Vec::new(), Vec::new())).collect() }
-    }
-    fn finish(self) -> Vec<WindowBatch> {
-        self.out.into_iter().map(|(b, start, end)| WindowBatch { start, end, values: b.finish() }).collect()
+pub fn finish_emit<O: ToArrow>(em: Vec<Emit<O>>) -> Vec<WindowBatch> {
+    em.into_iter().map(|(b, start, end)| WindowBatch { start, end, values: b.finish() }).collect()
+}
+
+/// What every state of the same queries shares: the specs and the plan
+/// (with its slicing). Behind one `Arc`, so a keyed stream's per-key states
+/// cost only their live partials (RA paper §5.4: one aggregator instance
+/// per key).
+#[derive(Debug)]
+pub struct CountPlan {
+    pub specs: Vec<CountSpec>,
+    pub plan: SharedPlan,
+}
+
+impl CountPlan {
+    pub fn new(specs: &[CountSpec], slicing: Slicing) -> Result<Arc<CountPlan>> {
+        let slides: Vec<Slide> = specs.iter().map(|s| Slide::count(s.range, s.slide)).collect();
+        let plan = SharedPlan::build_with(&slides, slicing)?;
+        Ok(Arc::new(CountPlan { specs: specs.to_vec(), plan }))
     }
 }
 
 pub struct SharedWindow<M: AggOp, A: FifoAggregator<M>> {
-    specs: Vec<CountSpec>,
-    plan: SharedPlan,
+    shared: Arc<CountPlan>,
     agg: A,
     /// Cumulative non-null row count at the end of each partial in the
     /// window, and before the oldest one: min_periods in O(1) per query.
@@ -250,12 +268,17 @@ impl<M: AggOp, A: FifoAggregator<M> + New> SharedWindow<M, A> {
     }
 
     pub fn new_with(specs: &[CountSpec], slicing: Slicing) -> Result<Self> {
-        let slides: Vec<Slide> = specs.iter().map(|s| Slide::count(s.range, s.slide)).collect();
-        let plan = SharedPlan::build_with(&slides, slicing)?;
+        let shared = CountPlan::new(specs, slicing)?;
+        let cap = crate::fifo::capacity_hint(shared.plan.w_size + 1);
+        Self::with_plan(shared, cap)
+    }
+
+    /// A fresh state of the same queries, sharing the plan; `capacity` is
+    /// the aggregator's initial capacity (it grows on demand).
+    pub fn with_plan(shared: Arc<CountPlan>, capacity: usize) -> Result<Self> {
         Ok(SharedWindow {
-            agg: A::new_with_capacity(crate::fifo::capacity_hint(plan.w_size + 1))?,
-            specs: specs.to_vec(),
-            plan,
+            agg: A::new_with_capacity(capacity)?,
+            shared,
             cum: VecDeque::new(),
             cum_base: 0,
             total: 0,
@@ -278,7 +301,7 @@ where
         self.agg.insert(p);
         self.total += std::mem::take(&mut self.cur_count);
         self.cum.push_back(self.total);
-        while self.agg.len() > self.plan.w_size {
+        while self.agg.len() > self.shared.plan.w_size {
             self.agg.evict();
             self.cum_base = self.cum.pop_front().unwrap_or(self.cum_base);
         }
@@ -287,7 +310,7 @@ where
     /// Emit query `q`'s window over the newest `k` closed partials, and the
     /// open one when `open` (Cutty, mid-slice); `edge` is the slide edge the
     /// window belongs to, `end` the rows it really covers.
-    fn emit(&mut self, q: usize, k: usize, open: bool, edge: u64, end: u64, em: &mut Emitted<M::Out>) {
+    fn emit(&mut self, q: usize, k: usize, open: bool, edge: u64, end: u64, em: &mut [Emit<M::Out>]) {
         let mut a = if k == 0 { M::identity() } else { self.agg.query_last(k) };
         if open {
             M::combine_into(&mut a, &self.cur);
@@ -295,9 +318,9 @@ where
         let k = k.min(self.cum.len());
         let before = if k == self.cum.len() { self.cum_base } else { self.cum[self.cum.len() - 1 - k] };
         let count = self.total - before + if open { self.cur_count } else { 0 };
-        let spec = &self.specs[q];
+        let spec = &self.shared.specs[q];
         let ok = spec.min_periods == 0 || count >= spec.min_periods;
-        let (b, start, stop) = &mut em.out[q];
+        let (b, start, stop) = &mut em[q];
         b.push(if ok { M::lower(&a) } else { None });
         start.push(edge.saturating_sub(spec.range) as i64);
         stop.push(end as i64);
@@ -305,19 +328,25 @@ where
 
     /// The last cut at or before the current row (0: the stream start).
     fn last_cut(&self) -> u64 {
-        let (c, pos) = (self.plan.composite, self.pos);
+        let plan = &self.shared.plan;
+        let (c, pos) = (plan.composite, self.pos);
         let m = pos % c;
-        let i = self.plan.cuts.partition_point(|&x| x <= m);
+        let i = plan.cuts.partition_point(|&x| x <= m);
         if i > 0 {
-            pos - m + self.plan.cuts[i - 1]
+            pos - m + plan.cuts[i - 1]
         } else if pos >= c {
-            pos - m - c + self.plan.cuts[self.plan.cuts.len() - 1]
+            pos - m - c + plan.cuts[plan.cuts.len() - 1]
         } else {
             0
         }
     }
 
-    fn restore(&mut self, inp: &mut &[u8]) -> Result<()> {
+    pub fn plan(&self) -> &Arc<CountPlan> {
+        &self.shared
+    }
+
+    /// Restore what `save` wrote into this fresh state.
+    pub fn restore(&mut self, inp: &mut &[u8]) -> Result<()> {
         self.pos = u64::decode(inp)?;
         self.period_start = u64::decode(inp)?;
         self.edge_i = usize::decode(inp)?;
@@ -328,37 +357,31 @@ where
         self.cum_base = u64::decode(inp)?;
         let cum = Vec::<u64>::decode(inp)?;
         let parts = Vec::<M::Agg>::decode(inp)?;
-        if cum.len() != parts.len() || self.edge_i >= self.plan.edges.len() {
+        if cum.len() != parts.len() || self.edge_i >= self.shared.plan.edges.len() {
             return Err(Error::Corrupt("checkpoint does not match these queries".into()));
         }
         self.cum = cum.into();
         self.agg.bulk_insert(&parts);
         Ok(())
     }
-}
 
-impl<M, A> SharedWindowOp for SharedWindow<M, A>
-where
-    M: AggOp,
-    M::In: FromArrow,
-    M::Out: ToArrow,
-    A: FifoAggregator<M>,
-{
-    fn push(&mut self, values: &dyn Array, args: Option<&[i64]>) -> Result<Vec<WindowBatch>> {
+    /// Push the rows of `col` (and `args`, one per row), appending the
+    /// windows they complete to `em` (one entry per query).
+    pub fn push_col(&mut self, col: &Column<M::In>, args: Option<&[i64]>, em: &mut [Emit<M::Out>]) -> Result<()> {
         if self.flushed {
             return invalid!("this stream was flushed (end of stream); create a new one to push more rows");
         }
-        let col = <M::In as FromArrow>::column(values)?;
         if let Some(a) = args {
             if a.len() != col.len() {
                 return invalid!("argument column has {} rows, value column {}", a.len(), col.len());
             }
         }
-        let mut em = Emitted::new(self.specs.len());
+        let shared = Arc::clone(&self.shared);
+        let plan = &shared.plan;
         let n = col.len() as u64;
         let mut i = 0u64;
         while i < n {
-            let next_edge = self.period_start + self.plan.edges[self.edge_i];
+            let next_edge = self.period_start + plan.edges[self.edge_i];
             let take = (next_edge - self.pos).min(n - i);
             let (a, b) = (i as usize, (i + take) as usize);
             if args.is_none() && col.nulls.is_none_or(|nb| all_valid(nb, a, b)) {
@@ -381,52 +404,72 @@ where
             i += take;
             self.pos += take;
             if self.pos == next_edge {
-                let cut = self.plan.cut[self.edge_i];
+                let cut = plan.cut[self.edge_i];
                 if cut {
                     self.close_partial();
                 }
-                for f in 0..self.plan.fires[self.edge_i].len() {
-                    let fire = self.plan.fires[self.edge_i][f];
-                    self.emit(fire.query, fire.partials, !cut, next_edge, next_edge, &mut em);
+                for fire in &plan.fires[self.edge_i] {
+                    self.emit(fire.query, fire.partials, !cut, next_edge, next_edge, em);
                 }
                 self.edge_i += 1;
-                if self.edge_i == self.plan.edges.len() {
+                if self.edge_i == plan.edges.len() {
                     self.edge_i = 0;
-                    self.period_start += self.plan.composite;
+                    self.period_start += plan.composite;
                 }
             }
         }
-        Ok(em.finish())
+        Ok(())
+    }
+
+    /// End of stream: the windows of the rows after the last slide edge.
+    pub fn flush_into(&mut self, em: &mut [Emit<M::Out>]) {
+        if self.flushed {
+            return;
+        }
+        self.flushed = true;
+        let shared = Arc::clone(&self.shared);
+        let last_edge = self.last_cut();
+        let tail = self.pos > last_edge;
+        if tail {
+            self.close_partial();
+        }
+        for (q, spec) in shared.specs.iter().enumerate() {
+            let (r, s) = (spec.range, spec.slide);
+            if self.pos % s == 0 {
+                continue; // its last window ended exactly here and was emitted
+            }
+            let edge = (self.pos / s + 1) * s;
+            if edge >= r && edge - r >= self.pos {
+                continue; // the tail lies in the gap of slide > range
+            }
+            let k = if edge < r { usize::MAX } else { (shared.plan.edges_between(edge - r, last_edge) + tail as u64) as usize };
+            let pos = self.pos;
+            self.emit(q, k, false, edge, pos, em);
+        }
+    }
+}
+
+impl<M, A> SharedWindowOp for SharedWindow<M, A>
+where
+    M: AggOp,
+    M::In: FromArrow,
+    M::Out: ToArrow,
+    A: FifoAggregator<M>,
+{
+    fn push(&mut self, values: &dyn Array, args: Option<&[i64]>) -> Result<Vec<WindowBatch>> {
+        if self.flushed {
+            return invalid!("this stream was flushed (end of stream); create a new one to push more rows");
+        }
+        let col = <M::In as FromArrow>::column(values)?;
+        let mut em = new_emit(self.shared.specs.len());
+        self.push_col(&col, args, &mut em)?;
+        Ok(finish_emit(em))
     }
 
     fn flush(&mut self) -> Result<Vec<WindowBatch>> {
-        let mut em = Emitted::new(self.specs.len());
-        if !self.flushed {
-            self.flushed = true;
-            let last_edge = self.last_cut();
-            let tail = self.pos > last_edge;
-            if tail {
-                self.close_partial();
-            }
-            for q in 0..self.specs.len() {
-                let (r, s) = (self.specs[q].range, self.specs[q].slide);
-                if self.pos % s == 0 {
-                    continue; // its last window ended exactly here and was emitted
-                }
-                let edge = (self.pos / s + 1) * s;
-                if edge >= r && edge - r >= self.pos {
-                    continue; // the tail lies in the gap of slide > range
-                }
-                let k = if edge < r {
-                    usize::MAX
-                } else {
-                    (self.plan.edges_between(edge - r, last_edge) + tail as u64) as usize
-                };
-                let pos = self.pos;
-                self.emit(q, k, false, edge, pos, &mut em);
-            }
-        }
-        Ok(em.finish())
+        let mut em = new_emit(self.shared.specs.len());
+        self.flush_into(&mut em);
+        Ok(finish_emit(em))
     }
 
     fn save(&self, out: &mut Vec<u8>) {

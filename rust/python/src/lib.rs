@@ -7,6 +7,7 @@
 //! arguments first; the checks here are a second line so that no bad call
 //! can reach a Rust panic.
 
+mod keyed;
 mod many;
 
 use std::sync::{Arc, Mutex};
@@ -687,6 +688,7 @@ fn _slidewise(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<late::LateStream>()?;
     m.add_class::<RawAggregator>()?;
     optimizer::register(m)?;
+    keyed::register(m)?;
     m.add("AGGS", AggKind::ALL.map(|a| a.name()).to_vec())?;
     m.add("ALGORITHMS", Algorithm::ALL.map(|a| a.name()).to_vec())?;
     m.add("DTYPES", vec!["int32", "int64", "float32", "float64"])?;

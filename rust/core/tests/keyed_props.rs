@@ -1,0 +1,376 @@
+//! Keyed streams and keyed rolling equal running the unkeyed operator on
+//! each key's rows alone: random key streams (int and string keys), random
+//! batch cuts, shared plans of several queries, every algorithm, nulls and
+//! NaN; a checkpoint taken mid-stream continues with the same results.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, Float64Array, Int64Array, StringArray};
+use proptest::prelude::*;
+use slidewise_core::engine::{AggKind, DType};
+use slidewise_core::fifo::Algorithm;
+use slidewise_core::keyed::{
+    build_keyed_count, build_keyed_time, load_keyed_count, load_keyed_time, partition, rolling_keyed_dyn, rolling_many_keyed_dyn,
+    rolling_time_keyed_dyn, KeyedWindowOp,
+};
+use slidewise_core::rolling::rolling_dyn;
+use slidewise_core::time_window::{build_time, rolling_time_dyn, TimeSpec};
+use slidewise_core::partial::Slicing;
+use slidewise_core::window::{build_shared_with, CountSpec};
+
+fn column(xs: &[Option<f64>]) -> ArrayRef {
+    Arc::new(Float64Array::from(xs.to_vec()))
+}
+
+fn key_column(ks: &[u8], strings: bool) -> ArrayRef {
+    if strings {
+        Arc::new(StringArray::from(ks.iter().map(|k| format!("k{k}")).collect::<Vec<_>>()))
+    } else {
+        Arc::new(Int64Array::from(ks.iter().map(|&k| k as i64 * 1_000_003 - 7).collect::<Vec<_>>()))
+    }
+}
+
+fn key_name(a: &dyn Array, i: usize) -> String {
+    if let Some(s) = a.as_any().downcast_ref::<StringArray>() {
+        s.value(i).to_string()
+    } else {
+        a.as_any().downcast_ref::<Int64Array>().unwrap().value(i).to_string()
+    }
+}
+
+fn same(a: &dyn Array, b: &dyn Array) -> bool {
+    if let (Some(x), Some(y)) = (a.as_any().downcast_ref::<Float64Array>(), b.as_any().downcast_ref::<Float64Array>()) {
+        return x.len() == y.len()
+            && (0..x.len()).all(|i| match (x.is_valid(i), y.is_valid(i)) {
+                (false, false) => true,
+                (true, true) => {
+                    let (p, q) = (x.value(i), y.value(i));
+                    (p.is_nan() && q.is_nan()) || p == q || (p - q).abs() <= 1e-9 * p.abs().max(q.abs())
+                }
+                _ => false,
+            });
+    }
+    a.to_data() == b.to_data()
+}
+
+fn values(max: usize) -> impl Strategy<Value = Vec<Option<f64>>> {
+    prop::collection::vec(
+        prop_oneof![
+            10 => (-50i32..50).prop_map(|x| Some(x as f64)),
+            1 => Just(Some(f64::NAN)),
+            1 => Just(None),
+        ],
+        0..max,
+    )
+}
+
+/// One window: (start, end, value as a 1-row array).
+type Win = (i64, i64, ArrayRef);
+
+/// Per query, per key name: the windows in emission order.
+type ByKey = Vec<HashMap<String, Vec<Win>>>;
+
+fn collect(out: &mut ByKey, res: Vec<slidewise_core::keyed::KeyedBatch>) {
+    for (q, b) in res.into_iter().enumerate() {
+        for i in 0..b.keys.len() {
+            out[q].entry(key_name(b.keys.as_ref(), i)).or_default().push((
+                b.windows.start[i],
+                b.windows.end[i],
+                b.windows.values.slice(i, 1),
+            ));
+        }
+    }
+}
+
+/// Push `rows` cut at `cuts`, saving and restoring (under `algo2`) after
+/// batch `save_at`; `load` rebuilds the operator from bytes.
+fn run_keyed(
+    op: &mut Box<dyn KeyedWindowOp>,
+    keys: &ArrayRef,
+    xs: &ArrayRef,
+    ts: Option<&ArrayRef>,
+    cuts: &[usize],
+    save_at: usize,
+    load: &dyn Fn(&[u8]) -> Box<dyn KeyedWindowOp>,
+    queries: usize,
+) -> ByKey {
+    let mut out: ByKey = vec![HashMap::new(); queries];
+    let mut prev = 0;
+    for (bi, &c) in cuts.iter().chain(std::iter::once(&xs.len())).enumerate() {
+        let c = c.clamp(prev, xs.len());
+        let (k, v) = (keys.slice(prev, c - prev), xs.slice(prev, c - prev));
+        let t = ts.map(|t| t.slice(prev, c - prev));
+        collect(&mut out, op.push(k.as_ref(), v.as_ref(), t.as_deref(), None).unwrap());
+        if bi == save_at {
+            let mut bytes = Vec::new();
+            op.save(&mut bytes);
+            *op = load(&bytes);
+        }
+        prev = c;
+    }
+    collect(&mut out, op.flush().unwrap());
+    out
+}
+
+fn compare(got: &ByKey, want: &ByKey) -> Result<(), TestCaseError> {
+    for (q, (g, w)) in got.iter().zip(want).enumerate() {
+        let mut gk: Vec<_> = g.keys().collect();
+        let mut wk: Vec<_> = w.keys().filter(|k| !w[*k].is_empty()).collect();
+        gk.sort();
+        wk.sort();
+        prop_assert_eq!(&gk, &wk, "query {} keys", q);
+        for k in gk {
+            let (a, b) = (&g[k], &w[k]);
+            prop_assert_eq!(a.len(), b.len(), "query {} key {}", q, k);
+            for (x, y) in a.iter().zip(b) {
+                prop_assert_eq!((x.0, x.1), (y.0, y.1), "query {} key {}", q, k);
+                prop_assert!(same(x.2.as_ref(), y.2.as_ref()), "query {} key {}: {:?} vs {:?}", q, k, x.2, y.2);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Rows of each key, in input order.
+fn rows_of(ks: &[u8]) -> HashMap<u8, Vec<usize>> {
+    let mut m: HashMap<u8, Vec<usize>> = HashMap::new();
+    for (i, &k) in ks.iter().enumerate() {
+        m.entry(k).or_default().push(i);
+    }
+    m
+}
+
+fn take_f64(xs: &[Option<f64>], rows: &[usize]) -> Vec<Option<f64>> {
+    rows.iter().map(|&i| xs[i]).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+    #[test]
+    fn keyed_count_windows_equal_each_key_alone(
+        (ks, xs) in values(300).prop_flat_map(|xs| (prop::collection::vec(0u8..6, xs.len()), Just(xs))),
+        qs in prop::collection::vec((1u64..12, 1u64..5), 1..4),
+        mut cuts in prop::collection::vec(0usize..300, 0..6),
+        save_at in 0usize..7,
+        algo in prop::sample::select(Algorithm::ALL.to_vec()),
+        algo2 in prop::sample::select(Algorithm::ALL.to_vec()),
+        agg in prop::sample::select(vec![AggKind::Sum, AggKind::Max, AggKind::ArgMin, AggKind::Collect, AggKind::Std]),
+        strings in any::<bool>(),
+        min_periods in 0u64..3,
+        slicing in prop::sample::select(Slicing::ALL.to_vec()),
+    ) {
+        cuts.sort();
+        let specs: Vec<CountSpec> =
+            qs.iter().map(|&(range, slide)| CountSpec { agg, range, slide, min_periods: min_periods.min(range) }).collect();
+        let Ok(mut op) = build_keyed_count(&specs, DType::F64, algo, slicing) else { return Ok(()) };
+        let load = |b: &[u8]| {
+            let mut inp = b;
+            let a2 = if algo2 == Algorithm::Soe { algo } else { algo2 };
+            let op = load_keyed_count(&specs, DType::F64, a2, slicing, &mut inp).unwrap();
+            assert!(inp.is_empty());
+            op
+        };
+        let got = run_keyed(&mut op, &key_column(&ks, strings), &column(&xs), None, &cuts, save_at, &load, specs.len());
+        let mut want: ByKey = vec![HashMap::new(); specs.len()];
+        for (k, rows) in rows_of(&ks) {
+            let name = key_name(key_column(&[k], strings).as_ref(), 0);
+            let mut one = build_shared_with(&specs, DType::F64, Algorithm::Recalc, slicing).unwrap();
+            let mut res = one.push(&column(&take_f64(&xs, &rows)), None).unwrap();
+            for (r, f) in res.iter_mut().zip(one.flush().unwrap()) {
+                r.start.extend(f.start);
+                r.end.extend(f.end);
+                r.values = arrow_select::concat::concat(&[r.values.as_ref(), f.values.as_ref()]).unwrap();
+            }
+            for (q, r) in res.into_iter().enumerate() {
+                let v = want[q].entry(name.clone()).or_default();
+                for i in 0..r.start.len() {
+                    v.push((r.start[i], r.end[i], r.values.slice(i, 1)));
+                }
+            }
+        }
+        compare(&got, &want)?;
+    }
+
+    #[test]
+    fn keyed_time_windows_equal_each_key_alone(
+        rows in prop::collection::vec((0u8..5, 0i64..4, prop_oneof![8 => (-20i32..20).prop_map(|x| Some(x as f64)), 1 => Just(None), 1 => Just(Some(f64::NAN))]), 0..250),
+        qs in prop::collection::vec((1i64..12, 1i64..6), 1..3),
+        mut cuts in prop::collection::vec(0usize..250, 0..5),
+        save_at in 0usize..6,
+        algo in prop::sample::select(Algorithm::ALL.to_vec()),
+        agg in prop::sample::select(vec![AggKind::Sum, AggKind::Max, AggKind::Count, AggKind::Mean]),
+        strings in any::<bool>(),
+    ) {
+        cuts.sort();
+        // Per key non-decreasing times; keys interleave out of time order.
+        let mut clock: HashMap<u8, i64> = HashMap::new();
+        let ks: Vec<u8> = rows.iter().map(|r| r.0).collect();
+        let ts: Vec<i64> = rows.iter().map(|&(k, dt, _)| {
+            let c = clock.entry(k).or_insert(k as i64 * 7 - 10);
+            *c += dt;
+            *c
+        }).collect();
+        let xs: Vec<Option<f64>> = rows.iter().map(|r| r.2).collect();
+        let specs: Vec<TimeSpec> = qs.iter().map(|&(range, slide)| TimeSpec { agg, range, slide, min_periods: 0 }).collect();
+        let Ok(mut op) = build_keyed_time(&specs, DType::F64, algo) else { return Ok(()) };
+        let load = |b: &[u8]| {
+            let mut inp = b;
+            load_keyed_time(&specs, DType::F64, algo, &mut inp).unwrap()
+        };
+        let tcol: ArrayRef = Arc::new(Int64Array::from(ts.clone()));
+        let got = run_keyed(&mut op, &key_column(&ks, strings), &column(&xs), Some(&tcol), &cuts, save_at, &load, specs.len());
+        let mut want: ByKey = vec![HashMap::new(); specs.len()];
+        for (k, rows) in rows_of(&ks) {
+            let name = key_name(key_column(&[k], strings).as_ref(), 0);
+            let mut one = build_time(&specs, DType::F64, Algorithm::Recalc).unwrap();
+            let kts: ArrayRef = Arc::new(Int64Array::from(rows.iter().map(|&i| ts[i]).collect::<Vec<_>>()));
+            let mut res = one.push(&column(&take_f64(&xs, &rows)), kts.as_ref()).unwrap();
+            for (r, f) in res.iter_mut().zip(one.flush().unwrap()) {
+                r.start.extend(f.start);
+                r.end.extend(f.end);
+                r.values = arrow_select::concat::concat(&[r.values.as_ref(), f.values.as_ref()]).unwrap();
+            }
+            for (q, r) in res.into_iter().enumerate() {
+                let v = want[q].entry(name.clone()).or_default();
+                for i in 0..r.start.len() {
+                    v.push((r.start[i], r.end[i], r.values.slice(i, 1)));
+                }
+            }
+        }
+        compare(&got, &want)?;
+    }
+
+    #[test]
+    fn keyed_rolling_equals_each_key_alone(
+        (ks, xs) in values(400).prop_flat_map(|xs| (prop::collection::vec(0u8..8, xs.len()), Just(xs))),
+        window in 1usize..20,
+        mp in prop::option::of(0usize..4),
+        agg in prop::sample::select(vec![AggKind::Sum, AggKind::Mean, AggKind::Max, AggKind::Min, AggKind::Count,
+                                          AggKind::Std, AggKind::ArgMax, AggKind::Collect, AggKind::Range]),
+        strings in any::<bool>(),
+    ) {
+        let mp = mp.map(|m| m.min(window));
+        let got = rolling_keyed_dyn(key_column(&ks, strings).as_ref(), column(&xs).as_ref(), window, agg, mp, Algorithm::Auto).unwrap();
+        prop_assert_eq!(got.len(), xs.len());
+        for (_, rows) in rows_of(&ks) {
+            let w = window.min(rows.len());
+            let alone = if mp.is_some_and(|m| m > w) {
+                arrow_array::new_null_array(got.data_type(), rows.len())
+            } else {
+                rolling_dyn(column(&take_f64(&xs, &rows)).as_ref(), w, agg, mp, Algorithm::Auto).unwrap()
+            };
+            for (j, &i) in rows.iter().enumerate() {
+                let mut want = alone.slice(j, 1);
+                if agg == AggKind::ArgMax {
+                    // positions within the key map to input rows
+                    let a = want.as_any().downcast_ref::<Int64Array>().unwrap();
+                    want = Arc::new(a.iter().map(|p| p.map(|p| rows[p as usize] as i64)).collect::<Int64Array>());
+                }
+                prop_assert!(same(got.slice(i, 1).as_ref(), want.as_ref()), "row {}: {:?} vs {:?}", i, got.slice(i, 1), want);
+            }
+        }
+    }
+
+    #[test]
+    fn keyed_rolling_many_equals_keyed_rolling_per_window(
+        (ks, xs) in values(400).prop_flat_map(|xs| (prop::collection::vec(0u8..8, xs.len()), Just(xs))),
+        windows in prop::collection::vec(1usize..40, 1..5),
+        mp in prop::option::of(0usize..4),
+        agg in prop::sample::select(vec![AggKind::Max, AggKind::Min, AggKind::Sum, AggKind::ArgMin, AggKind::Count]),
+        strings in any::<bool>(),
+    ) {
+        let mp = mp.map(|m| m.min(*windows.iter().min().unwrap()));
+        let (k, v) = (key_column(&ks, strings), column(&xs));
+        let got = rolling_many_keyed_dyn(k.as_ref(), v.as_ref(), &windows, agg, mp, Algorithm::Auto).unwrap();
+        prop_assert_eq!(got.len(), windows.len());
+        for (&w, g) in windows.iter().zip(&got) {
+            let want = rolling_keyed_dyn(k.as_ref(), v.as_ref(), w, agg, mp, Algorithm::Auto).unwrap();
+            prop_assert!(same(g.as_ref(), want.as_ref()), "window {}: {:?} vs {:?}", w, g, want);
+        }
+    }
+
+    #[test]
+    fn keyed_time_rolling_equals_each_key_alone(
+        rows in prop::collection::vec((0u8..5, 0i64..4, prop_oneof![8 => (-20i32..20).prop_map(|x| Some(x as f64)), 1 => Just(None)]), 0..300),
+        range in 1i64..15,
+        agg in prop::sample::select(vec![AggKind::Sum, AggKind::Max, AggKind::Count, AggKind::Var]),
+    ) {
+        let mut clock: HashMap<u8, i64> = HashMap::new();
+        let ks: Vec<u8> = rows.iter().map(|r| r.0).collect();
+        let ts: Vec<i64> = rows.iter().map(|&(k, dt, _)| { let c = clock.entry(k).or_insert(0); *c += dt; *c }).collect();
+        let xs: Vec<Option<f64>> = rows.iter().map(|r| r.2).collect();
+        let tcol: ArrayRef = Arc::new(Int64Array::from(ts.clone()));
+        let got = rolling_time_keyed_dyn(key_column(&ks, false).as_ref(), column(&xs).as_ref(), tcol.as_ref(), range, agg, None, Algorithm::Auto).unwrap();
+        for (_, rows) in rows_of(&ks) {
+            let kts = Int64Array::from(rows.iter().map(|&i| ts[i]).collect::<Vec<_>>());
+            let alone = rolling_time_dyn(column(&take_f64(&xs, &rows)).as_ref(), &kts, range, agg, None, Algorithm::Auto).unwrap();
+            for (j, &i) in rows.iter().enumerate() {
+                prop_assert!(same(got.slice(i, 1).as_ref(), alone.slice(j, 1).as_ref()));
+            }
+        }
+    }
+
+    #[test]
+    fn partition_is_stable_and_complete(ids in prop::collection::vec(0u32..50, 0..300)) {
+        let mut slot = Vec::new();
+        let p = partition(&ids, &mut slot);
+        prop_assert!(slot.iter().all(|&s| s == 0));
+        let mut seen = vec![false; ids.len()];
+        for s in 0..p.seg_key.len() {
+            let seg = &p.perm[p.bounds[s]..p.bounds[s + 1]];
+            prop_assert!(seg.windows(2).all(|w| w[0] < w[1]), "stable");
+            for &i in seg {
+                prop_assert_eq!(ids[i as usize], p.seg_key[s]);
+                seen[i as usize] = true;
+            }
+        }
+        prop_assert!(seen.iter().all(|&x| x));
+        // segments in order of each key's first row
+        let firsts: Vec<u32> = (0..p.seg_key.len()).map(|s| p.perm[p.bounds[s]]).collect();
+        prop_assert!(firsts.windows(2).all(|w| w[0] < w[1]));
+    }
+}
+
+#[test]
+fn null_keys_and_bad_key_types_are_refused() {
+    let specs = [CountSpec { agg: AggKind::Sum, range: 3, slide: 1, min_periods: 0 }];
+    let mut op = build_keyed_count(&specs, DType::F64, Algorithm::Auto, Slicing::Pairs).unwrap();
+    let keys: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), None, Some(2)]));
+    let e = op.push(keys.as_ref(), column(&[Some(1.0); 3]).as_ref(), None, None).unwrap_err();
+    assert!(e.to_string().contains("key of row 1 is null"), "{e}");
+    let fkeys: ArrayRef = Arc::new(Float64Array::from(vec![1.0, 2.0]));
+    let e = op.push(fkeys.as_ref(), column(&[Some(1.0); 2]).as_ref(), None, None).unwrap_err();
+    assert!(matches!(e, slidewise_core::Error::Type(_)), "{e}");
+    // fixed by the first batch: ints, then strings is a type error
+    op.push(Arc::new(Int64Array::from(vec![1, 2])).as_ref(), column(&[Some(1.0); 2]).as_ref(), None, None).unwrap();
+    let e = op.push(key_column(&[1], true).as_ref(), column(&[Some(1.0)]).as_ref(), None, None).unwrap_err();
+    assert!(e.to_string().contains("changed type"), "{e}");
+}
+
+#[test]
+fn time_order_is_per_key_and_errors_name_the_first_row() {
+    let specs = [TimeSpec { agg: AggKind::Sum, range: 5, slide: 5, min_periods: 0 }];
+    let mut op = build_keyed_time(&specs, DType::F64, Algorithm::Auto).unwrap();
+    let keys = Int64Array::from(vec![1, 2, 1, 2, 1]);
+    // key 2 is behind key 1 in time: fine
+    let ts = Int64Array::from(vec![10, 3, 11, 4, 12]);
+    op.push(&keys, column(&[Some(1.0); 5]).as_ref(), Some(&ts), None).unwrap();
+    // key 2 goes back in time at row 3 (row 4 for key 1 too): row 3 is named
+    let ts = Int64Array::from(vec![13, 5, 14, 4, 11]);
+    let e = op.push(&keys, column(&[Some(1.0); 5]).as_ref(), Some(&ts), None).unwrap_err();
+    assert!(e.to_string().contains("row 3 (key 2) has time 4, after 5"), "{e}");
+    // the refused batch changed nothing: the same rows in order succeed
+    let ts = Int64Array::from(vec![13, 5, 14, 6, 15]);
+    let pushed = op.push(&keys, column(&[Some(1.0); 5]).as_ref(), Some(&ts), None).unwrap();
+    let flushed = op.flush().unwrap();
+    // Every one of the 10 accepted rows is in exactly one (tumbling) window:
+    // this push closes key 1's [10, 15) (5 rows) and key 2's [0, 5) (2 rows),
+    // the flush key 1's [15, 20) (1 row) and key 2's [5, 10) (2 rows).
+    let total = |b: &slidewise_core::keyed::KeyedBatch| {
+        b.windows.values.as_any().downcast_ref::<Float64Array>().unwrap().values().iter().sum::<f64>()
+    };
+    assert_eq!(total(&pushed[0]), 7.0);
+    assert_eq!(total(&flushed[0]), 3.0);
+}
