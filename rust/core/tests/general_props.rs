@@ -9,6 +9,9 @@
 
 use std::collections::BTreeMap;
 
+mod common;
+
+use common::{every_op, value, xorshift, Close, FromF64, PerOp};
 use proptest::prelude::*;
 use slidewise_core::engine::AggKind;
 use slidewise_core::general::{build, LateAlgorithm};
@@ -26,224 +29,118 @@ enum Step {
     Bulk(Vec<(Option<usize>, (f64, bool))>),
 }
 
-/// Values with ties, negatives, NaN, infinities and nulls (the bool).
-fn value() -> impl Strategy<Value = (f64, bool)> {
-    let v = prop_oneof![
-        8 => (-20i32..20).prop_map(|x| x as f64),
-        2 => -1e6f64..1e6,
-        1 => Just(f64::NAN),
-        1 => Just(f64::INFINITY),
-        1 => Just(f64::NEG_INFINITY),
-        1 => Just(-0.0),
-    ];
-    (v, prop::bool::weighted(0.9))
-}
-
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        6 => ((0u64..3).prop_map(|g| if g == 2 { 1 } else { 0 }), value()).prop_map(|(g, v)| Step::Append(g, v)),
-        4 => (any::<usize>(), value()).prop_map(|(c, v)| Step::Late(c, v)),
-        1 => (any::<usize>(), value()).prop_map(|(c, v)| Step::Set(c, v)),
+        6 => ((0u64..3).prop_map(|g| if g == 2 { 1 } else { 0 }), value(false, 0.9)).prop_map(|(g, v)| Step::Append(g, v)),
+        4 => (any::<usize>(), value(false, 0.9)).prop_map(|(c, v)| Step::Late(c, v)),
+        1 => (any::<usize>(), value(false, 0.9)).prop_map(|(c, v)| Step::Set(c, v)),
         1 => any::<usize>().prop_map(Step::Evict),
         3 => (0u64..5).prop_map(Step::EvictUpto),
         3 => Just(Step::Query),
-        1 => prop::collection::vec((prop::option::weighted(0.6, any::<usize>()), value()), 0..40).prop_map(Step::Bulk),
+        1 => prop::collection::vec((prop::option::weighted(0.6, any::<usize>()), value(false, 0.9)), 0..40).prop_map(Step::Bulk),
     ]
 }
 
-trait Close {
-    fn close(&self, o: &Self) -> bool;
-}
-fn fclose(a: f64, b: f64) -> bool {
-    (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-300)
-}
-impl Close for f64 {
-    fn close(&self, o: &f64) -> bool {
-        fclose(*self, *o)
-    }
-}
-impl Close for f32 {
-    fn close(&self, o: &f32) -> bool {
-        fclose(*self as f64, *o as f64)
-    }
-}
-impl Close for i64 {
-    fn close(&self, o: &i64) -> bool {
-        self == o
-    }
-}
-impl Close for i32 {
-    fn close(&self, o: &i32) -> bool {
-        self == o
-    }
-}
-impl<T: Close> Close for Vec<T> {
-    fn close(&self, o: &Vec<T>) -> bool {
-        self.len() == o.len() && self.iter().zip(o).all(|(a, b)| a.close(b))
-    }
-}
-impl<T: Close> Close for Option<T> {
-    fn close(&self, o: &Option<T>) -> bool {
-        match (self, o) {
-            (None, None) => true,
-            (Some(a), Some(b)) => a.close(b),
-            _ => false,
-        }
-    }
-}
-
-/// Converts a generated value to the operation's input dtype.
-trait FromF64: Copy {
-    fn from_f64(x: f64) -> Self;
-}
-impl FromF64 for f64 {
-    fn from_f64(x: f64) -> f64 {
-        x
-    }
-}
-impl FromF64 for f32 {
-    fn from_f64(x: f64) -> f32 {
-        x as f32
-    }
-}
-impl FromF64 for i64 {
-    fn from_f64(x: f64) -> i64 {
-        if x.is_finite() { x as i64 } else { 7 }
-    }
-}
-impl FromF64 for i32 {
-    fn from_f64(x: f64) -> i32 {
-        if x.is_finite() { (x as i64 % 100_000) as i32 } else { -7 }
-    }
-}
-
-fn run<M>(steps: &[Step]) -> Result<(), TestCaseError>
-where
-    M: AggOp,
-    M::In: FromF64,
-    M::Out: Close,
-{
-    for algo in LateAlgorithm::ALL {
-        if algo.check::<M>().is_err() {
-            prop_assert!(build::<M>(algo, 8).is_err());
-            continue;
-        }
-        let mut model: BTreeMap<u64, M::Agg> = BTreeMap::new();
-        let mut end = 0u64;
-        let mut got = build::<M>(algo, 8).unwrap();
-        let mut pos = 0i64;
-        let mut lift = |(x, ok): (f64, bool)| {
-            pos += 1;
-            if ok { M::lift(M::In::from_f64(x), pos) } else { M::identity() }
-        };
-        let pick = |model: &BTreeMap<u64, M::Agg>, c: usize| -> Option<u64> {
-            (!model.is_empty()).then(|| *model.keys().nth(c % model.len()).unwrap())
-        };
-        for (i, s) in steps.iter().enumerate() {
-            let ctx = || format!("{} on {} at step {i} ({s:?})", algo.name(), M::NAME);
-            match s {
-                Step::Append(gap, v) => {
-                    let id = end + gap;
-                    let p = lift(*v);
-                    model.insert(id, p.clone());
-                    end = id + 1;
-                    got.insert(id, p).unwrap();
-                }
-                Step::Late(c, v) => {
-                    if let Some(id) = pick(&model, *c) {
-                        let p = lift(*v);
-                        M::combine_into(model.get_mut(&id).unwrap(), &p);
-                        prop_assert!(got.insert(id, p).is_ok(), "{}", ctx());
-                    }
-                }
-                Step::Set(c, v) => {
-                    if let Some(id) = pick(&model, *c) {
+impl PerOp for [Step] {
+    /// Every algorithm against the map model over these steps.
+    fn run<M>(&self) -> Result<(), TestCaseError>
+    where
+        M: AggOp,
+        M::In: FromF64,
+        M::Out: Close,
+    {
+        for algo in LateAlgorithm::ALL {
+            if algo.check::<M>().is_err() {
+                prop_assert!(build::<M>(algo, 8).is_err());
+                continue;
+            }
+            let mut model: BTreeMap<u64, M::Agg> = BTreeMap::new();
+            let mut end = 0u64;
+            let mut got = build::<M>(algo, 8).unwrap();
+            let mut pos = 0i64;
+            let mut lift = |(x, ok): (f64, bool)| {
+                pos += 1;
+                if ok { M::lift(M::In::from_f64(x), pos) } else { M::identity() }
+            };
+            let pick = |model: &BTreeMap<u64, M::Agg>, c: usize| -> Option<u64> {
+                (!model.is_empty()).then(|| *model.keys().nth(c % model.len()).unwrap())
+            };
+            for (i, s) in self.iter().enumerate() {
+                let ctx = || format!("{} on {} at step {i} ({s:?})", algo.name(), M::NAME);
+                match s {
+                    Step::Append(gap, v) => {
+                        let id = end + gap;
                         let p = lift(*v);
                         model.insert(id, p.clone());
-                        prop_assert!(got.bulk_set(&[(id, p)]).is_ok(), "{}", ctx());
+                        end = id + 1;
+                        got.insert(id, p).unwrap();
+                    }
+                    Step::Late(c, v) => {
+                        if let Some(id) = pick(&model, *c) {
+                            let p = lift(*v);
+                            M::combine_into(model.get_mut(&id).unwrap(), &p);
+                            prop_assert!(got.insert(id, p).is_ok(), "{}", ctx());
+                        }
+                    }
+                    Step::Set(c, v) => {
+                        if let Some(id) = pick(&model, *c) {
+                            let p = lift(*v);
+                            model.insert(id, p.clone());
+                            prop_assert!(got.bulk_set(&[(id, p)]).is_ok(), "{}", ctx());
+                        }
+                    }
+                    Step::Evict(c) => {
+                        if let Some(id) = pick(&model, *c) {
+                            model.remove(&id);
+                            got.evict(id);
+                        }
+                    }
+                    Step::EvictUpto(k) => {
+                        let id = model.keys().next().map_or(end, |f| f + k);
+                        model.retain(|&x, _| x >= id);
+                        got.evict_upto(id);
+                    }
+                    Step::Query => {
+                        let a = M::lower(&slidewise_core::monoid::fold::<M>(&model.values().cloned().collect::<Vec<_>>()));
+                        let b = M::lower(&got.query());
+                        prop_assert!(a.close(&b), "{}: naive {:?} vs {:?}", ctx(), a, b);
+                    }
+                    Step::Bulk(ups) => {
+                        let mut batch = Vec::new();
+                        for (c, v) in ups {
+                            let p = lift(*v);
+                            let id = match c.and_then(|c| pick(&model, c)) {
+                                Some(id) => {
+                                    M::combine_into(model.get_mut(&id).unwrap(), &p);
+                                    id
+                                }
+                                None => {
+                                    model.insert(end, p.clone());
+                                    end += 1;
+                                    end - 1
+                                }
+                            };
+                            batch.push((id, p));
+                        }
+                        prop_assert!(got.bulk_insert(&batch).is_ok(), "{}", ctx());
                     }
                 }
-                Step::Evict(c) => {
-                    if let Some(id) = pick(&model, *c) {
-                        model.remove(&id);
-                        got.evict(id);
-                    }
-                }
-                Step::EvictUpto(k) => {
-                    let id = model.keys().next().map_or(end, |f| f + k);
-                    model.retain(|&x, _| x >= id);
-                    got.evict_upto(id);
-                }
-                Step::Query => {
-                    let a = M::lower(&slidewise_core::monoid::fold::<M>(&model.values().cloned().collect::<Vec<_>>()));
-                    let b = M::lower(&got.query());
-                    prop_assert!(a.close(&b), "{}: naive {:?} vs {:?}", ctx(), a, b);
-                }
-                Step::Bulk(ups) => {
-                    let mut batch = Vec::new();
-                    for (c, v) in ups {
-                        let p = lift(*v);
-                        let id = match c.and_then(|c| pick(&model, c)) {
-                            Some(id) => {
-                                M::combine_into(model.get_mut(&id).unwrap(), &p);
-                                id
-                            }
-                            None => {
-                                model.insert(end, p.clone());
-                                end += 1;
-                                end - 1
-                            }
-                        };
-                        batch.push((id, p));
-                    }
-                    prop_assert!(got.bulk_insert(&batch).is_ok(), "{}", ctx());
+                prop_assert_eq!(model.len(), got.len(), "{}: len", ctx());
+            }
+            let a = M::lower(&slidewise_core::monoid::fold::<M>(&model.values().cloned().collect::<Vec<_>>()));
+            let b = M::lower(&got.query());
+            prop_assert!(a.close(&b), "{} on {} at the end: naive {:?} vs {:?}", algo.name(), M::NAME, a, b);
+            let keys: Vec<u64> = got.contents().iter().map(|c| c.0).collect();
+            prop_assert_eq!(keys, model.keys().copied().collect::<Vec<_>>());
+            // An absent slot below the end is refused, never silently created.
+            if let Some(&last) = model.keys().next_back() {
+                if !model.contains_key(&(last.wrapping_sub(1))) && last > 0 && got.end() > last - 1 {
+                    prop_assert!(got.insert(last - 1, M::identity()).is_err(), "{}: absent slot accepted", algo.name());
                 }
             }
-            prop_assert_eq!(model.len(), got.len(), "{}: len", ctx());
         }
-        let a = M::lower(&slidewise_core::monoid::fold::<M>(&model.values().cloned().collect::<Vec<_>>()));
-        let b = M::lower(&got.query());
-        prop_assert!(a.close(&b), "{} on {} at the end: naive {:?} vs {:?}", algo.name(), M::NAME, a, b);
-        let keys: Vec<u64> = got.contents().iter().map(|c| c.0).collect();
-        prop_assert_eq!(keys, model.keys().copied().collect::<Vec<_>>());
-        // An absent slot below the end is refused, never silently created.
-        if let Some(&last) = model.keys().next_back() {
-            if !model.contains_key(&(last.wrapping_sub(1))) && last > 0 && got.end() > last - 1 {
-                prop_assert!(got.insert(last - 1, M::identity()).is_err(), "{}: absent slot accepted", algo.name());
-            }
-        }
+        Ok(())
     }
-    Ok(())
-}
-
-fn all_ops<T>(steps: &[Step]) -> Result<(), TestCaseError>
-where
-    T: Num + FromF64 + arith::LiftSum + Close,
-    T::Wide: Close,
-{
-    for agg in AggKind::ALL {
-        match agg {
-            AggKind::Count => run::<Count<T>>(steps)?,
-            AggKind::Sum => run::<Sum<T>>(steps)?,
-            AggKind::Min => run::<Min<T>>(steps)?,
-            AggKind::Max => run::<Max<T>>(steps)?,
-            AggKind::Mean => run::<Mean<T>>(steps)?,
-            AggKind::Geomean => run::<Geomean<T>>(steps)?,
-            AggKind::MaxCount => run::<MaxCount<T>>(steps)?,
-            AggKind::MinCount => run::<MinCount<T>>(steps)?,
-            AggKind::Var => run::<Var<T, true, false>>(steps)?,
-            AggKind::Std => run::<Var<T, true, true>>(steps)?,
-            AggKind::VarPop => run::<Var<T, false, false>>(steps)?,
-            AggKind::StdPop => run::<Var<T, false, true>>(steps)?,
-            AggKind::ArgMax => run::<ArgMax<T>>(steps)?,
-            AggKind::ArgMin => run::<ArgMin<T>>(steps)?,
-            AggKind::Collect => run::<Collect<T>>(steps)?,
-            AggKind::First => run::<First<T>>(steps)?,
-            AggKind::Last => run::<Last<T>>(steps)?,
-            AggKind::Range => run::<Range<T>>(steps)?,
-        }
-    }
-    Ok(())
 }
 
 proptest! {
@@ -251,12 +148,12 @@ proptest! {
 
     #[test]
     fn general_f64(steps in prop::collection::vec(step(), 0..160)) {
-        all_ops::<f64>(&steps)?;
+        every_op::<f64, _>(&steps[..])?;
     }
 
     #[test]
     fn general_i64(steps in prop::collection::vec(step(), 0..160)) {
-        all_ops::<i64>(&steps)?;
+        every_op::<i64, _>(&steps[..])?;
     }
 }
 
@@ -271,12 +168,7 @@ fn sliding_with_late_partials_long() {
             let mut a: Box<dyn GeneralAggregator<M>> = build::<M>(algo, n).unwrap();
             let mut model: BTreeMap<u64, i64> = BTreeMap::new();
             let mut x = 12345u64;
-            let mut rnd = || {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x
-            };
+            let mut rnd = || xorshift(&mut x);
             for id in 0..2000u64 {
                 let v = (rnd() % 1000) as i64;
                 a.insert(id, M::lift(v, 0)).unwrap();
@@ -317,7 +209,7 @@ use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, Float32Array, Float64Array, Int32Array, Int64Array};
 use slidewise_core::engine::{DType, OutBuilder, ToArrow};
-use slidewise_core::late_window::{build_late, load_late};
+use slidewise_core::late_window::{build_late, load_late, LateRows};
 use slidewise_core::time_window::TimeSpec;
 
 #[derive(Clone, Debug)]
@@ -330,7 +222,7 @@ struct Stream {
 }
 
 fn stream() -> impl Strategy<Value = Stream> {
-    let rows = (prop::collection::vec((0i64..4, value()), 0..120), 0usize..12, any::<u64>()).prop_map(|(gaps, d, seed)| {
+    let rows = (prop::collection::vec((0i64..4, value(false, 0.9)), 0..120), 0usize..12, any::<u64>()).prop_map(|(gaps, d, seed)| {
         let mut t = -7i64;
         let mut rows: Vec<(i64, Option<f64>)> = gaps
             .into_iter()
@@ -342,10 +234,7 @@ fn stream() -> impl Strategy<Value = Stream> {
         // Shuffle within distance d.
         let mut s = seed | 1;
         for i in 0..rows.len() {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            let j = i + (s as usize) % (d + 1);
+            let j = i + (xorshift(&mut s) as usize) % (d + 1);
             if j < rows.len() {
                 rows.swap(i, j);
             }
@@ -384,6 +273,13 @@ fn same(a: &ArrayRef, b: &ArrayRef) -> bool {
 }
 
 use arrow_schema::DataType;
+
+/// The (time, value) pairs of late rows handed back, in order.
+fn late_rows(lr: LateRows) -> Vec<(i64, Option<f64>)> {
+    let tv = f64s(&lr.values);
+    let tt = lr.ts.as_any().downcast_ref::<Int64Array>().unwrap();
+    (0..tt.len()).map(|i| (tt.value(i), tv[i])).collect()
+}
 
 fn late_run<M>(agg: AggKind, st: &Stream) -> Result<(), TestCaseError>
 where
@@ -472,10 +368,7 @@ where
                 got[q].2.push(r.values);
             }
             if b % 2 == 0 {
-                let lr = op.take_late();
-                let tv = f64s(&lr.values);
-                let tt = lr.ts.as_any().downcast_ref::<Int64Array>().unwrap();
-                late_got.extend((0..tt.len()).map(|i| (tt.value(i), tv[i])));
+                late_got.extend(late_rows(op.take_late()));
             }
         }
         for (q, r) in op.flush().unwrap().into_iter().enumerate() {
@@ -483,10 +376,7 @@ where
             got[q].1.extend(r.end);
             got[q].2.push(r.values);
         }
-        let lr = op.take_late();
-        let tv = f64s(&lr.values);
-        let tt = lr.ts.as_any().downcast_ref::<Int64Array>().unwrap();
-        late_got.extend((0..tt.len()).map(|i| (tt.value(i), tv[i])));
+        late_got.extend(late_rows(op.take_late()));
         let c = op.counts();
         prop_assert_eq!(c.rows_in, n as u64, "{}", ctx("rows in"));
         prop_assert_eq!(c.rows_in, c.on_time + c.late, "{}", ctx("accounting"));

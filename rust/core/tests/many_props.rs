@@ -6,6 +6,8 @@
 //! the prefix rows cross boundaries on small columns. max / min are also
 //! checked bitwise against Recalc (the naive oracle).
 
+mod common;
+
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -13,52 +15,12 @@ use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
 use arrow_array::{Array, ArrayRef, PrimitiveArray};
 use arrow_buffer::{NullBuffer, ScalarBuffer};
 use arrow_schema::DataType;
+use common::{typed_column, value, xorshift};
 use proptest::prelude::*;
 use slidewise_core::engine::AggKind;
 use slidewise_core::fifo::Algorithm;
 use slidewise_core::rolling::{rolling_dyn, rolling_many_tuned, Tuning};
 
-fn value() -> impl Strategy<Value = (f64, bool)> {
-    let v = prop_oneof![
-        8 => (-20i32..20).prop_map(|x| x as f64),
-        2 => -1e6f64..1e6,
-        1 => Just(f64::NAN),
-        1 => Just(f64::INFINITY),
-        1 => Just(f64::NEG_INFINITY),
-        1 => Just(-0.0),
-        1 => Just(0.0),
-    ];
-    (v, prop::bool::weighted(0.85))
-}
-
-/// Build a column of the given dtype; null slots keep their (garbage) value.
-fn column(dt: &DataType, xs: &[(f64, bool)], with_nulls: bool) -> ArrayRef {
-    let nulls = with_nulls.then(|| NullBuffer::from(xs.iter().map(|x| x.1).collect::<Vec<bool>>()));
-    fn int(x: f64, m: i64) -> i64 {
-        if x.is_finite() { x as i64 % m } else { 7 }
-    }
-    match dt {
-        DataType::Float64 => Arc::new(PrimitiveArray::<Float64Type>::new(
-            ScalarBuffer::from(xs.iter().map(|x| x.0).collect::<Vec<f64>>()),
-            nulls,
-        )),
-        DataType::Float32 => Arc::new(PrimitiveArray::<Float32Type>::new(
-            ScalarBuffer::from(xs.iter().map(|x| x.0 as f32).collect::<Vec<f32>>()),
-            nulls,
-        )),
-        DataType::Int64 => Arc::new(PrimitiveArray::<Int64Type>::new(
-            ScalarBuffer::from(xs.iter().map(|x| int(x.0, i64::MAX)).collect::<Vec<i64>>()),
-            nulls,
-        )),
-        DataType::Int32 => Arc::new(PrimitiveArray::<Int32Type>::new(
-            ScalarBuffer::from(xs.iter().map(|x| int(x.0, 100_000) as i32).collect::<Vec<i32>>()),
-            nulls,
-        )),
-        _ => unreachable!(),
-    }
-}
-
-/// Row `i` of `a` and `b` agree (nulls, values, lists).
 /// Bits of row `i` (`None` when null).
 fn bits(a: &dyn Array, i: usize) -> Option<u64> {
     if a.is_null(i) {
@@ -91,7 +53,7 @@ proptest! {
 
     #[test]
     fn many_equals_each_window_alone(
-        xs in prop::collection::vec(value(), 0..2500),
+        xs in prop::collection::vec(value(true, 0.85), 0..2500),
         with_nulls in prop::bool::weighted(0.5),
         ws in windows(),
         mp_frac in prop::option::weighted(0.5, 0.0f64..=1.0),
@@ -103,7 +65,7 @@ proptest! {
         let mp = mp_frac.map(|f| (f * wmin as f64) as usize);
         let tuning = Tuning { chunk, threads };
         for dt in [DataType::Float64, DataType::Float32, DataType::Int64, DataType::Int32] {
-            let col = column(&dt, &xs, with_nulls);
+            let col = typed_column(&dt, &xs, with_nulls);
             for agg in [AggKind::Max, AggKind::Min, AggKind::Sum, AggKind::ArgMax] {
                 let got = rolling_many_tuned(&col, &ws, agg, mp, Algorithm::Auto, tuning).unwrap();
                 prop_assert_eq!(got.len(), ws.len());
@@ -129,12 +91,7 @@ fn many_long_column_default_tuning() {
     let n = 300_000;
     let mut s = 0x9E3779B97F4A7C15u64;
     let mut xs: Vec<f64> = (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 11) % 2001) as f64 - 1000.0
-        })
+        .map(|_| ((xorshift(&mut s) >> 11) % 2001) as f64 - 1000.0)
         .collect();
     for i in (150_000..160_000).step_by(97) {
         xs[i] = f64::NAN;

@@ -7,82 +7,21 @@
 //! grouping), except var whose Chan merge rounds per grouping (1e-9).
 //! Plus the paper's partials-per-window counts for each slicing.
 
-use std::sync::Arc;
+mod common;
 
-use arrow_array::{Array, ArrayRef, Float64Array, Int64Array};
+use arrow_array::{Array, ArrayRef, Float64Array};
+use common::{batch_ranges, f64_column, naive, nullable_values, same_approx};
 use proptest::prelude::*;
 use slidewise_core::engine::{AggKind, DType};
 use slidewise_core::fifo::Algorithm;
 use slidewise_core::partial::Slicing;
 use slidewise_core::plan::{SharedPlan, Slide};
-use slidewise_core::rolling::rolling_dyn;
 use slidewise_core::window::{build, build_shared_with, load_shared_with, CountSpec, SharedWindowOp};
-
-fn column(xs: &[Option<f64>]) -> ArrayRef {
-    Arc::new(Float64Array::from(xs.to_vec()))
-}
-
-/// The naive answer for every window: fold exactly the rows it covers with
-/// `rolling_dyn` semantics, by running a fresh stream over just those rows
-/// with range = slide = their count (one partial, no Pairs involved).
-fn naive(spec: &CountSpec, xs: &[Option<f64>], flush: bool) -> (Vec<i64>, Vec<i64>, Vec<ArrayRef>) {
-    let (r, s) = (spec.range as usize, spec.slide as usize);
-    let n = xs.len();
-    let mut ends: Vec<(usize, usize)> = (1..=n / s).map(|k| (k * s, k * s)).collect();
-    if flush && n % s != 0 && ((n / s + 1) * s).saturating_sub(r) < n {
-        ends.push(((n / s + 1) * s, n));
-    }
-    let (mut st, mut en, mut vals) = (vec![], vec![], vec![]);
-    for (edge, end) in ends {
-        let start = edge.saturating_sub(r);
-        let rows = &xs[start.min(end)..end];
-        // Recalc over exactly these rows, through the independent per-row
-        // path: the last row of a rolling window as long as the slice.
-        let v = if rows.is_empty() {
-            let mut w = build(&CountSpec { range: 1, slide: 1, ..spec.clone() }, DType::F64, Algorithm::Recalc).unwrap();
-            w.flush().unwrap();
-            let b = w.push(&column(&[None]), None);
-            assert!(b.is_err());
-            unreachable!("windows always cover at least one row")
-        } else {
-            let mp = (spec.min_periods > 0).then_some(spec.min_periods as usize);
-            let w = rows.len().max(spec.min_periods as usize);
-            let out = rolling_dyn(column(rows).as_ref(), w, spec.agg, mp, Algorithm::Recalc).unwrap();
-            let last = out.slice(rows.len() - 1, 1);
-            if spec.agg == AggKind::ArgMax {
-                // rolling reports positions within the slice
-                let a = last.as_any().downcast_ref::<Int64Array>().unwrap();
-                Arc::new(a.iter().map(|x| x.map(|p| p + start as i64)).collect::<Int64Array>()) as ArrayRef
-            } else {
-                last
-            }
-        };
-        st.push(start as i64);
-        en.push(end as i64);
-        vals.push(v);
-    }
-    (st, en, vals)
-}
-
-fn same(a: &dyn Array, b: &dyn Array) -> bool {
-    if let (Some(x), Some(y)) = (a.as_any().downcast_ref::<Float64Array>(), b.as_any().downcast_ref::<Float64Array>()) {
-        return x.len() == y.len()
-            && (0..x.len()).all(|i| match (x.is_valid(i), y.is_valid(i)) {
-                (false, false) => true,
-                (true, true) => {
-                    let (p, q) = (x.value(i), y.value(i));
-                    (p.is_nan() && q.is_nan()) || p == q || (p - q).abs() <= 1e-9 * p.abs().max(q.abs())
-                }
-                _ => false,
-            });
-    }
-    a.to_data() == b.to_data()
-}
 
 /// Exact equality except var/std (see the module comment).
 fn same_exact(agg: AggKind, a: &dyn Array, b: &dyn Array) -> bool {
     if matches!(agg, AggKind::Var | AggKind::Std) {
-        return same(a, b);
+        return same_approx(a, b);
     }
     if let (Some(x), Some(y)) = (a.as_any().downcast_ref::<Float64Array>(), b.as_any().downcast_ref::<Float64Array>()) {
         return x.len() == y.len()
@@ -92,17 +31,6 @@ fn same_exact(agg: AggKind, a: &dyn Array, b: &dyn Array) -> bool {
             });
     }
     a.to_data() == b.to_data()
-}
-
-fn values() -> impl Strategy<Value = Vec<Option<f64>>> {
-    prop::collection::vec(
-        prop_oneof![
-            10 => (-50i32..50).prop_map(|x| Some(x as f64)),
-            1 => Just(Some(f64::NAN)),
-            1 => Just(None),
-        ],
-        0..400,
-    )
 }
 
 type Windows = Vec<(Vec<i64>, Vec<i64>, Vec<ArrayRef>)>;
@@ -128,11 +56,9 @@ fn run(
             out[q].2.extend((0..b.values.len()).map(|i| b.values.slice(i, 1)));
         }
     };
-    let mut prev = 0;
-    for &c in cuts.iter().chain(std::iter::once(&xs.len())) {
-        let c = c.clamp(prev, xs.len());
-        take(w.push(&column(&xs[prev..c]), None).unwrap());
-        if restore_at == Some(c) {
+    for r in batch_ranges(cuts, xs.len()) {
+        take(w.push(&f64_column(&xs[r.clone()]), None).unwrap());
+        if restore_at == Some(r.end) {
             let mut bytes = Vec::new();
             w.save(&mut bytes);
             w = match load_shared_with(specs, DType::F64, algo2, slicing, &mut bytes.as_slice()) {
@@ -140,7 +66,6 @@ fn run(
                 Err(_) => load_shared_with(specs, DType::F64, Algorithm::Recalc, slicing, &mut bytes.as_slice()).unwrap(),
             };
         }
-        prev = c;
     }
     take(w.flush().unwrap());
     Some(out)
@@ -164,7 +89,7 @@ proptest! {
 
     #[test]
     fn every_slicing_equals_naive_and_pairs(
-        xs in values(),
+        xs in nullable_values(),
         qs in prop::collection::vec((1u64..50, 1u64..12), 1..5),
         mut cuts in prop::collection::vec(0usize..400, 0..5),
         algo in prop::sample::select(Algorithm::ALL.to_vec()),
@@ -188,7 +113,7 @@ proptest! {
                 prop_assert_eq!(&got[q].1, &nen, "{}", what);
                 prop_assert_eq!(got[q].2.len(), nvals.len(), "{}", what);
                 for (i, (a, b)) in got[q].2.iter().zip(&nvals).enumerate() {
-                    prop_assert!(same(a.as_ref(), b.as_ref()), "{} window {}: {:?} vs naive {:?}", what, i, a, b);
+                    prop_assert!(same_approx(a.as_ref(), b.as_ref()), "{} window {}: {:?} vs naive {:?}", what, i, a, b);
                 }
                 for (i, (a, b)) in got[q].2.iter().zip(&pairs[q].2).enumerate() {
                     prop_assert!(same_exact(agg, a.as_ref(), b.as_ref()), "{} window {}: {:?} vs pairs {:?}", what, i, a, b);

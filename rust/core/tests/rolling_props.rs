@@ -7,72 +7,28 @@
 //! Plus the exactness of the float sum kernel against exact window sums on
 //! a long column mixing 1e8 and 1e-3 magnitudes.
 
-use std::sync::Arc;
+mod common;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
-use arrow_array::{Array, ArrayRef, Float64Array, PrimitiveArray};
-use arrow_buffer::{NullBuffer, ScalarBuffer};
+use arrow_array::{Array, Float64Array};
 use arrow_schema::DataType;
+use common::{near, typed_column, value, xorshift};
 use proptest::prelude::*;
 use slidewise_core::engine::AggKind;
 use slidewise_core::fifo::Algorithm;
 use slidewise_core::rolling::rolling_dyn;
 
-fn value() -> impl Strategy<Value = (f64, bool)> {
-    let v = prop_oneof![
-        8 => (-20i32..20).prop_map(|x| x as f64),
-        2 => -1e6f64..1e6,
-        1 => Just(f64::NAN),
-        1 => Just(f64::INFINITY),
-        1 => Just(f64::NEG_INFINITY),
-        1 => Just(-0.0),
-        1 => Just(0.0),
-    ];
-    (v, prop::bool::weighted(0.85))
-}
-
 /// Columns of either mostly-valid or null-free rows, windows mostly up to
 /// 300 with some larger than the column, min_periods anywhere in range.
 fn case() -> impl Strategy<Value = (Vec<(f64, bool)>, bool, usize, Option<usize>)> {
     (
-        prop::collection::vec(value(), 0..700),
+        prop::collection::vec(value(true, 0.85), 0..700),
         prop::bool::weighted(0.6),
         prop_oneof![6 => 1usize..40, 3 => 1usize..300, 1 => 1usize..1200],
         prop::option::weighted(0.6, 0.0f64..=1.0),
     )
         .prop_map(|(xs, with_nulls, w, mp)| (xs, with_nulls, w, mp.map(|f| (f * w as f64) as usize)))
-}
-
-fn fclose(a: f64, b: f64) -> bool {
-    (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= 1e-9 * a.abs().max(b.abs())
-}
-
-/// Build a column of the given dtype; null slots keep their (garbage) value.
-fn column(dt: &DataType, xs: &[(f64, bool)], with_nulls: bool) -> ArrayRef {
-    let nulls = with_nulls.then(|| NullBuffer::from(xs.iter().map(|x| x.1).collect::<Vec<bool>>()));
-    fn int(x: f64, m: i64) -> i64 {
-        if x.is_finite() { x as i64 % m } else { 7 }
-    }
-    match dt {
-        DataType::Float64 => Arc::new(PrimitiveArray::<Float64Type>::new(
-            ScalarBuffer::from(xs.iter().map(|x| x.0).collect::<Vec<f64>>()),
-            nulls,
-        )),
-        DataType::Float32 => Arc::new(PrimitiveArray::<Float32Type>::new(
-            ScalarBuffer::from(xs.iter().map(|x| x.0 as f32).collect::<Vec<f32>>()),
-            nulls,
-        )),
-        DataType::Int64 => Arc::new(PrimitiveArray::<Int64Type>::new(
-            ScalarBuffer::from(xs.iter().map(|x| int(x.0, i64::MAX)).collect::<Vec<i64>>()),
-            nulls,
-        )),
-        DataType::Int32 => Arc::new(PrimitiveArray::<Int32Type>::new(
-            ScalarBuffer::from(xs.iter().map(|x| int(x.0, 100_000) as i32).collect::<Vec<i32>>()),
-            nulls,
-        )),
-        _ => unreachable!(),
-    }
 }
 
 /// Row `i` of `a` and `b` agree (nulls, values, lists).
@@ -86,11 +42,11 @@ fn same_row(a: &dyn Array, b: &dyn Array, i: usize) -> Result<(), String> {
     let ok = match a.data_type() {
         DataType::Float64 => {
             let (x, y) = (a.as_primitive::<Float64Type>().value(i), b.as_primitive::<Float64Type>().value(i));
-            fclose(x, y).then_some(()).ok_or(format!("{x:?} vs {y:?}"))
+            near(x, y, 0.0).then_some(()).ok_or(format!("{x:?} vs {y:?}"))
         }
         DataType::Float32 => {
             let (x, y) = (a.as_primitive::<Float32Type>().value(i), b.as_primitive::<Float32Type>().value(i));
-            fclose(x as f64, y as f64).then_some(()).ok_or(format!("{x:?} vs {y:?}"))
+            near(x as f64, y as f64, 0.0).then_some(()).ok_or(format!("{x:?} vs {y:?}"))
         }
         DataType::Int64 => {
             let (x, y) = (a.as_primitive::<Int64Type>().value(i), b.as_primitive::<Int64Type>().value(i));
@@ -115,7 +71,7 @@ fn same_row(a: &dyn Array, b: &dyn Array, i: usize) -> Result<(), String> {
 
 fn check(xs: &[(f64, bool)], with_nulls: bool, window: usize, mp: Option<usize>) -> Result<(), TestCaseError> {
     for dt in [DataType::Float64, DataType::Float32, DataType::Int64, DataType::Int32] {
-        let col = column(&dt, xs, with_nulls);
+        let col = typed_column(&dt, xs, with_nulls);
         for agg in AggKind::ALL {
             let got = rolling_dyn(&col, window, agg, mp, Algorithm::Auto).unwrap();
             let want = rolling_dyn(&col, window, agg, mp, Algorithm::Recalc).unwrap();
@@ -153,7 +109,7 @@ proptest! {
         window in 2usize..200,
     ) {
         let xs: Vec<(f64, bool)> = noise.iter().map(|&e| (1e9 + e as f64 * 1e-3, true)).collect();
-        let col = column(&DataType::Float64, &xs, false);
+        let col = typed_column(&DataType::Float64, &xs, false);
         for algo in [Algorithm::Auto, Algorithm::Recalc] {
             let got = rolling_dyn(&col, window, AggKind::VarPop, None, algo).unwrap();
             let got = got.as_primitive::<Float64Type>();
@@ -188,12 +144,7 @@ fn edge_cases() {
 fn exactness(n: usize, windows: &[usize]) {
     let scale = (1u64 << 20) as f64;
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = || xorshift(&mut state);
     let ms: Vec<i64> = (0..n)
         .map(|_| {
             let r = next();

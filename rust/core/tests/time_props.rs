@@ -3,10 +3,13 @@
 //! timestamps, several queries sharing a plan and random batch splits; per-row
 //! time rolling equals a brute-force pandas-style window.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, Float64Array, Int64Array};
+use common::batch_ranges;
 use proptest::prelude::*;
 use slidewise_core::engine::{AggKind, DType};
 use slidewise_core::fifo::Algorithm;
@@ -67,14 +70,11 @@ proptest! {
             let specs: Vec<TimeSpec> = qs.iter().map(|&(range, slide)| TimeSpec { agg, range, slide, min_periods: 0 }).collect();
             let mut w = build_time(&specs, DType::F64, algo).unwrap();
             let mut got: Vec<BTreeMap<(i64, i64), ArrayRef>> = vec![BTreeMap::new(); specs.len()];
-            let mut prev = 0;
             let mut batches = Vec::new();
-            for &c in cuts.iter().chain(std::iter::once(&rows.len())) {
-                let c = c.clamp(prev, rows.len());
-                let ts: ArrayRef = Arc::new(Int64Array::from(rows[prev..c].iter().map(|r| r.0).collect::<Vec<_>>()));
-                let vs: ArrayRef = Arc::new(Float64Array::from(rows[prev..c].iter().map(|r| r.1).collect::<Vec<_>>()));
+            for part in batch_ranges(&cuts, rows.len()) {
+                let ts: ArrayRef = Arc::new(Int64Array::from(rows[part.clone()].iter().map(|r| r.0).collect::<Vec<_>>()));
+                let vs: ArrayRef = Arc::new(Float64Array::from(rows[part].iter().map(|r| r.1).collect::<Vec<_>>()));
                 batches.push(w.push(vs.as_ref(), ts.as_ref()).unwrap());
-                prev = c;
             }
             batches.push(w.flush().unwrap());
             for b in batches {

@@ -3,86 +3,16 @@
 //! slide > range), random batch boundaries, every algorithm, nulls and NaN;
 //! a checkpoint taken mid-stream continues with the same results.
 
+mod common;
+
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, Float64Array, Int64Array};
+use common::{batch_ranges, f64_column, naive, nullable_values, same_approx};
 use proptest::prelude::*;
 use slidewise_core::engine::{AggKind, DType};
 use slidewise_core::fifo::Algorithm;
-use slidewise_core::rolling::rolling_dyn;
 use slidewise_core::window::{build, build_shared, load, CountSpec, CountWindowOp};
-
-fn column(xs: &[Option<f64>]) -> ArrayRef {
-    Arc::new(Float64Array::from(xs.to_vec()))
-}
-
-/// The naive answer for every window: fold exactly the rows it covers with
-/// `rolling_dyn` semantics, by running a fresh stream over just those rows
-/// with range = slide = their count (one partial, no Pairs involved).
-fn naive(spec: &CountSpec, xs: &[Option<f64>], flush: bool) -> (Vec<i64>, Vec<i64>, Vec<ArrayRef>) {
-    let (r, s) = (spec.range as usize, spec.slide as usize);
-    let n = xs.len();
-    let mut ends: Vec<(usize, usize)> = (1..=n / s).map(|k| (k * s, k * s)).collect();
-    if flush && n % s != 0 && ((n / s + 1) * s).saturating_sub(r) < n {
-        ends.push(((n / s + 1) * s, n));
-    }
-    let (mut st, mut en, mut vals) = (vec![], vec![], vec![]);
-    for (edge, end) in ends {
-        let start = edge.saturating_sub(r);
-        let rows = &xs[start.min(end)..end];
-        // Recalc over exactly these rows, through the independent per-row
-        // path: the last row of a rolling window as long as the slice.
-        let v = if rows.is_empty() {
-            let mut w = build(&CountSpec { range: 1, slide: 1, ..spec.clone() }, DType::F64, Algorithm::Recalc).unwrap();
-            w.flush().unwrap();
-            let b = w.push(&column(&[None]), None);
-            assert!(b.is_err());
-            unreachable!("windows always cover at least one row")
-        } else {
-            let mp = (spec.min_periods > 0).then_some(spec.min_periods as usize);
-            let w = rows.len().max(spec.min_periods as usize);
-            let out = rolling_dyn(column(rows).as_ref(), w, spec.agg, mp, Algorithm::Recalc).unwrap();
-            let last = out.slice(rows.len() - 1, 1);
-            if spec.agg == AggKind::ArgMax {
-                // rolling reports positions within the slice
-                let a = last.as_any().downcast_ref::<Int64Array>().unwrap();
-                Arc::new(a.iter().map(|x| x.map(|p| p + start as i64)).collect::<Int64Array>()) as ArrayRef
-            } else {
-                last
-            }
-        };
-        st.push(start as i64);
-        en.push(end as i64);
-        vals.push(v);
-    }
-    (st, en, vals)
-}
-
-fn same(a: &dyn Array, b: &dyn Array) -> bool {
-    if let (Some(x), Some(y)) = (a.as_any().downcast_ref::<Float64Array>(), b.as_any().downcast_ref::<Float64Array>()) {
-        return x.len() == y.len()
-            && (0..x.len()).all(|i| match (x.is_valid(i), y.is_valid(i)) {
-                (false, false) => true,
-                (true, true) => {
-                    let (p, q) = (x.value(i), y.value(i));
-                    (p.is_nan() && q.is_nan()) || p == q || (p - q).abs() <= 1e-9 * p.abs().max(q.abs())
-                }
-                _ => false,
-            });
-    }
-    a.to_data() == b.to_data()
-}
-
-fn values() -> impl Strategy<Value = Vec<Option<f64>>> {
-    prop::collection::vec(
-        prop_oneof![
-            10 => (-50i32..50).prop_map(|x| Some(x as f64)),
-            1 => Just(Some(f64::NAN)),
-            1 => Just(None),
-        ],
-        0..400,
-    )
-}
 
 const AGGS: [AggKind; 8] = [
     AggKind::Sum,
@@ -97,14 +27,11 @@ const AGGS: [AggKind; 8] = [
 
 fn run_stream(w: &mut Box<dyn CountWindowOp>, xs: &[Option<f64>], cuts: &[usize]) -> (Vec<i64>, Vec<i64>, Vec<ArrayRef>) {
     let (mut st, mut en, mut vals) = (vec![], vec![], vec![]);
-    let mut prev = 0;
-    for &c in cuts.iter().chain(std::iter::once(&xs.len())) {
-        let c = c.clamp(prev, xs.len());
-        let b = w.push(&column(&xs[prev..c]), None).unwrap();
+    for r in batch_ranges(cuts, xs.len()) {
+        let b = w.push(&f64_column(&xs[r]), None).unwrap();
         st.extend(b.start);
         en.extend(b.end);
         vals.push(b.values);
-        prev = c;
     }
     (st, en, vals)
 }
@@ -119,7 +46,7 @@ proptest! {
 
     #[test]
     fn pairs_windows_equal_naive(
-        xs in values(),
+        xs in nullable_values(),
         range in 1u64..40,
         slide in 1u64..15,
         mut cuts in prop::collection::vec(0usize..400, 0..6),
@@ -143,14 +70,14 @@ proptest! {
             prop_assert_eq!(&st, &nst, "{:?} {}", agg, algo.name());
             prop_assert_eq!(&en, &nen);
             for (i, (a, b)) in vals.iter().zip(&nvals).enumerate() {
-                prop_assert!(same(a.as_ref(), b.as_ref()), "{:?} {} window {}: {:?} vs {:?}", agg, algo.name(), i, a, b);
+                prop_assert!(same_approx(a.as_ref(), b.as_ref()), "{:?} {} window {}: {:?} vs {:?}", agg, algo.name(), i, a, b);
             }
         }
     }
 
     #[test]
     fn checkpoint_mid_stream_continues_identically(
-        xs in values(),
+        xs in nullable_values(),
         range in 1u64..30,
         slide in 1u64..10,
         cut in 0usize..400,
@@ -159,19 +86,19 @@ proptest! {
         for agg in [AggKind::Sum, AggKind::Max, AggKind::Collect, AggKind::Std] {
             let spec = CountSpec { agg, range, slide, min_periods: 0 };
             let mut a = build(&spec, DType::F64, Algorithm::TwoStacks).unwrap();
-            let whole = a.push(&column(&xs), None).unwrap();
+            let whole = a.push(&f64_column(&xs), None).unwrap();
             let mut b = build(&spec, DType::F64, Algorithm::TwoStacks).unwrap();
-            let first = b.push(&column(&xs[..cut]), None).unwrap();
+            let first = b.push(&f64_column(&xs[..cut]), None).unwrap();
             let mut bytes = Vec::new();
             b.save(&mut bytes);
             let mut c = load(&spec, DType::F64, Algorithm::FlatFat, &mut bytes.as_slice()).unwrap();
-            let second = c.push(&column(&xs[cut..]), None).unwrap();
+            let second = c.push(&f64_column(&xs[cut..]), None).unwrap();
             let mut got = flat(&[first.values]);
             got.extend(flat(&[second.values]));
             let want = flat(&[whole.values]);
             prop_assert_eq!(got.len(), want.len());
             for (g, w) in got.iter().zip(&want) {
-                prop_assert!(same(g.as_ref(), w.as_ref()));
+                prop_assert!(same_approx(g.as_ref(), w.as_ref()));
             }
         }
     }
@@ -183,7 +110,7 @@ proptest! {
     /// Every query of a shared plan gives exactly what it gives alone.
     #[test]
     fn shared_plan_equals_each_query_alone(
-        xs in values(),
+        xs in nullable_values(),
         qs in prop::collection::vec((1u64..50, 1u64..12), 1..6),
         mut cuts in prop::collection::vec(0usize..400, 0..5),
         algo in prop::sample::select(Algorithm::ALL.to_vec()),
@@ -194,14 +121,11 @@ proptest! {
         let mut shared = match build_shared(&specs, DType::F64, algo) { Ok(w) => w, Err(_) => return Ok(()) };
         let mut per_query: Vec<Vec<ArrayRef>> = vec![Vec::new(); specs.len()];
         let mut ends: Vec<Vec<i64>> = vec![Vec::new(); specs.len()];
-        let mut prev = 0;
-        for &c in cuts.iter().chain(std::iter::once(&xs.len())) {
-            let c = c.clamp(prev, xs.len());
-            for (q, b) in shared.push(&column(&xs[prev..c]), None).unwrap().into_iter().enumerate() {
+        for r in batch_ranges(&cuts, xs.len()) {
+            for (q, b) in shared.push(&f64_column(&xs[r]), None).unwrap().into_iter().enumerate() {
                 per_query[q].push(b.values);
                 ends[q].extend(b.end);
             }
-            prev = c;
         }
         for (q, b) in shared.flush().unwrap().into_iter().enumerate() {
             per_query[q].push(b.values);
@@ -209,14 +133,14 @@ proptest! {
         }
         for (q, spec) in specs.iter().enumerate() {
             let mut alone = build(spec, DType::F64, Algorithm::Recalc).unwrap();
-            let mut want = vec![alone.push(&column(&xs), None).unwrap()];
+            let mut want = vec![alone.push(&f64_column(&xs), None).unwrap()];
             want.push(alone.flush().unwrap());
             let want_ends: Vec<i64> = want.iter().flat_map(|b| b.end.clone()).collect();
             prop_assert_eq!(&ends[q], &want_ends, "query {:?}", spec);
             let got = flat(&per_query[q]);
             let want = flat(&want.into_iter().map(|b| b.values).collect::<Vec<_>>());
             for (g, w) in got.iter().zip(&want) {
-                prop_assert!(same(g.as_ref(), w.as_ref()), "query {:?} {}: {:?} vs {:?}", spec, algo.name(), g, w);
+                prop_assert!(same_approx(g.as_ref(), w.as_ref()), "query {:?} {}: {:?} vs {:?}", spec, algo.name(), g, w);
             }
         }
     }
