@@ -21,8 +21,9 @@
 //! given ([`Cbix::with_k`]). The window may grow past n; then CBiX is rebuilt
 //! for twice the size (amortised O(1) per slot).
 //!
-//! Checkpoints are fixed blocks of slot ids (`id / m`); k + 1 of them are
-//! kept in a ring because a window of k·m slots may straddle k + 1 blocks.
+//! Checkpoints are fixed blocks of slot ids (`id / m`, m a power of two);
+//! at least k + 1 of them are kept in a ring (a power-of-two number of
+//! blocks) because a window of k·m slots may straddle k + 1 blocks.
 
 use super::{absent, opt_combine, opt_combine_into, GeneralAggregator, NewGeneral};
 use crate::monoid::Monoid;
@@ -31,9 +32,11 @@ use crate::{Error, Result};
 pub struct Cbix<M: Monoid> {
     m: usize,
     k: usize,
-    /// p-values, a ring of (k + 1)·m slots indexed by `id mod`.
+    /// log2(m).
+    shift: u32,
+    /// p-values, a ring of blocks·m slots indexed by `id mod`.
     p: Vec<Option<M::Agg>>,
-    /// c-values, a ring of k + 1 indexed by block.
+    /// c-values, a ring of blocks (>= k + 1, a power of two) indexed by block.
     c: Vec<Option<M::Agg>>,
     g: Option<M::Agg>,
     /// Tree over the oldest checkpoint: leaves at `tm..2tm`, root at 1.
@@ -48,6 +51,8 @@ pub struct Cbix<M: Monoid> {
     /// Theorem 4.1's p1 estimate this instance was sized for.
     p1: f64,
     pending: Vec<usize>,
+    /// Reused level buffers of `propagate` (no allocation per slide).
+    scratch: (Vec<usize>, Vec<usize>),
 }
 
 /// Theorem 4.1 (as printed: log base 10): the number of checkpoints that
@@ -72,14 +77,21 @@ impl<M: Monoid> Cbix<M> {
             return Err(Error::NotCommutative { algorithm: "cbix", agg: M::NAME });
         }
         let n = n.max(1);
-        let k = k.clamp(1, n);
-        let m = n.div_ceil(k);
-        let tm = m.next_power_of_two();
+        // Checkpoints of a power-of-two size m (the one nearest above n/k,
+        // so k may shrink by up to half) in a ring of a power-of-two number
+        // of blocks >= k + 1: every slot, block and leaf index is then a
+        // shift or a mask. Divisions by a run-time m cost more per slide
+        // than CBiX's few ⊕ on a cheap ⊕ such as sum.
+        let m = n.div_ceil(k.clamp(1, n)).next_power_of_two();
+        let k = n.div_ceil(m);
+        let blocks = (k + 1).next_power_of_two();
+        let tm = m;
         Ok(Cbix {
             m,
             k,
-            p: vec![None; (k + 1) * m],
-            c: vec![None; k + 1],
+            shift: m.trailing_zeros(),
+            p: vec![None; blocks * m],
+            c: vec![None; blocks],
             g: None,
             tree: vec![None; 2 * tm],
             tm,
@@ -89,6 +101,7 @@ impl<M: Monoid> Cbix<M> {
             count: 0,
             p1: 0.0,
             pending: Vec::new(),
+            scratch: (Vec::new(), Vec::new()),
         })
     }
 
@@ -99,19 +112,19 @@ impl<M: Monoid> Cbix<M> {
 
     #[inline]
     fn block(&self, id: u64) -> u64 {
-        id / self.m as u64
+        id >> self.shift
     }
     #[inline]
     fn pi(&self, id: u64) -> usize {
-        (id % self.p.len() as u64) as usize
+        (id & (self.p.len() as u64 - 1)) as usize
     }
     #[inline]
     fn ci(&self, b: u64) -> usize {
-        (b % self.c.len() as u64) as usize
+        (b & (self.c.len() as u64 - 1)) as usize
     }
     #[inline]
     fn leaf(&self, id: u64) -> usize {
-        (id % self.m as u64) as usize
+        (id & (self.m as u64 - 1)) as usize
     }
     fn last_block(&self) -> u64 {
         if self.end == 0 { 0 } else { self.block(self.end - 1) }
@@ -125,21 +138,34 @@ impl<M: Monoid> Cbix<M> {
         }
     }
 
-    /// RA Algorithm 2 over the tree's changed leaves.
+    /// RA Algorithm 2 over the tree's changed leaves. One leaf (the usual
+    /// slide: one eviction or one late partial) is one path; several share
+    /// the nodes their paths meet at, level by level, in reused buffers.
     fn propagate(&mut self) {
-        let mut w: Vec<usize> = self.pending.drain(..).map(|l| (self.tm + l) / 2).collect();
+        match self.pending.len() {
+            0 => return,
+            1 => {
+                let l = self.pending.pop().unwrap();
+                return self.update_path(l);
+            }
+            _ => {}
+        }
+        let (mut w, mut nx) = std::mem::take(&mut self.scratch);
+        w.clear();
+        w.extend(self.pending.drain(..).map(|l| (self.tm + l) / 2));
         w.sort_unstable();
         w.dedup();
         while !w.is_empty() {
-            let mut nx = Vec::with_capacity(w.len());
+            nx.clear();
             for &v in &w {
                 self.tree[v] = opt_combine::<M>(&self.tree[2 * v], &self.tree[2 * v + 1]);
                 if v > 1 && nx.last() != Some(&(v / 2)) {
                     nx.push(v / 2);
                 }
             }
-            w = nx;
+            std::mem::swap(&mut w, &mut nx);
         }
+        self.scratch = (w, nx);
     }
 
     /// Equation 6: the tree over block `b` (RA Algorithm 1, m - 1 ⊕ at most).
@@ -214,7 +240,7 @@ impl<M: Monoid> Cbix<M> {
     fn append(&mut self, id: u64, v: M::Agg) {
         if self.count == 0 && self.block(id) > self.tree_block + self.k as u64 {
             // Nothing left in the window: restart at the new slot.
-            self.reset_at(self.lo.max(id - id % self.m as u64));
+            self.reset_at(self.lo.max(id - self.leaf(id) as u64));
             self.end = self.tree_block * self.m as u64;
         }
         if self.block(id) > self.tree_block + self.k as u64 {
