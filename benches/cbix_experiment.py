@@ -72,7 +72,7 @@ def main() -> None:
         "Window of n partials sliding by one partial; p late partials per slide folded into uniformly random",
         "slots of the window; then a query. Sum over int64. `ops` = measured ⊕ calls per slide (amortised,",
         "including checkpoint rebuilds, flips and resizes); `T1` = CBiX paper Table 1 prediction",
-        "(CBiX: p1 = p/k expected late partials in the oldest checkpoint); `k` from Theorem 4.1 (p1 = 0).",
+        "(CBiX: p1 = p/k expected late partials in the oldest checkpoint); `k`: checkpoints CBiX runs with (Theorem 4.1 with p1 = 0, then m = n/k rounded up to a power of two).",
         "Throughput ratio = CBiX slides/s over general FlatFAT slides/s (best of 5, at least 200,000 slides).",
         "",
         "| n | p | k | CBiX ops | CBiX T1 | FlatFAT ops | FlatFAT T1 | Two-Stacks ops | Two-Stacks T1 | recalc ops"
