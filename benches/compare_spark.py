@@ -65,6 +65,8 @@ def main(argv=None) -> None:
         lambda: df.repartitionByRange(2, "t").sortWithinPartitions("t").mapInArrow(lambda it: it, df.schema))
     res["slidewise unkeyed"] = run(lambda: ss.rolling(df, "v", "t", w, "max"))
     res["slidewise unkeyed (tiebreak=t)"] = run(lambda: ss.rolling(df, "v", "t", w, "max", tiebreak="t"))
+    res["slidewise unkeyed (assume_sorted=True)"] = run(
+        lambda: ss.rolling(df, "v", "t", w, "max", assume_sorted=True))
     res["spark segment tree unkeyed"] = run(lambda: frame(False, True))
     if not args.skip_default:
         res["spark default frame unkeyed"] = run(lambda: frame(False, False))
@@ -84,6 +86,11 @@ def main(argv=None) -> None:
     if "spark default frame unkeyed" in res:
         print(f"  unkeyed: default frame / slidewise     {res['spark default frame unkeyed'] / u:6.1f}x  [>= 25]")
     print(f"  unkeyed: slidewise / identity pass     {u / res['identity mapInArrow']:6.2f}x  [<= 1.3]")
+    a = res["slidewise unkeyed (assume_sorted=True)"]
+    print(f"  unkeyed, assume_sorted: segment tree / slidewise {res['spark segment tree unkeyed'] / a:6.1f}x  [>= 3]")
+    if "spark default frame unkeyed" in res:
+        print(f"  unkeyed, assume_sorted: default frame / slidewise {res['spark default frame unkeyed'] / a:6.1f}x  [>= 25]")
+    print(f"  unkeyed, assume_sorted: slidewise / identity pass {a / res['identity mapInArrow']:6.2f}x  [<= 1.3]")
     print(f"  unkeyed: slidewise / identity after range partition + sort "
           f"{u / res['identity mapInArrow after range partition + sort']:6.2f}x")
     kk = min(res["slidewise keyed (mapInArrow)"], res["slidewise keyed (applyInArrow)"])

@@ -215,6 +215,33 @@ def test_rolling_unkeyed_out_of_order_input_takes_the_range_path(spark):
         _compare(got, want, [("sum_9", "ref_sum_9"), ("max_9", "ref_max_9")])
 
 
+def test_rolling_unkeyed_assume_sorted(spark):
+    """assume_sorted: no check pass (path "assumed"), same rows as Spark; a
+    partition out of order is an error when the job runs, not a wrong
+    answer; partitions out of sequence take the shuffle path."""
+    sdf = _ordered_sdf(spark, 700, 4, ties=3)
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "64")
+    try:
+        got = ss.rolling(sdf, "v", "t", [150, 4], ["sum", "max"], assume_sorted=True).toPandas()
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    assert ss._last_unkeyed_path == "assumed"
+    want = _spark_rows(sdf, [150, 4], ["sum", "max"], None, ["t", "id"]).toPandas()
+    _compare(got, want, [(f"{a}_{w}", f"ref_{a}_{w}") for w in [150, 4] for a in ["sum", "max"]])
+
+    swapped = sdf.withColumn("t", F.when(F.col("id") == 100, F.lit(5)).otherwise(F.col("t"))).localCheckpoint()
+    out = ss.rolling(swapped, "v", "t", 9, "sum", assume_sorted=True)
+    assert ss._last_unkeyed_path == "assumed"  # the partition ranges still follow one another
+    with pytest.raises(Exception, match="assume_sorted=True, but the rows"):
+        out.toPandas()
+
+    reversed_parts = sdf.withColumn("t", 1000 - F.spark_partition_id() * 300 + F.col("id") % 200).localCheckpoint()
+    got = ss.rolling(reversed_parts, "v", "t", 9, "sum", tiebreak="id", assume_sorted=True).toPandas()
+    assert ss._last_unkeyed_path == "range"
+    want = _spark_rows(reversed_parts, [9], ["sum"], None, ["t", "id"]).toPandas()
+    _compare(got, want, [("sum_9", "ref_sum_9")])
+
+
 @pytest.mark.parametrize("boundary_tie", [False, True])
 def test_rolling_time_ordered_input(spark, boundary_tie):
     """Time windows on ordered input: ties inside partitions are peers; a

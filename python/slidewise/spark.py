@@ -341,6 +341,10 @@ class _Roller:
         self.target = max(target_rows, 4 * (self.hmax or 0))
         self.buf: List[pa.RecordBatch] = []
         self.nbuf = 0
+        # Columns whose order the caller vouched for (assume_sorted): checked
+        # row by row here, since no sort put the rows in order.
+        self.check: Optional[List[str]] = None
+        self.last_checked: Optional[tuple] = None
 
     def _ts(self, t: pa.Table) -> pa.Array:
         from slidewise import _time
@@ -353,6 +357,16 @@ class _Roller:
                 s.units = _time.to_units("window", _time.duration_ns("window", s.window), unit_ns)
             self.rmax = max(s.units for s in self.specs)
         return ts
+
+    def _check_order(self, table: pa.Table) -> None:
+        cols = [table.column(c).combine_chunks() for c in self.check]
+        first = tuple(c[0].as_py() for c in cols)
+        if any(c.null_count for c in cols) or \
+                not _sorted_lex([c.to_numpy(zero_copy_only=False) for c in cols]) or \
+                (self.last_checked is not None and first < self.last_checked):
+            raise ValueError(f"assume_sorted=True, but the rows of a partition are not in order of {self.check} "
+                             "(or hold nulls there); sort the DataFrame or drop assume_sorted")
+        self.last_checked = tuple(c[-1].as_py() for c in cols)
 
     def feed(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         self.buf.append(batch)
@@ -373,6 +387,8 @@ class _Roller:
         n = table.num_rows
         if n == 0:
             return
+        if self.check:
+            self._check_order(table)
         keycols = [table.column(k).combine_chunks() for k in self.keys]
         starts = _run_starts(keycols, n)
         ts = self._ts(table) if self.time else None
@@ -432,7 +448,7 @@ class _Roller:
             yield from self._process(final=True)
 
 
-def _roll_fn(specs, value, order, keys, drop, halos=None, target_rows=1 << 16):
+def _roll_fn(specs, value, order, keys, drop, halos=None, target_rows=1 << 16, check=None):
     def fn(it):
         sw = _import_slidewise()
         halo = None
@@ -442,6 +458,7 @@ def _roll_fn(specs, value, order, keys, drop, halos=None, target_rows=1 << 16):
             raw = halos.value.get(TaskContext.get().partitionId())
             halo = _from_ipc(raw) if raw is not None else pa.table({"v": pa.array([], pa.float64())})
         r = _Roller(sw, [_copy_spec(s) for s in specs], value, order, keys, drop, halo, target_rows)
+        r.check = check
         for b in it:
             yield from r.feed(b)
         yield from r.finish()
@@ -590,6 +607,7 @@ def rolling(
     tiebreak: Union[None, str, Sequence[str]] = None,
     num_partitions: Optional[int] = None,
     method: str = "auto",
+    assume_sorted: bool = False,
 ) -> Any:
     """Add rolling aggregate column(s) of ``value`` to ``df``.
 
@@ -606,6 +624,11 @@ def rolling(
     runs of benches/compare_spark.py on a loaded machine neither method was
     consistently faster, 18 vs 22 s and 23 vs 16 s) or ``"apply"``
     (groupBy().applyInArrow, one whole key group in memory per call).
+    ``assume_sorted`` (unkeyed count windows): the caller vouches that each
+    partition's rows are in ``(order_by, tiebreak)`` order; the check pass
+    is skipped (two JVM jobs find the tails instead), the order is verified
+    row by row while the result is computed, and a violation raises
+    ValueError. Partitions out of sequence still take the shuffle path.
     """
     from pyspark.sql import functions as F
 
@@ -633,7 +656,7 @@ def rolling(
             for c in _listify(tiebreak):
                 if c not in df.columns:
                     raise ValueError(f"tiebreak column {c!r} is not in the DataFrame")
-        return _rolling_unkeyed(df, specs, value, order_by, tiebreak, num_partitions)
+        return _rolling_unkeyed(df, specs, value, order_by, tiebreak, num_partitions, assume_sorted)
     drop: List[str] = []
     if specs[0].time:
         tb = []  # tied times are peers sharing one value: no tiebreak needed
@@ -673,7 +696,7 @@ def _rolling_apply(df, specs, value, order_by, keys, tb, drop, schema):
 _last_unkeyed_path: Optional[str] = None
 
 
-def _rolling_unkeyed(df, specs, value, order_by, tiebreak, num_partitions):
+def _rolling_unkeyed(df, specs, value, order_by, tiebreak, num_partitions, assume_sorted=False):
     """Unkeyed rolling over the global (order_by, tiebreak) order.
 
     Input already in that order (each partition sorted, partitions in
@@ -691,6 +714,27 @@ def _rolling_unkeyed(df, specs, value, order_by, tiebreak, num_partitions):
     spark = df.sparkSession
     vtype = _spark_type_to_arrow(df.schema[value].dataType)
     tb = [] if tiebreak is None else _listify(tiebreak)
+    if assume_sorted and num_partitions is None and not specs[0].time:
+        # The caller vouches for the order inside each partition (checked
+        # again, row by row, in the pass itself: a violation is an error).
+        # Two JVM jobs give the tails and each partition's order range; the
+        # partitions must follow one another, else the shuffle path runs.
+        halos, stats = _count_halos(df, value, max(s.window for s in specs) - 1, order_by)
+        prev = None
+        in_sequence = True
+        for p in sorted(stats):
+            lo, hi = stats[p]
+            if lo is None:
+                continue
+            if prev is not None and (lo < prev or (tb and lo == prev)):
+                in_sequence = False
+                break
+            prev = hi
+        if in_sequence:
+            _last_unkeyed_path = "assumed"
+            halos = spark.sparkContext.broadcast(halos)
+            return df.mapInArrow(_roll_fn(specs, value, order_by, [], [], halos, check=[order_by, *tb]),
+                                 _schema_with(df, specs, []))
     if num_partitions is None:
         tschema = T.StructType([T.StructField("pid", T.IntegerType()), T.StructField("n", T.LongType()),
                                 T.StructField("tail", T.BinaryType()), T.StructField("order", T.BinaryType())])
@@ -728,7 +772,7 @@ def _rolling_unkeyed(df, specs, value, order_by, tiebreak, num_partitions):
         rows = parts.select(value, order_by).mapInArrow(_tail_fn(value, order_by, specs, []), tschema).collect()
         halos = _halos([(r.pid, r.n, r.tail) for r in rows], specs, vtype)
     else:
-        halos = _count_halos(parts, value, max(s.window for s in specs) - 1)
+        halos, _ = _count_halos(parts, value, max(s.window for s in specs) - 1)
     halos = spark.sparkContext.broadcast(halos)
     return parts.mapInArrow(_roll_fn(specs, value, order_by, [], drop, halos), schema)
 
@@ -750,18 +794,23 @@ def _in_order(rows, strict_ties: bool) -> bool:
     return True
 
 
-def _count_halos(parts, value: str, hmax: int) -> Dict[int, bytes]:
+def _count_halos(parts, value: str, hmax: int, order: Optional[str] = None):
     """Count windows: each partition's tail found in the JVM (no Python
-    pass). On the checkpointed, sorted partitions monotonically_increasing_id
-    is (partition << 33) + row position, so two small jobs give each
-    partition's last position and then its last hmax rows."""
+    pass). On sorted partitions monotonically_increasing_id is (partition <<
+    33) + row position, so two small jobs give each partition's last
+    position and then its last hmax rows. Returns the halos and, per
+    partition, (min, max) of ``order`` when it is given."""
     from pyspark.sql import functions as F
 
     tagged = parts.select(F.col(value).alias("v"), F.spark_partition_id().alias("p"),
-                          F.monotonically_increasing_id().alias("m"))
-    last = {r[0]: r[1] for r in tagged.groupBy("p").agg(F.max("m")).collect()}
+                          F.monotonically_increasing_id().alias("m"),
+                          *([F.col(order).alias("o")] if order else []))
+    aggs = [F.max("m")] + ([F.min("o"), F.max("o")] if order else [])
+    rows = tagged.groupBy("p").agg(*aggs).collect()
+    last = {r[0]: r[1] for r in rows}
+    stats = {r[0]: (r[2], r[3]) for r in rows} if order else {}
     if not last or hmax == 0:
-        return {}
+        return {}, stats
     thr = F.create_map(*[x for p, m in last.items() for x in (F.lit(p), F.lit(m - hmax))])
     tails = tagged.filter(F.col("m") > F.element_at(thr, F.col("p"))).toArrow()
     tails = tails.sort_by([("m", "ascending")])
@@ -776,7 +825,7 @@ def _count_halos(parts, value: str, hmax: int) -> Dict[int, bytes]:
         running = tail if running is None else pa.concat_tables([running, tail]).combine_chunks()
         if running.num_rows > hmax:
             running = running.slice(running.num_rows - hmax)
-    return out  # an empty partition needs no halo: it has no rows to compute
+    return out, stats  # an empty partition needs no halo: it has no rows to compute
 
 
 # ---------------------------------------------------------------------------
