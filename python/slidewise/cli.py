@@ -11,7 +11,7 @@ def main(argv: list[str] | None = None) -> int:
     d = sub.add_parser("demo", help="DEBS-style sensor stream: several ACQs, timed next to polars and bottleneck")
     d.add_argument("--rows", type=int, default=10_000_000)
     d.add_argument("--repeat", type=int, default=3)
-    d.add_argument("--spark-rows", type=int, default=300_000, help="rows for the Spark part (0: skip it)")
+    d.add_argument("--spark-rows", type=int, default=2_000_000, help="rows for the Spark part (0: skip it)")
     d.add_argument("--plot", default="out/slidewise_demo.png", help="PNG path of the bands plot ('' to skip)")
     r = sub.add_parser("run", help="the main job: window aggregates of a parquet/csv file on Spark")
     r.add_argument("--input", required=True, help="parquet or csv file/directory")
