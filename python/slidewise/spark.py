@@ -359,14 +359,10 @@ class _Roller:
         return ts
 
     def _check_order(self, table: pa.Table) -> None:
-        cols = [table.column(c).combine_chunks() for c in self.check]
-        first = tuple(c[0].as_py() for c in cols)
-        if any(c.null_count for c in cols) or \
-                not _sorted_lex([c.to_numpy(zero_copy_only=False) for c in cols]) or \
-                (self.last_checked is not None and first < self.last_checked):
+        ok, _, self.last_checked = _order_step(table, self.check, self.last_checked)
+        if not ok:
             raise ValueError(f"assume_sorted=True, but the rows of a partition are not in order of {self.check} "
                              "(or hold nulls there); sort the DataFrame or drop assume_sorted")
-        self.last_checked = tuple(c[-1].as_py() for c in cols)
 
     def feed(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         self.buf.append(batch)
@@ -497,6 +493,18 @@ def _sorted_lex(cols: List[np.ndarray]) -> bool:
     return bool((gt | eq).all())
 
 
+def _order_step(table: pa.Table, keys: List[str], last: Optional[tuple]):
+    """One batch of an order check over ``keys``: whether it is sorted,
+    has no nulls there and does not start below ``last`` (the previous
+    batch's last key); and its first and last key tuples."""
+    kc = [table.column(k).combine_chunks() for k in keys]
+    if any(c.null_count for c in kc):
+        return False, None, None
+    first = tuple(c[0].as_py() for c in kc)
+    ok = _sorted_lex([c.to_numpy(zero_copy_only=False) for c in kc]) and (last is None or not first < last)
+    return ok, first, tuple(c[-1].as_py() for c in kc)
+
+
 def _tail_fn(value, order, specs, tb):
     """Per partition: its row count, its tail (the last max(w)-1 values, or
     the rows within the longest range of its last time), and whether it is
@@ -521,15 +529,8 @@ def _tail_fn(value, order, specs, tb):
             n += b.num_rows
             t = pa.Table.from_batches([b])
             if ok:
-                kc = [t.column(k).combine_chunks() for k in keys]
-                if any(c.null_count for c in kc):
-                    ok = False
-                else:
-                    lo = tuple(c[0].as_py() for c in kc)
-                    ok = _sorted_lex([c.to_numpy(zero_copy_only=False) for c in kc]) and \
-                        (last is None or not lo < last)
-                    first = lo if first is None else first
-                    last = tuple(c[-1].as_py() for c in kc)
+                ok, lo, last = _order_step(t, keys, last)
+                first = lo if first is None else first
             cols = [t.column(value)]
             names = ["v"]
             if time:
@@ -709,7 +710,6 @@ def _rolling_unkeyed(df, specs, value, order_by, tiebreak, num_partitions, assum
     for trying."""
     global _last_unkeyed_path
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
 
     spark = df.sparkSession
     vtype = _spark_type_to_arrow(df.schema[value].dataType)
@@ -736,8 +736,7 @@ def _rolling_unkeyed(df, specs, value, order_by, tiebreak, num_partitions, assum
             return df.mapInArrow(_roll_fn(specs, value, order_by, [], [], halos, check=[order_by, *tb]),
                                  _schema_with(df, specs, []))
     if num_partitions is None:
-        tschema = T.StructType([T.StructField("pid", T.IntegerType()), T.StructField("n", T.LongType()),
-                                T.StructField("tail", T.BinaryType()), T.StructField("order", T.BinaryType())])
+        tschema = _TAIL_SCHEMA
         cols = list(dict.fromkeys([value, order_by, *tb]))
         # Unless the batch size was set explicitly, larger Arrow batches for
         # this pass only (it returns one row per partition): about half the
@@ -767,14 +766,17 @@ def _rolling_unkeyed(df, specs, value, order_by, tiebreak, num_partitions, assum
     parts = df.repartitionByRange(n, order_by).sortWithinPartitions(order_by, *tb)
     parts = parts.localCheckpoint(eager=True)
     if specs[0].time:
-        tschema = T.StructType([T.StructField("pid", T.IntegerType()), T.StructField("n", T.LongType()),
-                                T.StructField("tail", T.BinaryType()), T.StructField("order", T.BinaryType())])
+        tschema = _TAIL_SCHEMA
         rows = parts.select(value, order_by).mapInArrow(_tail_fn(value, order_by, specs, []), tschema).collect()
         halos = _halos([(r.pid, r.n, r.tail) for r in rows], specs, vtype)
     else:
         halos, _ = _count_halos(parts, value, max(s.window for s in specs) - 1)
     halos = spark.sparkContext.broadcast(halos)
     return parts.mapInArrow(_roll_fn(specs, value, order_by, [], drop, halos), schema)
+
+
+# What _tail_fn returns per partition (DDL, so no pyspark import here).
+_TAIL_SCHEMA = "pid int, n bigint, tail binary, `order` binary"
 
 
 def _in_order(rows, strict_ties: bool) -> bool:
