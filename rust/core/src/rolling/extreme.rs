@@ -33,26 +33,17 @@ fn pick<V: PartialOrd + Copy, const MAX: bool>(a: V, b: V) -> V {
     }
 }
 
-/// One block `[start, end)` (`end - start <= window`, `start` a multiple of
-/// `window`); `out[k]` is row `start + k`. `f` maps an input to the value
-/// the comparison runs on (identity, or the key).
+/// Running max of `x` (mapped by `f`) on top of `p`, written to `out`
+/// (same length); returns the max of `p` and all of `x`.
+///
+/// Rows go in fours: the running max of the four is off the loop-carried
+/// chain, which then has one select (4 cycles of latency) per four rows
+/// instead of per row; the other selects are independent and run at two
+/// per cycle.
 #[inline(always)]
-fn van_herk<T: Copy, V: PartialOrd + Copy, const MAX: bool>(
-    x: &[T],
-    f: impl Fn(T) -> V,
-    out: &mut [V],
-    start: usize,
-    end: usize,
-    window: usize,
-    id: V,
-) {
-    // Both scans take rows in fours: the running max of the four is off the
-    // loop-carried chain, which then has one select (4 cycles of latency)
-    // per four rows instead of per row; the other selects are independent
-    // and run at two per cycle.
-    let mut p = id;
+fn prefix_into<T: Copy, V: PartialOrd + Copy, const MAX: bool>(x: &[T], f: impl Fn(T) -> V, out: &mut [V], mut p: V) -> V {
     let mut oc = out.chunks_exact_mut(4);
-    let mut xc = x[start..end].chunks_exact(4);
+    let mut xc = x.chunks_exact(4);
     for (o, v) in (&mut oc).zip(&mut xc) {
         let a = f(v[0]);
         let ab = pick::<V, MAX>(a, f(v[1]));
@@ -68,6 +59,55 @@ fn van_herk<T: Copy, V: PartialOrd + Copy, const MAX: bool>(
         p = pick::<V, MAX>(p, f(v));
         *o = p;
     }
+    p
+}
+
+/// Backward scan: `out[k]` takes the max of itself, `mid`, and the suffix
+/// `x[k..]` on top of `s` (the max of what lies after `x`); returns the
+/// max of `s` and all of `x`. `mid` is a constant of the caller's (the
+/// two-level kernel's whole sub-blocks; the bottom, a no-op, otherwise).
+#[inline(always)]
+fn suffix_into<T: Copy, V: PartialOrd + Copy, const MAX: bool>(
+    x: &[T],
+    f: impl Fn(T) -> V,
+    out: &mut [V],
+    mut s: V,
+    mid: V,
+) -> V {
+    let mut oc = out.rchunks_exact_mut(4);
+    let mut xc = x.rchunks_exact(4);
+    for (o, v) in (&mut oc).zip(&mut xc) {
+        let d = f(v[3]);
+        let cd = pick::<V, MAX>(f(v[2]), d);
+        let bcd = pick::<V, MAX>(f(v[1]), cd);
+        let abcd = pick::<V, MAX>(f(v[0]), bcd);
+        o[3] = pick::<V, MAX>(pick::<V, MAX>(pick::<V, MAX>(d, s), mid), o[3]);
+        o[2] = pick::<V, MAX>(pick::<V, MAX>(pick::<V, MAX>(cd, s), mid), o[2]);
+        o[1] = pick::<V, MAX>(pick::<V, MAX>(pick::<V, MAX>(bcd, s), mid), o[1]);
+        s = pick::<V, MAX>(abcd, s);
+        o[0] = pick::<V, MAX>(pick::<V, MAX>(s, mid), o[0]);
+    }
+    for (o, &v) in oc.into_remainder().iter_mut().zip(xc.remainder()).rev() {
+        s = pick::<V, MAX>(f(v), s);
+        *o = pick::<V, MAX>(pick::<V, MAX>(s, mid), *o);
+    }
+    s
+}
+
+/// One block `[start, end)` (`end - start <= window`, `start` a multiple of
+/// `window`); `out[k]` is row `start + k`. `f` maps an input to the value
+/// the comparison runs on (identity, or the key).
+#[inline(always)]
+fn van_herk<T: Copy, V: PartialOrd + Copy, const MAX: bool>(
+    x: &[T],
+    f: impl Fn(T) -> V,
+    out: &mut [V],
+    start: usize,
+    end: usize,
+    window: usize,
+    id: V,
+) {
+    prefix_into::<T, V, MAX>(&x[start..end], &f, out, id);
     if start == 0 {
         return;
     }
@@ -79,30 +119,92 @@ fn van_herk<T: Copy, V: PartialOrd + Copy, const MAX: bool>(
     for &v in x[mid..start].iter().rev() {
         s = pick::<V, MAX>(f(v), s);
     }
-    let n = mid - lo;
-    let mut oc = out[..n].rchunks_exact_mut(4);
-    let mut xc = x[lo..mid].rchunks_exact(4);
-    for (o, v) in (&mut oc).zip(&mut xc) {
-        let d = f(v[3]);
-        let cd = pick::<V, MAX>(f(v[2]), d);
-        let bcd = pick::<V, MAX>(f(v[1]), cd);
-        let abcd = pick::<V, MAX>(f(v[0]), bcd);
-        o[3] = pick::<V, MAX>(pick::<V, MAX>(d, s), o[3]);
-        o[2] = pick::<V, MAX>(pick::<V, MAX>(cd, s), o[2]);
-        o[1] = pick::<V, MAX>(pick::<V, MAX>(bcd, s), o[1]);
-        s = pick::<V, MAX>(abcd, s);
-        o[0] = pick::<V, MAX>(s, o[0]);
+    suffix_into::<T, V, MAX>(&x[lo..mid], &f, &mut out[..mid - lo], s, id);
+}
+
+/// Sub-block of the two-level kernel: 16k rows (128 KB of f64), so the
+/// rows being combined stay in L2.
+const SUB: usize = 1 << 14;
+/// Windows from here on take the two-level kernel: a van Herk block of
+/// the window itself no longer fits in L2, and its suffix pass would
+/// re-read the block and its output from memory.
+const TWO_LEVEL_FROM: usize = 1 << 17;
+
+/// Rolling max / min for windows of at least `4 * sub` rows, on raw values
+/// (false, with `out` partly written, at the first sub-block holding a NaN
+/// or -0.0: the caller then takes the per-chunk path).
+///
+/// The rows are cut into sub-blocks of `sub` rows. The window `[j, i]` is a
+/// suffix of sub-block `a` (of `j`), the whole sub-blocks between (their
+/// maxima `m`, a few dozen), and a prefix of sub-block `b` (of `i`). The
+/// prefixes are written a sub-block at a time; then, for each sub-block
+/// `a`, one backward scan over it combines its suffixes into the outputs
+/// `window - 1` rows on, which were written moments earlier and are still
+/// in L2. Each input row is read twice and each output row written once
+/// from memory (the one-level kernel also re-reads and re-writes the
+/// output).
+fn extreme_two_level<T: FastNum, const MAX: bool>(x: &[T], window: usize, sub: usize, out: &mut [T]) -> bool {
+    debug_assert!(sub >= 1 && window >= 4 * sub);
+    let n = x.len();
+    let id = if MAX { T::LOWEST } else { T::HIGHEST };
+    let mut m: Vec<T> = Vec::with_capacity(n.div_ceil(sub));
+    // Prefixes of every sub-block up to row `upto`; rows before
+    // `window - 1` (partial windows) also take the sub-blocks before.
+    let prefixes = |m: &mut Vec<T>, out: &mut [T], upto: usize| -> bool {
+        while m.len() * sub < upto.min(n) {
+            let (r0, r1) = (m.len() * sub, ((m.len() + 1) * sub).min(n));
+            if T::has_special(&x[r0..r1]) {
+                return false;
+            }
+            m.push(prefix_into::<T, T, MAX>(&x[r0..r1], |v| v, &mut out[r0..r1], id));
+            if r0 + 1 < window {
+                let before = fold::<T, MAX>(&m[..m.len() - 1], id);
+                for o in &mut out[r0..r1.min(window - 1)] {
+                    *o = pick::<T, MAX>(before, *o);
+                }
+            }
+        }
+        true
+    };
+    if n < window {
+        return prefixes(&mut m, out, n);
     }
-    for (o, &v) in oc.into_remainder().iter_mut().zip(xc.remainder()).rev() {
-        s = pick::<V, MAX>(f(v), s);
-        *o = pick::<V, MAX>(s, *o);
+    // j: the first row of a full window; its output row is j + window - 1.
+    let last_j = n - window;
+    for a in 0..=last_j / sub {
+        let (jlo, jend) = (a * sub, (a + 1) * sub);
+        let jhi = jend.min(last_j + 1);
+        // Output rows jlo+window-1 .. jhi+window-1 lie in sub-blocks b1
+        // and (from row i_split) b1 + 1.
+        let b1 = (jlo + window - 1) / sub;
+        let j_split = ((b1 + 1) * sub + 1 - window).min(jhi);
+        if !prefixes(&mut m, out, jhi + window - 1) {
+            return false;
+        }
+        let mid1 = fold::<T, MAX>(&m[a + 1..b1], id);
+        let mid2 = if j_split < jhi { pick::<T, MAX>(mid1, m[b1]) } else { mid1 };
+        // Sub-block a is whole (j <= n - window < n - sub); rows past last_j
+        // only accumulate.
+        let s = fold::<T, MAX>(&x[jhi..jend], id);
+        let w1 = window - 1;
+        let s = suffix_into::<T, T, MAX>(&x[j_split..jhi], |v| v, &mut out[j_split + w1..jhi + w1], s, mid2);
+        suffix_into::<T, T, MAX>(&x[jlo..j_split], |v| v, &mut out[jlo + w1..j_split + w1], s, mid1);
     }
+    true
+}
+
+#[inline(always)]
+fn fold<T: Copy + PartialOrd, const MAX: bool>(xs: &[T], id: T) -> T {
+    xs.iter().fold(id, |a, &v| pick::<T, MAX>(a, v))
 }
 
 /// Rolling max (`MAX`) or min of a plain slice, no nulls.
 pub(super) fn extreme_values<T: FastNum, const MAX: bool>(x: &[T], window: usize) -> Vec<T> {
     let n = x.len();
     let mut out = buffer::<T>(n);
+    if window >= TWO_LEVEL_FROM && extreme_two_level::<T, MAX>(x, window, SUB, &mut out) {
+        return out;
+    }
     let (id, id_key) = if MAX { (T::LOWEST, T::KEY_LOW) } else { (T::HIGHEST, T::KEY_HIGH) };
     // Chunks for the NaN / -0.0 check: whole blocks, about 4096 rows.
     let chunk = window * (4096 / window).max(1);
@@ -156,4 +258,70 @@ pub(super) fn rolling_range<T: FastNum>(col: &Column<T>, window: usize, min_peri
     let out: Vec<T::Wide> = hi.iter().zip(&lo).map(|(&a, &b)| T::range(a, b)).collect();
     let nulls = validity(col.len(), window, min_periods.max(1), counts.as_deref());
     <T::Wide as ToArrow>::to_arrow(out, nulls)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rolling max / min by a monotonic deque: O(n), independent of blocks.
+    fn deque<const MAX: bool>(x: &[f64], w: usize) -> Vec<f64> {
+        let mut q = std::collections::VecDeque::new();
+        let mut out = Vec::with_capacity(x.len());
+        for (i, &v) in x.iter().enumerate() {
+            while q.back().is_some_and(|&j: &usize| if MAX { x[j] <= v } else { x[j] >= v }) {
+                q.pop_back();
+            }
+            q.push_back(i);
+            if q[0] + w <= i {
+                q.pop_front();
+            }
+            out.push(x[q[0]]);
+        }
+        out
+    }
+
+    fn data(n: usize, seed: u64) -> Vec<f64> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                ((s >> 40) % 1000) as f64 - 500.0 // ties on purpose
+            })
+            .collect()
+    }
+
+    #[test]
+    fn two_level_equals_deque_on_small_sub_blocks() {
+        for (seed, n) in [(1, 0), (2, 1), (3, 37), (4, 200), (5, 203)] {
+            let x = data(n, seed);
+            for sub in [1, 2, 3, 4, 7] {
+                for w in 4 * sub..n + 6 {
+                    let mut out = vec![0.0; n];
+                    assert!(extreme_two_level::<f64, true>(&x, w, sub, &mut out));
+                    assert_eq!(out, deque::<true>(&x, w), "max n={n} sub={sub} w={w}");
+                    assert!(extreme_two_level::<f64, false>(&x, w, sub, &mut out));
+                    assert_eq!(out, deque::<false>(&x, w), "min n={n} sub={sub} w={w}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn large_windows_take_two_levels_and_fall_back_on_nan() {
+        let n = TWO_LEVEL_FROM + 5 * SUB + 123;
+        let mut x = data(n, 9);
+        for w in [TWO_LEVEL_FROM, TWO_LEVEL_FROM + SUB / 3, n - 1, n + 10] {
+            assert_eq!(extreme_values::<f64, true>(&x, w), deque::<true>(&x, w), "w={w}");
+        }
+        // A NaN (the largest in the key order) two sub-blocks in: the
+        // two-level pass gives up and the per-chunk path handles it.
+        let w = TWO_LEVEL_FROM;
+        x[2 * SUB + 5] = f64::NAN;
+        let out = extreme_values::<f64, true>(&x, w);
+        for (i, o) in out.iter().enumerate() {
+            let has_nan = i >= 2 * SUB + 5 && i < 2 * SUB + 5 + w;
+            assert_eq!(o.is_nan(), has_nan, "row {i}");
+        }
+    }
 }
