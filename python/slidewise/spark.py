@@ -6,13 +6,14 @@
   windows, ``(t - range, t]``, tied times are peers as in Spark's RANGE
   frame), but computed by slidewise inside ``mapInArrow``:
 
-  - keyed (``partition_by``), count windows: first the ordered path
-    below, with per-key tails: the check pass collects each partition's
-    last ``max(w)-1`` rows of every key, each partition gets, per key, the
+  - keyed (``partition_by``): first the ordered path below, with per-key
+    halos: for count windows the check pass collects each partition's last
+    ``max(w)-1`` rows of every key and each partition gets, per key, the
     last such rows of its predecessors (a rare key's halo spans several
-    partitions), and one ``mapInArrow`` pass over the input as it is runs
-    the extension's keyed rolling over the interleaved keys: no shuffle,
-    no sort. Otherwise (input out of order, time windows, float keys,
+    partitions); for time windows the rows within the longest range, as
+    unkeyed, with their keys. One ``mapInArrow`` pass over the input as it
+    is then runs the extension's keyed rolling over the interleaved keys:
+    no shuffle, no sort. Otherwise (input out of order, float keys,
     ``method="map"``/``"apply"``, ``num_partitions``): repartition by key,
     sort within partitions, one ``mapInArrow`` pass whose state (the halo:
     the last ``w-1`` rows or the last ``range`` of time of the current
@@ -323,6 +324,18 @@ def _trim_keyed(t: pa.Table, m: int) -> pa.Table:
     return t.filter(pa.array(_last_rows(_key_ids(t.columns[1:]), m)))
 
 
+def _last_peer(t: np.ndarray, starts: np.ndarray) -> Optional[np.ndarray]:
+    """Per row, the last row with its time in its run (None: no ties)."""
+    n = len(t)
+    newgrp = np.ones(n, dtype=bool)
+    newgrp[1:] = t[1:] != t[:-1]
+    newgrp[starts] = True
+    if newgrp.all():
+        return None
+    firsts = np.flatnonzero(newgrp)
+    return (np.append(firsts[1:], n) - 1)[np.cumsum(newgrp) - 1]
+
+
 def _compute(sw, spec: _Spec, vals: pa.Array, ts: Optional[pa.Array], starts: np.ndarray,
              keys: Optional[pa.Array] = None) -> pa.Array:
     """spec over vals, resetting at each run start, or per key id when
@@ -341,7 +354,8 @@ def _compute(sw, spec: _Spec, vals: pa.Array, ts: Optional[pa.Array], starts: np
     if keys is None and len(starts) > 1 and _native_keys(sw) and not spec.time:
         keys = pa.array(np.repeat(np.arange(len(starts), dtype=np.int64), np.diff(np.append(starts, n))))
     if keys is not None:
-        out = sw.rolling(vals, spec.window, spec.agg, keys=keys, min_periods=mp, algorithm=spec.algorithm)
+        out = sw.rolling(vals, spec.units if spec.time else spec.window, spec.agg, keys=keys,
+                         timestamps=ts if spec.time else None, min_periods=mp, algorithm=spec.algorithm)
     elif len(starts) <= 1:
         out = one(vals, ts)
     else:
@@ -350,13 +364,18 @@ def _compute(sw, spec: _Spec, vals: pa.Array, ts: Optional[pa.Array], starts: np
                                 for a, b in zip(starts, ends)])
     if spec.time and n:
         t = ts.to_numpy()
-        newgrp = np.ones(n, dtype=bool)
-        newgrp[1:] = t[1:] != t[:-1]
-        newgrp[starts] = True
-        if not newgrp.all():
-            firsts = np.flatnonzero(newgrp)
-            last = np.append(firsts[1:], n) - 1
-            out = out.take(pa.array(last[np.cumsum(newgrp) - 1]))
+        if keys is None:
+            peer = _last_peer(t, starts)
+        else:  # interleaved keys: the same within each key's rows, in order
+            rows = np.argsort(keys.to_numpy(), kind="stable")
+            k = keys.to_numpy()[rows]
+            peer = _last_peer(t[rows], np.flatnonzero(np.append(True, k[1:] != k[:-1])))
+            if peer is not None:
+                back = np.empty(n, dtype=np.int64)
+                back[rows] = rows[peer]
+                peer = back
+        if peer is not None:
+            out = out.take(pa.array(peer))
     if out.type != spec.arrow_type:
         out = out.cast(spec.arrow_type)
     return out
@@ -371,9 +390,10 @@ class _Roller:
     longest range of the last time, and hold back the last run of tied
     times until a later time (or key, or the end) shows the run complete.
 
-    ``interleaved`` (count windows): batches in (order, tiebreak) order
-    with the keys mixed; the halo is then a (v, k0, ...) table of the last
-    ``max(w)-1`` rows of every key seen, prepended to each chunk.
+    ``interleaved``: batches in (order, tiebreak) order with the keys
+    mixed; the halo is then a (v, k0, ...[, t]) table prepended to each
+    chunk: the last ``max(w)-1`` rows of every key seen, or the rows
+    within the longest range of the last time (all keys).
     """
 
     def __init__(self, sw, specs: List[_Spec], value: str, order: str, keys: List[str], drop: List[str],
@@ -435,7 +455,15 @@ class _Roller:
         if self.check:
             self._check_order(table)
         if self.interleaved:
-            yield from self._append(table, self._interleaved(table))
+            ts = self._ts(table) if self.time else None
+            if self.time and not final:
+                # hold back the rows of the last time: its run may go on
+                cut = int(np.searchsorted(ts.to_numpy(), ts[-1].as_py(), side="left"))
+                self.pending = table.slice(cut)
+                if cut == 0:
+                    return
+                table, ts = table.slice(0, cut), ts.slice(0, cut)
+            yield from self._append(table, self._interleaved(table, ts))
             return
         keycols = [table.column(k).combine_chunks() for k in self.keys]
         starts = _run_starts(keycols, n)
@@ -491,15 +519,22 @@ class _Roller:
         if final and self.pending is not None:
             yield from self._process(final=True)
 
-    def _interleaved(self, table: pa.Table) -> List[pa.Array]:
-        cur = pa.table([table.column(self.value)] + [table.column(k) for k in self.keys],
-                       names=["v"] + [f"k{i}" for i in range(len(self.keys))])
+    def _interleaved(self, table: pa.Table, ts: Optional[pa.Array]) -> List[pa.Array]:
+        nk = len(self.keys)
+        cols = [table.column(self.value)] + [table.column(k) for k in self.keys] + ([ts] if self.time else [])
+        cur = pa.table(cols, names=["v"] + [f"k{i}" for i in range(nk)] + (["t"] if self.time else []))
         h = 0 if self.halo is None else self.halo.num_rows
         both = cur if not h else pa.concat_tables([self.halo, cur])
-        ids = _key_ids(both.columns[1:])
+        ids = _key_ids(both.columns[1:1 + nk])
         vals, kid = both.column(0).combine_chunks(), pa.array(ids)
-        outs = [_compute(self.sw, s, vals, None, None, keys=kid).slice(h) for s in self.specs]
-        self.halo = both.filter(pa.array(_last_rows(ids, self.hmax)))
+        ts = both.column("t").combine_chunks() if self.time else None
+        outs = [_compute(self.sw, s, vals, ts, None, keys=kid).slice(h) for s in self.specs]
+        if self.time:
+            # rows in order of time: the halo is the rows within the longest range of the last time
+            t = ts.to_numpy()
+            self.halo = both.slice(int(np.searchsorted(t, t[-1] - self.rmax, side="right")))
+        else:
+            self.halo = both.filter(pa.array(_last_rows(ids, self.hmax)))
         # the halo is recomputed with every chunk: keep chunks well above it
         self.target = max(self.target, 4 * self.halo.num_rows)
         return outs
@@ -589,8 +624,8 @@ def _tail_fn(value, order, specs, tb, by: Sequence[str] = ()):
     """Per partition: its row count, its tail (the last max(w)-1 values, or
     the rows within the longest range of its last time), and whether it is
     sorted by (order, tb...) with its first and last such key (pickled).
-    With key columns ``by`` (count windows): the last max(w)-1 values of
-    each key, a (v, k0, k1, ...) table."""
+    With key columns ``by``, a (v, k0, k1, ...[, t]) table: for count
+    windows the last max(w)-1 values of each key."""
     time = specs[0].time
     keys = [order, *tb]
 
@@ -635,7 +670,7 @@ def _tail_fn(value, order, specs, tb, by: Sequence[str] = ()):
                     kept = tail.num_rows
             elif tail.num_rows > hmax:
                 tail = tail.slice(tail.num_rows - hmax)
-        if tail is not None and by:
+        if tail is not None and by and not time:
             tail = _trim_keyed(tail, hmax)
         if tail is not None and time:
             tail = tail.replace_schema_metadata({"rmax": str(rmax)})
@@ -715,9 +750,9 @@ def rolling(
     ``partition_by``: key column(s); windows restart per key.
     ``tiebreak``: column(s) ordering rows with equal ``order_by``; default
     the input order. ``method`` (keyed only): ``"auto"`` (the default:
-    count windows over input already in ``(order_by, tiebreak)`` order
-    take the no-shuffle ordered path, as unkeyed; a check pass finds out,
-    and anything else runs as ``"map"``), ``"map"`` (repartition by key,
+    input already in ``(order_by, tiebreak)`` order takes the no-shuffle
+    ordered path, as unkeyed; a check pass finds out, and anything else
+    runs as ``"map"``), ``"map"`` (repartition by key,
     mapInArrow over sorted partitions: it streams in bounded memory, and
     in two runs of benches/compare_spark.py on a loaded machine neither
     shuffle method was consistently faster, 18 vs 22 s and 23 vs 16 s) or
@@ -796,20 +831,23 @@ def _groupable(dt) -> bool:
 
 
 def _rolling_keyed_ordered(df, specs, value, order_by, keys, tb):
-    """Keyed count windows over input already in (order_by, tiebreak)
-    order, as the unkeyed ordered path: one check pass collects each
-    partition's order range and the last ``max(w)-1`` rows of every key;
-    partition p's halo is, per key, the last such rows before p (spanning
-    several partitions for a rare key); then one ``mapInArrow`` pass over
-    the input as it is, the keys interleaved (native keyed rolling): no
-    shuffle, no sort. None when the path does not apply (time windows, key
-    types, an extension without keyed rolling, input out of order)."""
+    """Keyed windows over input already in (order_by, tiebreak) order, as
+    the unkeyed ordered path: one check pass collects each partition's
+    order range and tail (count windows: the last ``max(w)-1`` rows of
+    every key; time windows: the rows within the longest range, with their
+    keys); partition p's halo is, per key, the last such rows before p
+    (spanning several partitions for a rare key); then one ``mapInArrow``
+    pass over the input as it is, the keys interleaved (native keyed
+    rolling): no shuffle, no sort. None when the path does not apply (key
+    types, an extension without keyed rolling, input out of order, for
+    time windows a tied time across a partition boundary)."""
     import slidewise as sw
 
-    if specs[0].time or not _native_keys(sw) or not all(_groupable(df.schema[k].dataType) for k in keys):
+    if not _native_keys(sw) or not all(_groupable(df.schema[k].dataType) for k in keys):
         return None
-    rows = _check_pass(df, value, order_by, specs, tb, keys)
-    if not _in_order(rows, strict_ties=False):
+    time = specs[0].time
+    rows = _check_pass(df, value, order_by, specs, [] if time else tb, keys)
+    if not _in_order(rows, strict_ties=time):
         return None
     vtype = _spark_type_to_arrow(df.schema[value].dataType)
     halos = _halos([(r.pid, r.n, r.tail) for r in rows], specs, vtype, keyed=True)
