@@ -242,6 +242,98 @@ def test_rolling_unkeyed_assume_sorted(spark):
     _compare(got, want, [("sum_9", "ref_sum_9")])
 
 
+def _keyed_ordered_sdf(spark, n, parts, ties, key_type="bigint"):
+    """_ordered_sdf with a key column: keys 0..2 interleaved everywhere; key
+    3 only after the first third (absent from the first partitions); key 5
+    rare and only in the first and last quarter (absent from the middle
+    partitions: its halo comes from several partitions back); key 9 rare
+    everywhere (a halo spanning several partitions); some null keys."""
+    k = (F.when(F.col("id") % 53 == 7, F.lit(None))
+         .when(F.col("id") % 37 == 0, F.lit(9))
+         .when((F.col("id") % 41 == 1) & ((F.col("id") < n // 4) | (F.col("id") > 3 * n // 4)), F.lit(5))
+         .when(F.col("id") < n // 3, F.col("id") % 3)
+         .otherwise(F.col("id") % 4))
+    return _ordered_sdf(spark, n, parts, ties).withColumn("k", k.cast(key_type))
+
+
+@pytest.mark.parametrize("n,w,parts,key_type,tiebreak,two_keys", [(3000, 120, 5, "bigint", None, False),
+                                                                  (3000, 120, 3, "string", "id", True),
+                                                                  (40, 30, 6, "int", None, False)])
+def test_rolling_keyed_ordered_input_skips_the_shuffle(spark, monkeypatch, n, w, parts, key_type, tiebreak,
+                                                       two_keys):
+    """Keyed, input already in (t, id) order: no shuffle (the path taken is
+    checked), exact against Spark's keyed window with ties in input order
+    across partition boundaries (partitions of n/parts rows, t = id // 3),
+    per-key halos across chunks (small chunks, 50-row Arrow batches),
+    across partitions, from several partitions back, empty partitions."""
+    monkeypatch.setattr(ss, "_CHUNK_ROWS", 1)  # chunks of 4*(w-1) rows, then 4x the halo
+    sdf = _keyed_ordered_sdf(spark, n, parts, ties=3, key_type=key_type)
+    keys = ["k"]
+    if two_keys:
+        sdf = sdf.withColumn("k2", (F.col("id") / 7).cast("int") % 2)
+        keys = ["k", "k2"]
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "50")
+    try:
+        got = ss.rolling(sdf, "v", "t", [w, 1, 7], AGGS, partition_by=keys, tiebreak=tiebreak).toPandas()
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    assert ss._last_keyed_path == "ordered"
+    want = _spark_rows(sdf, [w, 1, 7], AGGS, keys, ["t", "id"]).toPandas()
+    _compare(got, want, [(f"{a}_{x}", f"ref_{a}_{x}") for x in [w, 1, 7] for a in AGGS])
+
+
+def test_rolling_keyed_out_of_order_input_takes_the_shuffle(spark):
+    """One partition out of order, partitions out of sequence, a tiebreak
+    the partitions do not follow: the check sees it and the shuffle path
+    gives the exact result. Float keys and method="map" take the shuffle
+    path without a check."""
+    sdf = _keyed_ordered_sdf(spark, 1200, 4, ties=2)
+    swapped = sdf.withColumn("t", F.when(F.col("id") == 450, F.lit(10_000)).otherwise(F.col("t")))
+    reversed_parts = sdf.withColumn("t", 5000 - F.spark_partition_id() * 1000 + F.col("id") % 300)
+    # t tied across each boundary (rows 299 and 300 both 149); a tiebreak in
+    # order inside each partition but falling at each boundary
+    tie_back = (sdf.withColumn("t", F.when(F.col("id") % 300 == 0, F.col("t") - 1).otherwise(F.col("t")))
+                .withColumn("tb", F.col("id") - F.spark_partition_id() * 10_000))
+    cases = [(swapped, "id", ["t", "id"]), (reversed_parts, "id", ["t", "id"]), (tie_back, "tb", ["t", "tb"])]
+    for df, tb, order in cases:
+        df = df.localCheckpoint()
+        got = ss.rolling(df, "v", "t", 9, ["sum", "max"], partition_by="k", tiebreak=tb).toPandas()
+        assert ss._last_keyed_path == "shuffle"
+        want = _spark_rows(df, [9], ["sum", "max"], ["k"], order).toPandas()
+        _compare(got, want, [("sum_9", "ref_sum_9"), ("max_9", "ref_max_9")])
+    ss.rolling(sdf.withColumn("k", F.col("k").cast("double")), "v", "t", 9, "sum", partition_by="k")
+    assert ss._last_keyed_path == "shuffle"
+    ss.rolling(sdf, "v", "t", 9, "sum", partition_by="k", method="map")
+    assert ss._last_keyed_path == "shuffle"
+
+
+@pytest.mark.parametrize("boundary_tie", [False, True])
+def test_rolling_keyed_time_ordered_input(spark, monkeypatch, boundary_tie):
+    """Keyed time windows on ordered input: per-key halos of the last range
+    of time, across chunks (held back at a run of tied times) and
+    partitions; ties inside a key are peers; a tie across a partition
+    boundary takes the shuffle path. The reference orders by unix_micros
+    (a double cast rounds 3.6 s to 3599999 us)."""
+    monkeypatch.setattr(ss, "_CHUNK_ROWS", 1)
+    sdf = _keyed_ordered_sdf(spark, 2400, 4, ties=4)  # partitions of 600 rows, t 0..149, 150..299, ...
+    if boundary_tie:
+        sdf = sdf.withColumn("t", F.when(F.col("id") == 600, F.lit(149)).otherwise(F.col("t")))
+    sdf = sdf.withColumn("k", F.when(F.col("id") % 3 == 0, F.lit(1)).otherwise(F.col("k")))  # ties within key 1
+    sdf = sdf.withColumn("ts", F.timestamp_millis(F.col("t") * 300))
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "50")
+    try:
+        got = ss.rolling(sdf, "v", "ts", ["2s", "30s"], ["sum", "max", "count"], partition_by="k").toPandas()
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    assert ss._last_keyed_path == ("shuffle" if boundary_tie else "ordered")
+    cols = []
+    for name, r in [("2s", 2_000_000), ("30s", 30_000_000)]:
+        win = Window.partitionBy("k").orderBy(F.unix_micros("ts")).rangeBetween(-(r - 1), 0)
+        cols += [SPARK_FN[a]("v").over(win).alias(f"ref_{a}_{name}") for a in ["sum", "max", "count"]]
+    want = sdf.select("id", *cols).toPandas()
+    _compare(got, want, [(f"{a}_{x}", f"ref_{a}_{x}") for x in ["2s", "30s"] for a in ["sum", "max", "count"]])
+
+
 @pytest.mark.parametrize("boundary_tie", [False, True])
 def test_rolling_time_ordered_input(spark, boundary_tie):
     """Time windows on ordered input: ties inside partitions are peers; a

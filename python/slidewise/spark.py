@@ -6,10 +6,18 @@
   windows, ``(t - range, t]``, tied times are peers as in Spark's RANGE
   frame), but computed by slidewise inside ``mapInArrow``:
 
-  - keyed (``partition_by``): repartition by key, sort within partitions,
-    one ``mapInArrow`` pass whose state (the halo: the last ``w-1`` rows or
-    the last ``range`` of time of the current key) is carried across Arrow
-    batches and reset at key boundaries;
+  - keyed (``partition_by``): first the ordered path below, with per-key
+    halos: for count windows the check pass collects each partition's last
+    ``max(w)-1`` rows of every key and each partition gets, per key, the
+    last such rows of its predecessors (a rare key's halo spans several
+    partitions); for time windows the rows within the longest range, as
+    unkeyed, with their keys. One ``mapInArrow`` pass over the input as it
+    is then runs the extension's keyed rolling over the interleaved keys:
+    no shuffle, no sort. Otherwise (input out of order, float keys,
+    ``method="map"``/``"apply"``, ``num_partitions``): repartition by key,
+    sort within partitions, one ``mapInArrow`` pass whose state (the halo:
+    the last ``w-1`` rows or the last ``range`` of time of the current
+    key) is carried across Arrow batches and reset at key boundaries;
   - unkeyed: Spark's own window moves every row to one partition. Here a
     first Python pass over (value, order) checks whether the input already
     is in order (each partition sorted, the partitions in sequence: Parquet
@@ -281,38 +289,93 @@ def _run_starts(cols: Sequence[pa.Array], n: int) -> np.ndarray:
     return np.flatnonzero(change)
 
 
-def _compute(sw, spec: _Spec, vals: pa.Array, ts: Optional[pa.Array], starts: np.ndarray) -> pa.Array:
-    """spec over vals, resetting at each run start; the Spark peer rule for
-    time windows (tied times all take the last peer's value)."""
+def _key_ids(cols: Sequence[pa.Array]) -> np.ndarray:
+    """A dense int64 id per row for its key tuple; null is a key value of
+    its own (as in Spark's partitionBy)."""
+    import pyarrow.compute as pc
+
+    ids = None
+    for c in cols:
+        if isinstance(c, pa.ChunkedArray):
+            c = c.combine_chunks()
+        d = pc.dictionary_encode(c, null_encoding="encode")
+        i = d.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        ids = i if ids is None else np.unique(ids * len(d.dictionary) + i, return_inverse=True)[1]
+    return ids
+
+
+def _last_rows(ids: np.ndarray, m: int) -> np.ndarray:
+    """Mask of the rows that are among the last ``m`` rows of their key."""
+    if m == 0:
+        return np.zeros(len(ids), dtype=bool)
+    counts = np.bincount(ids)
+    # each key's rows, in order (16-bit ids: numpy's radix sort, 2-3x faster)
+    rows = np.argsort(ids.astype(np.uint16) if len(counts) <= 1 << 16 else ids, kind="stable")
+    ends = np.cumsum(counts)
+    # per key, the row where its last m rows begin (0: all its rows)
+    first = np.zeros(len(counts), dtype=np.int64)
+    more = counts > m
+    first[more] = rows[ends[more] - m]
+    return np.arange(len(ids)) >= first[ids]
+
+
+def _trim_keyed(t: pa.Table, m: int) -> pa.Table:
+    """A (v, k0, k1, ...) table cut to the last ``m`` rows of each key."""
+    return t.filter(pa.array(_last_rows(_key_ids(t.columns[1:]), m)))
+
+
+def _last_peer(t: np.ndarray, starts: np.ndarray) -> Optional[np.ndarray]:
+    """Per row, the last row with its time in its run (None: no ties)."""
+    n = len(t)
+    newgrp = np.ones(n, dtype=bool)
+    newgrp[1:] = t[1:] != t[:-1]
+    newgrp[starts] = True
+    if newgrp.all():
+        return None
+    firsts = np.flatnonzero(newgrp)
+    return (np.append(firsts[1:], n) - 1)[np.cumsum(newgrp) - 1]
+
+
+def _compute(sw, spec: _Spec, vals: pa.Array, ts: Optional[pa.Array], starts: np.ndarray,
+             keys: Optional[pa.Array] = None) -> pa.Array:
+    """spec over vals, resetting at each run start, or per key id when
+    ``keys`` is given (interleaved keys, count windows); the Spark peer
+    rule for time windows (tied times all take the last peer's value)."""
     n = len(vals)
     mp = spec.min_periods
     if spec.agg in ("std", "var") and mp is not None and mp < 2:
         mp = None  # a single value gives null in slidewise as in Spark
-    ends = np.append(starts[1:], n)
 
     def one(v, t):
         if spec.time:
             return sw.rolling(v, spec.units, spec.agg, timestamps=t, min_periods=mp, algorithm=spec.algorithm)
         return sw.rolling(v, spec.window, spec.agg, min_periods=mp, algorithm=spec.algorithm)
 
-    if len(starts) <= 1:
+    if keys is None and len(starts) > 1 and _native_keys(sw) and not spec.time:
+        keys = pa.array(np.repeat(np.arange(len(starts), dtype=np.int64), np.diff(np.append(starts, n))))
+    if keys is not None:
+        out = sw.rolling(vals, spec.units if spec.time else spec.window, spec.agg, keys=keys,
+                         timestamps=ts if spec.time else None, min_periods=mp, algorithm=spec.algorithm)
+    elif len(starts) <= 1:
         out = one(vals, ts)
-    elif _native_keys(sw) and not spec.time:
-        ids = np.repeat(np.arange(len(starts), dtype=np.int64), np.diff(np.append(starts, n)))
-        out = sw.rolling(vals, spec.window, spec.agg, keys=pa.array(ids), min_periods=mp,
-                         algorithm=spec.algorithm)
     else:
+        ends = np.append(starts[1:], n)
         out = pa.concat_arrays([one(vals.slice(a, b - a), None if ts is None else ts.slice(a, b - a))
                                 for a, b in zip(starts, ends)])
     if spec.time and n:
         t = ts.to_numpy()
-        newgrp = np.ones(n, dtype=bool)
-        newgrp[1:] = t[1:] != t[:-1]
-        newgrp[starts] = True
-        if not newgrp.all():
-            firsts = np.flatnonzero(newgrp)
-            last = np.append(firsts[1:], n) - 1
-            out = out.take(pa.array(last[np.cumsum(newgrp) - 1]))
+        if keys is None:
+            peer = _last_peer(t, starts)
+        else:  # interleaved keys: the same within each key's rows, in order
+            rows = np.argsort(keys.to_numpy(), kind="stable")
+            k = keys.to_numpy()[rows]
+            peer = _last_peer(t[rows], np.flatnonzero(np.append(True, k[1:] != k[:-1])))
+            if peer is not None:
+                back = np.empty(n, dtype=np.int64)
+                back[rows] = rows[peer]
+                peer = back
+        if peer is not None:
+            out = out.take(pa.array(peer))
     if out.type != spec.arrow_type:
         out = out.cast(spec.arrow_type)
     return out
@@ -326,11 +389,17 @@ class _Roller:
     values of the current key; time windows keep the rows within the
     longest range of the last time, and hold back the last run of tied
     times until a later time (or key, or the end) shows the run complete.
+
+    ``interleaved``: batches in (order, tiebreak) order with the keys
+    mixed; the halo is then a (v, k0, ...[, t]) table prepended to each
+    chunk: the last ``max(w)-1`` rows of every key seen, or the rows
+    within the longest range of the last time (all keys).
     """
 
     def __init__(self, sw, specs: List[_Spec], value: str, order: str, keys: List[str], drop: List[str],
-                 halo: Optional[pa.Table] = None, target_rows: int = 1 << 16):
+                 halo: Optional[pa.Table] = None, target_rows: int = 1 << 16, interleaved: bool = False):
         self.sw, self.specs, self.value, self.order, self.keys, self.drop = sw, specs, value, order, keys, drop
+        self.interleaved = interleaved
         self.time = specs[0].time
         self.halo_key: Optional[tuple] = () if halo is not None else None
         self.halo = halo  # columns: value[, ts]
@@ -385,6 +454,17 @@ class _Roller:
             return
         if self.check:
             self._check_order(table)
+        if self.interleaved:
+            ts = self._ts(table) if self.time else None
+            if self.time and not final:
+                # hold back the rows of the last time: its run may go on
+                cut = int(np.searchsorted(ts.to_numpy(), ts[-1].as_py(), side="left"))
+                self.pending = table.slice(cut)
+                if cut == 0:
+                    return
+                table, ts = table.slice(0, cut), ts.slice(0, cut)
+            yield from self._append(table, self._interleaved(table, ts))
+            return
         keycols = [table.column(k).combine_chunks() for k in self.keys]
         starts = _run_starts(keycols, n)
         ts = self._ts(table) if self.time else None
@@ -435,16 +515,46 @@ class _Roller:
             j = max(lo, len(vals) - self.hmax)
             self.halo = pa.table([vals.slice(j)], names=["v"])
         self.halo_key = tuple(k[-1].as_py() for k in keycols)
+        yield from self._append(table, outs)
+        if final and self.pending is not None:
+            yield from self._process(final=True)
+
+    def _interleaved(self, table: pa.Table, ts: Optional[pa.Array]) -> List[pa.Array]:
+        nk = len(self.keys)
+        cols = [table.column(self.value)] + [table.column(k) for k in self.keys] + ([ts] if self.time else [])
+        cur = pa.table(cols, names=["v"] + [f"k{i}" for i in range(nk)] + (["t"] if self.time else []))
+        h = 0 if self.halo is None else self.halo.num_rows
+        both = cur if not h else pa.concat_tables([self.halo, cur])
+        ids = _key_ids(both.columns[1:1 + nk])
+        vals, kid = both.column(0).combine_chunks(), pa.array(ids)
+        ts = both.column("t").combine_chunks() if self.time else None
+        outs = [_compute(self.sw, s, vals, ts, None, keys=kid).slice(h) for s in self.specs]
+        if self.time:
+            # rows in order of time: the halo is the rows within the longest range of the last time
+            t = ts.to_numpy()
+            self.halo = both.slice(int(np.searchsorted(t, t[-1] - self.rmax, side="right")))
+        else:
+            self.halo = both.filter(pa.array(_last_rows(ids, self.hmax)))
+        # the halo is recomputed with every chunk: keep chunks well above it
+        self.target = max(self.target, 4 * self.halo.num_rows)
+        return outs
+
+    def _append(self, table: pa.Table, outs: List[pa.Array]) -> Iterator[pa.RecordBatch]:
         if self.drop:
             table = table.drop_columns(self.drop)
         for s, o in zip(self.specs, outs):
             table = table.append_column(pa.field(s.name, s.arrow_type), o)
         yield from table.to_batches()
-        if final and self.pending is not None:
-            yield from self._process(final=True)
 
 
-def _roll_fn(specs, value, order, keys, drop, halos=None, target_rows=1 << 16, check=None):
+# Rows per slidewise call in the mapInArrow passes (at least); tests set it
+# small to carry halos across chunks.
+_CHUNK_ROWS = 1 << 16
+
+
+def _roll_fn(specs, value, order, keys, drop, halos=None, target_rows=None, check=None):
+    target_rows = _CHUNK_ROWS if target_rows is None else target_rows
+
     def fn(it):
         sw = _import_slidewise()
         halo = None
@@ -452,8 +562,13 @@ def _roll_fn(specs, value, order, keys, drop, halos=None, target_rows=1 << 16, c
             from pyspark import TaskContext
 
             raw = halos.value.get(TaskContext.get().partitionId())
-            halo = _from_ipc(raw) if raw is not None else pa.table({"v": pa.array([], pa.float64())})
-        r = _Roller(sw, [_copy_spec(s) for s in specs], value, order, keys, drop, halo, target_rows)
+            if raw is not None:
+                halo = _from_ipc(raw)
+            elif not keys:
+                halo = pa.table({"v": pa.array([], pa.float64())})
+        # halos with keys: the keyed ordered path, keys interleaved in the rows
+        r = _Roller(sw, [_copy_spec(s) for s in specs], value, order, keys, drop, halo, target_rows,
+                    interleaved=bool(keys) and halos is not None)
         r.check = check
         for b in it:
             yield from r.feed(b)
@@ -505,10 +620,12 @@ def _order_step(table: pa.Table, keys: List[str], last: Optional[tuple]):
     return ok, first, tuple(c[-1].as_py() for c in kc)
 
 
-def _tail_fn(value, order, specs, tb):
+def _tail_fn(value, order, specs, tb, by: Sequence[str] = ()):
     """Per partition: its row count, its tail (the last max(w)-1 values, or
     the rows within the longest range of its last time), and whether it is
-    sorted by (order, tb...) with its first and last such key (pickled)."""
+    sorted by (order, tb...) with its first and last such key (pickled).
+    With key columns ``by``, a (v, k0, k1, ...[, t]) table: for count
+    windows the last max(w)-1 values of each key."""
     time = specs[0].time
     keys = [order, *tb]
 
@@ -521,6 +638,7 @@ def _tail_fn(value, order, specs, tb):
         pid = TaskContext.get().partitionId()
         tail = None
         n = 0
+        kept = 0  # rows of the per-key tail at its last trim
         ok, first, last = True, None, None
         hmax = None if time else max(s.window for s in specs) - 1
         for b in it:
@@ -531,8 +649,8 @@ def _tail_fn(value, order, specs, tb):
             if ok:
                 ok, lo, last = _order_step(t, keys, last)
                 first = lo if first is None else first
-            cols = [t.column(value)]
-            names = ["v"]
+            cols = [t.column(value)] + [t.column(k) for k in by]
+            names = ["v"] + [f"k{i}" for i in range(len(by))]
             if time:
                 ts, unit_ns, _ = _time.time_column(t.column(order), f"order column {order!r}")
                 cols.append(ts)
@@ -544,8 +662,16 @@ def _tail_fn(value, order, specs, tb):
                 tv = tail.column("t").to_numpy()
                 j = int(np.searchsorted(tv, tv[-1] - rmax, side="right"))
                 tail = tail.slice(j)
+            elif by:
+                # trimming costs a grouping of all rows held: do it when
+                # they are well above the last trimmed size
+                if tail.num_rows > 2 * kept + (1 << 20):
+                    tail = _trim_keyed(tail, hmax)
+                    kept = tail.num_rows
             elif tail.num_rows > hmax:
                 tail = tail.slice(tail.num_rows - hmax)
+        if tail is not None and by and not time:
+            tail = _trim_keyed(tail, hmax)
         if tail is not None and time:
             tail = tail.replace_schema_metadata({"rmax": str(rmax)})
         payload = _to_ipc(tail.combine_chunks()) if tail is not None else b""
@@ -556,8 +682,9 @@ def _tail_fn(value, order, specs, tb):
     return fn
 
 
-def _halos(rows, specs, value_type: pa.DataType) -> Dict[int, bytes]:
-    """Driver: partition p's halo = the tail of everything before p."""
+def _halos(rows, specs, value_type: pa.DataType, keyed: bool = False) -> Dict[int, bytes]:
+    """Driver: partition p's halo = the tail of everything before p (per
+    key when ``keyed``: the tails are _tail_fn's per-key tables)."""
     time = specs[0].time
     rows = sorted(rows, key=lambda r: r[0])
     out: Dict[int, bytes] = {}
@@ -574,6 +701,8 @@ def _halos(rows, specs, value_type: pa.DataType) -> Dict[int, bytes]:
             rmax = int(tail.schema.metadata[b"rmax"])
             tv = running.column("t").to_numpy()
             running = running.slice(int(np.searchsorted(tv, tv[-1] - rmax, side="right")))
+        elif keyed:
+            running = _trim_keyed(running, hmax)
         elif running.num_rows > hmax:
             running = running.slice(running.num_rows - hmax)
     return out
@@ -620,11 +749,15 @@ def rolling(
     agg), named ``output`` or ``f"{agg}_{window}"``, all in one pass.
     ``partition_by``: key column(s); windows restart per key.
     ``tiebreak``: column(s) ordering rows with equal ``order_by``; default
-    the input order. ``method`` (keyed only): ``"map"`` (mapInArrow over
-    sorted partitions, the default: it streams in bounded memory, and in two
-    runs of benches/compare_spark.py on a loaded machine neither method was
-    consistently faster, 18 vs 22 s and 23 vs 16 s) or ``"apply"``
-    (groupBy().applyInArrow, one whole key group in memory per call).
+    the input order. ``method`` (keyed only): ``"auto"`` (the default:
+    input already in ``(order_by, tiebreak)`` order takes the no-shuffle
+    ordered path, as unkeyed; a check pass finds out, and anything else
+    runs as ``"map"``), ``"map"`` (repartition by key,
+    mapInArrow over sorted partitions: it streams in bounded memory, and
+    in two runs of benches/compare_spark.py on a loaded machine neither
+    shuffle method was consistently faster, 18 vs 22 s and 23 vs 16 s) or
+    ``"apply"`` (groupBy().applyInArrow, one whole key group in memory per
+    call).
     ``assume_sorted`` (unkeyed count windows): the caller vouches that each
     partition's rows are in ``(order_by, tiebreak)`` order; the check pass
     is skipped (two JVM jobs find the tails instead), the order is verified
@@ -658,24 +791,68 @@ def rolling(
                 if c not in df.columns:
                     raise ValueError(f"tiebreak column {c!r} is not in the DataFrame")
         return _rolling_unkeyed(df, specs, value, order_by, tiebreak, num_partitions, assume_sorted)
+    global _last_keyed_path
+    tb = [] if tiebreak is None else _listify(tiebreak)
+    for c in tb:
+        if c not in df.columns:
+            raise ValueError(f"tiebreak column {c!r} is not in the DataFrame")
+    if method == "auto" and num_partitions is None:
+        out = _rolling_keyed_ordered(df, specs, value, order_by, keys, tb)
+        if out is not None:
+            _last_keyed_path = "ordered"
+            return out
     drop: List[str] = []
     if specs[0].time:
         tb = []  # tied times are peers sharing one value: no tiebreak needed
-    elif tiebreak is None:
+    elif not tb:
         tb = [_TB]
         drop = [_TB]
         df = df.withColumn(_TB, F.monotonically_increasing_id())
-    else:
-        tb = _listify(tiebreak)
-        for c in tb:
-            if c not in df.columns:
-                raise ValueError(f"tiebreak column {c!r} is not in the DataFrame")
     schema = _schema_with(df, specs, drop)
+    _last_keyed_path = method if method == "apply" else "shuffle"
     if method == "apply":
         return _rolling_apply(df, specs, value, order_by, keys, tb, drop, schema)
     parts = df.repartition(num_partitions, *keys) if num_partitions else df.repartition(*keys)
     parts = parts.sortWithinPartitions(*keys, order_by, *tb)
     return parts.mapInArrow(_roll_fn(specs, value, order_by, keys, drop), schema)
+
+
+# Which keyed path the last call took ("ordered", "shuffle" or "apply"); tests read it.
+_last_keyed_path: Optional[str] = None
+
+
+def _groupable(dt) -> bool:
+    """Key types whose Arrow equality is Spark's grouping equality (not
+    float/double: Spark groups NaNs together and -0.0 with 0.0)."""
+    from pyspark.sql import types as T
+
+    return isinstance(dt, (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.StringType, T.BooleanType,
+                           T.DateType, T.TimestampType, T.TimestampNTZType))
+
+
+def _rolling_keyed_ordered(df, specs, value, order_by, keys, tb):
+    """Keyed windows over input already in (order_by, tiebreak) order, as
+    the unkeyed ordered path: one check pass collects each partition's
+    order range and tail (count windows: the last ``max(w)-1`` rows of
+    every key; time windows: the rows within the longest range, with their
+    keys); partition p's halo is, per key, the last such rows before p
+    (spanning several partitions for a rare key); then one ``mapInArrow``
+    pass over the input as it is, the keys interleaved (native keyed
+    rolling): no shuffle, no sort. None when the path does not apply (key
+    types, an extension without keyed rolling, input out of order, for
+    time windows a tied time across a partition boundary)."""
+    import slidewise as sw
+
+    if not _native_keys(sw) or not all(_groupable(df.schema[k].dataType) for k in keys):
+        return None
+    time = specs[0].time
+    rows = _check_pass(df, value, order_by, specs, [] if time else tb, keys)
+    if not _in_order(rows, strict_ties=time):
+        return None
+    vtype = _spark_type_to_arrow(df.schema[value].dataType)
+    halos = _halos([(r.pid, r.n, r.tail) for r in rows], specs, vtype, keyed=True)
+    halos = df.sparkSession.sparkContext.broadcast(halos)
+    return df.mapInArrow(_roll_fn(specs, value, order_by, keys, [], halos), _schema_with(df, specs, []))
 
 
 def _rolling_apply(df, specs, value, order_by, keys, tb, drop, schema):
@@ -736,20 +913,7 @@ def _rolling_unkeyed(df, specs, value, order_by, tiebreak, num_partitions, assum
             return df.mapInArrow(_roll_fn(specs, value, order_by, [], [], halos, check=[order_by, *tb]),
                                  _schema_with(df, specs, []))
     if num_partitions is None:
-        tschema = _TAIL_SCHEMA
-        cols = list(dict.fromkeys([value, order_by, *tb]))
-        # Unless the batch size was set explicitly, larger Arrow batches for
-        # this pass only (it returns one row per partition): about half the
-        # time of the default 10k rows.
-        key = "spark.sql.execution.arrow.maxRecordsPerBatch"
-        explicit = spark.conf.get(key, None) is not None
-        if not explicit:
-            spark.conf.set(key, "200000")
-        try:
-            rows = df.select(*cols).mapInArrow(_tail_fn(value, order_by, specs, tb), tschema).collect()
-        finally:
-            if not explicit:
-                spark.conf.unset(key)
+        rows = _check_pass(df, value, order_by, specs, tb)
         if _in_order(rows, strict_ties=specs[0].time):
             _last_unkeyed_path = "ordered"
             halos = spark.sparkContext.broadcast(_halos([(r.pid, r.n, r.tail) for r in rows], specs, vtype))
@@ -773,6 +937,24 @@ def _rolling_unkeyed(df, specs, value, order_by, tiebreak, num_partitions, assum
         halos, _ = _count_halos(parts, value, max(s.window for s in specs) - 1)
     halos = spark.sparkContext.broadcast(halos)
     return parts.mapInArrow(_roll_fn(specs, value, order_by, [], drop, halos), schema)
+
+
+def _check_pass(df, value, order_by, specs, tb, by: Sequence[str] = ()):
+    """Run _tail_fn over the input as it is: one row per partition."""
+    spark = df.sparkSession
+    cols = list(dict.fromkeys([value, order_by, *tb, *by]))
+    # Unless the batch size was set explicitly, larger Arrow batches for
+    # this pass only (it returns one row per partition): about half the
+    # time of the default 10k rows.
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    explicit = spark.conf.get(key, None) is not None
+    if not explicit:
+        spark.conf.set(key, "200000")
+    try:
+        return df.select(*cols).mapInArrow(_tail_fn(value, order_by, specs, tb, by), _TAIL_SCHEMA).collect()
+    finally:
+        if not explicit:
+            spark.conf.unset(key)
 
 
 # What _tail_fn returns per partition (DDL, so no pyspark import here).
