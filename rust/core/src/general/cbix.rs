@@ -25,7 +25,7 @@
 //! at least k + 1 of them are kept in a ring (a power-of-two number of
 //! blocks) because a window of k·m slots may straddle k + 1 blocks.
 
-use super::{absent, opt_combine, opt_combine_into, GeneralAggregator, NewGeneral};
+use super::{absent, opt_combine, opt_combine_into, propagate, update_path, GeneralAggregator, NewGeneral};
 use crate::monoid::Monoid;
 use crate::{Error, Result};
 
@@ -131,41 +131,12 @@ impl<M: Monoid> Cbix<M> {
     }
 
     fn update_path(&mut self, leaf: usize) {
-        let mut v = (self.tm + leaf) / 2;
-        while v >= 1 {
-            self.tree[v] = opt_combine::<M>(&self.tree[2 * v], &self.tree[2 * v + 1]);
-            v /= 2;
-        }
+        update_path::<M>(&mut self.tree, self.tm, leaf);
     }
 
-    /// RA Algorithm 2 over the tree's changed leaves. One leaf (the usual
-    /// slide: one eviction or one late partial) is one path; several share
-    /// the nodes their paths meet at, level by level, in reused buffers.
+    /// RA Algorithm 2 over the tree's changed leaves (`pending`).
     fn propagate(&mut self) {
-        match self.pending.len() {
-            0 => return,
-            1 => {
-                let l = self.pending.pop().unwrap();
-                return self.update_path(l);
-            }
-            _ => {}
-        }
-        let (mut w, mut nx) = std::mem::take(&mut self.scratch);
-        w.clear();
-        w.extend(self.pending.drain(..).map(|l| (self.tm + l) / 2));
-        w.sort_unstable();
-        w.dedup();
-        while !w.is_empty() {
-            nx.clear();
-            for &v in &w {
-                self.tree[v] = opt_combine::<M>(&self.tree[2 * v], &self.tree[2 * v + 1]);
-                if v > 1 && nx.last() != Some(&(v / 2)) {
-                    nx.push(v / 2);
-                }
-            }
-            std::mem::swap(&mut w, &mut nx);
-        }
-        self.scratch = (w, nx);
+        propagate::<M>(&mut self.tree, self.tm, &mut self.pending, &mut self.scratch);
     }
 
     /// Equation 6: the tree over block `b` (RA Algorithm 1, m - 1 ⊕ at most).

@@ -21,7 +21,7 @@
 //! ids stay sorted); while no id was skipped, a slot's leaf is found by
 //! arithmetic, otherwise by binary search over the circular order.
 
-use super::{absent, opt_combine, GeneralAggregator, NewGeneral};
+use super::{absent, opt_combine, propagate, update_path, GeneralAggregator, NewGeneral};
 use crate::monoid::Monoid;
 use crate::Result;
 
@@ -41,9 +41,8 @@ pub struct GeneralFlatFat<M: Monoid> {
     /// `keys` are consecutive from the front (no id skipped).
     dense: bool,
     end: u64,
-    /// Scratch work lists of Algorithm 2.
-    work: Vec<usize>,
-    next: Vec<usize>,
+    /// Reused level lists of Algorithm 2 (no allocation per slide).
+    scratch: (Vec<usize>, Vec<usize>),
 }
 
 impl<M: Monoid> NewGeneral for GeneralFlatFat<M> {
@@ -64,8 +63,7 @@ impl<M: Monoid> GeneralFlatFat<M> {
             count: 0,
             dense: true,
             end: 0,
-            work: Vec::new(),
-            next: Vec::new(),
+            scratch: (Vec::new(), Vec::new()),
         }
     }
 
@@ -99,37 +97,13 @@ impl<M: Monoid> GeneralFlatFat<M> {
         (lo < self.used && self.keys[self.phys(lo)] == id).then(|| self.phys(lo))
     }
 
-    /// Rewrite the path from leaf `pos` to the root.
     fn update_path(&mut self, pos: usize) {
-        let mut v = (self.cap + pos) / 2;
-        while v >= 1 {
-            self.tree[v] = opt_combine::<M>(&self.tree[2 * v], &self.tree[2 * v + 1]);
-            v /= 2;
-        }
+        update_path::<M>(&mut self.tree, self.cap, pos);
     }
 
-    /// Algorithm 2, lines 3-9: the leaves at `positions` changed; rewrite
-    /// every affected inner node once, level by level.
+    /// Algorithm 2, lines 3-9: the leaves at `positions` changed.
     fn propagate(&mut self, positions: &mut Vec<usize>) {
-        let mut w = std::mem::take(&mut self.work);
-        let mut nx = std::mem::take(&mut self.next);
-        w.clear();
-        w.extend(positions.iter().map(|&p| (self.cap + p) / 2));
-        w.sort_unstable();
-        w.dedup();
-        while !w.is_empty() && w[0] >= 1 {
-            nx.clear();
-            for &v in &w {
-                self.tree[v] = opt_combine::<M>(&self.tree[2 * v], &self.tree[2 * v + 1]);
-                if v > 1 && nx.last() != Some(&(v / 2)) {
-                    nx.push(v / 2);
-                }
-            }
-            std::mem::swap(&mut w, &mut nx);
-        }
-        positions.clear();
-        self.work = w;
-        self.next = nx;
+        propagate::<M>(&mut self.tree, self.cap, positions, &mut self.scratch);
     }
 
     /// Algorithm 1 over all leaves: n - 1 ⊕ at most.

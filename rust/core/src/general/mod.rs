@@ -175,6 +175,49 @@ pub(crate) fn opt_combine<M: Monoid>(a: &Option<M::Agg>, b: &Option<M::Agg>) -> 
     }
 }
 
+/// Rewrite the path from leaf `leaf` of a FlatFAT-layout tree (root at 1,
+/// leaf `p` at `leaves + p`) to the root.
+pub(crate) fn update_path<M: Monoid>(tree: &mut [Option<M::Agg>], leaves: usize, leaf: usize) {
+    let mut v = (leaves + leaf) / 2;
+    while v >= 1 {
+        tree[v] = opt_combine::<M>(&tree[2 * v], &tree[2 * v + 1]);
+        v /= 2;
+    }
+}
+
+/// RA Algorithm 2, lines 3-9, shared by general FlatFAT and CBiX's block
+/// trees: the leaves at `changed` were rewritten; recompute every inner
+/// node above them once, level by level, so paths that meet share their
+/// upper nodes. One leaf (the usual slide) is one path. `changed` is left
+/// empty; `scratch` holds the two level lists, reused across calls.
+pub(crate) fn propagate<M: Monoid>(
+    tree: &mut [Option<M::Agg>],
+    leaves: usize,
+    changed: &mut Vec<usize>,
+    scratch: &mut (Vec<usize>, Vec<usize>),
+) {
+    if let [leaf] = changed[..] {
+        changed.clear();
+        return update_path::<M>(tree, leaves, leaf);
+    }
+    let (w, nx) = scratch;
+    w.clear();
+    w.extend(changed.drain(..).map(|p| (leaves + p) / 2));
+    w.sort_unstable();
+    w.dedup();
+    // A one-leaf tree has no inner node (its parent index is 0).
+    while !w.is_empty() && w[0] >= 1 {
+        nx.clear();
+        for &v in w.iter() {
+            tree[v] = opt_combine::<M>(&tree[2 * v], &tree[2 * v + 1]);
+            if v > 1 && nx.last() != Some(&(v / 2)) {
+                nx.push(v / 2);
+            }
+        }
+        std::mem::swap(w, nx);
+    }
+}
+
 /// `acc = acc ⊕ b` with ⊥.
 #[inline]
 pub(crate) fn opt_combine_into<M: Monoid>(acc: &mut Option<M::Agg>, b: &M::Agg) {
