@@ -412,12 +412,13 @@ where
                 return invalid!("argument column has {} rows, value column {}", a.len(), col.len());
             }
         }
-        let shared = Arc::clone(&self.shared);
-        let plan = &shared.plan;
+        // The plan is read through `self.shared` at each use, not through a
+        // cloned Arc: a keyed stream calls this once per key and batch, and
+        // the clone's two atomic updates would be a fixed cost per call.
         let n = col.len() as u64;
         let mut i = 0u64;
         while i < n {
-            let next_edge = self.period_start + plan.edges[self.edge_i];
+            let next_edge = self.period_start + self.shared.plan.edges[self.edge_i];
             let take = (next_edge - self.pos).min(n - i);
             let (a, b) = (i as usize, (i + take) as usize);
             if args.is_none() && col.nulls.is_none_or(|nb| all_valid(nb, a, b)) {
@@ -440,17 +441,18 @@ where
             i += take;
             self.pos += take;
             if self.pos == next_edge {
-                let cut = plan.cut[self.edge_i];
+                let cut = self.shared.plan.cut[self.edge_i];
                 if cut {
                     self.close_partial();
                 }
-                for fire in &plan.fires[self.edge_i] {
+                for f in 0..self.shared.plan.fires[self.edge_i].len() {
+                    let fire = self.shared.plan.fires[self.edge_i][f];
                     self.emit(fire.query, fire.partials, !cut, next_edge, next_edge, em);
                 }
                 self.edge_i += 1;
-                if self.edge_i == plan.edges.len() {
+                if self.edge_i == self.shared.plan.edges.len() {
                     self.edge_i = 0;
-                    self.period_start += plan.composite;
+                    self.period_start += self.shared.plan.composite;
                 }
             }
         }
