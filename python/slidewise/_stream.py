@@ -10,7 +10,9 @@ import pyarrow.compute as pc
 from . import _arrow, _keys, _late, _slidewise, _time
 
 _ARG_AGGS = ("argmax", "argmin")
-_STATE_VERSION = 5  # 5: keys; 4: lateness (out-of-order streams); 3 and 4 still load
+# 6: count windows without min_periods save no per-partial row counts;
+# 5: keys; 4: lateness (out-of-order streams); 3, 4 and 5 still load
+_STATE_VERSION = 6
 _PARTIALS = ("pairs", "panes", "cutty")
 
 
@@ -287,7 +289,7 @@ class Stream:
         }
 
     def __setstate__(self, st: dict) -> None:
-        if st.get("version") not in (3, 4, _STATE_VERSION):
+        if st.get("version") not in (3, 4, 5, _STATE_VERSION):
             raise ValueError(f"cannot restore a slidewise Stream saved with state version {st.get('version')!r}")
         self._queries = st["queries"]
         self._value = st["value"]

@@ -12,9 +12,10 @@
 //!   windows ([`SharedWindow`]) and time windows ([`TimeWindow`]) implement
 //!   it, and any operator with the same push / flush / save shape can.
 //!   States are stored inline in one `Vec` (no `Box` per key) and share the
-//!   plan and specs through one `Arc`; each key's FIFO aggregator starts at
-//!   [`KEY_START_CAPACITY`] partials and grows on demand, so memory follows
-//!   the live state, not a fixed capacity per key.
+//!   plan and specs through one `Arc`; a key's state allocates nothing until
+//!   it has rows, then room for its window's partials (exactly, for small
+//!   windows: [`crate::fifo::New::lazy`]), so memory follows the live
+//!   state, not a fixed capacity per key.
 //!
 //! Output order (documented for users): within one push (or flush), result
 //! rows are grouped by key, keys in order of their first row in that batch
@@ -44,10 +45,6 @@ use crate::plan::Slicing;
 use crate::time_window::{TimePlan, TimeSpec, TimeWindow};
 use crate::window::{new_emit, CountPlan, CountSpec, Emit, SharedWindow, SharedWindowOp, WindowBatch};
 use crate::{invalid, Error, Result};
-
-/// Initial capacity (in partials) of each key's FIFO aggregator: most keys
-/// of a many-key stream hold few partials; the aggregators grow on demand.
-pub const KEY_START_CAPACITY: usize = 4;
 
 // ---------------------------------------------------------------------------
 // Key identity
@@ -444,8 +441,7 @@ where
         self.plan().specs.len()
     }
     fn fresh(&self) -> Result<Self> {
-        let cap = crate::fifo::capacity_hint(self.plan().plan.w_size + 1).min(KEY_START_CAPACITY);
-        SharedWindow::with_plan(Arc::clone(self.plan()), cap)
+        SharedWindow::lazy(Arc::clone(self.plan()))
     }
     fn push(&mut self, rows: &Rows<'_, M::In>, em: &mut [Emit<M::Out>]) -> Result<()> {
         self.push_col(&rows.col, rows.args, em)
@@ -475,8 +471,7 @@ where
         self.plan().specs.len()
     }
     fn fresh(&self) -> Result<Self> {
-        let cap = crate::fifo::capacity_hint(self.plan().plan.w_size + 1).min(KEY_START_CAPACITY);
-        TimeWindow::with_plan(Arc::clone(self.plan()), cap)
+        TimeWindow::lazy(Arc::clone(self.plan()))
     }
     fn check(&self, rows: &Rows<'_, M::In>) -> Option<(usize, i64)> {
         first_decrease(rows.ts.unwrap_or(&[]), self.last_time())
@@ -587,6 +582,30 @@ impl<K: KeyOp> Keyed<K> {
     }
 }
 
+/// Segments ahead whose key state is prefetched: many keys' states do not
+/// fit in cache, and a batch visits them in data order, which the hardware
+/// prefetcher cannot guess.
+const PREFETCH_AHEAD: usize = 4;
+
+/// Hint the CPU to load `x` into cache (no effect on results).
+#[inline(always)]
+fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let p = (x as *const T).cast::<i8>();
+        for off in (0..std::mem::size_of::<T>()).step_by(64) {
+            // SAFETY: prefetch never faults; `off` stays within `*x`.
+            #[allow(unused_unsafe)]
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(p.add(off))
+            };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
 /// Give the windows appended since the last call the key `id`.
 #[inline]
 fn tag<O: ToArrow>(em: &[Emit<O>], key_ids: &mut [Vec<u32>], id: u32) {
@@ -673,6 +692,9 @@ impl<K: KeyOp> KeyedWindowOp for Keyed<K> {
         let mut em = new_emit::<K::Out>(queries);
         let mut key_ids = vec![Vec::new(); queries];
         for s in 0..part.seg_key.len() {
+            if let Some(&ahead) = part.seg_key.get(s + PREFETCH_AHEAD) {
+                prefetch(&self.states[ahead as usize]);
+            }
             let (lo, hi, nb) = rows_of(s);
             let rows = Rows {
                 col: Column { values: &vals[lo..hi], nulls: nb.as_ref() },
@@ -766,10 +788,25 @@ where
     M::In: FromArrow + Send,
     M::Out: ToArrow,
 {
-    // The same choice as an unkeyed stream of these queries makes.
-    let algo = algo.resolve_for::<M>(distinct(specs.iter().map(|s| s.range)));
+    let algo = keyed_algo::<M>(algo, distinct(specs.iter().map(|s| s.range)));
     algo.check::<M>()?;
     crate::with_fifo!(algo, M, count_with(specs, slicing, saved))
+}
+
+/// What `auto` means per key: the choice of an unkeyed stream of the same
+/// queries, except that one window of a sum, count or mean runs
+/// Subtract-on-Evict. Its single ring of partials is the smallest state
+/// (TwoStacks keeps evicted slots until a flip plus a suffix aggregate per
+/// front partial: up to three windows' worth), which is what a stream of
+/// many keys pays for; these inverses are exact (integers) or compensated
+/// (float sums), and SoE is O(1) too.
+pub fn keyed_algo<M: AggOp>(algo: Algorithm, ranges: usize) -> Algorithm {
+    let small = ranges == 1 && M::INVERTIBLE && matches!(M::NAME, "sum" | "count" | "mean");
+    if algo == Algorithm::Auto && small {
+        Algorithm::Soe
+    } else {
+        algo.resolve_for::<M>(ranges)
+    }
 }
 
 /// Number of distinct window sizes (`auto` picks a multi-query structure
@@ -811,7 +848,7 @@ where
     M::In: FromArrow + Send,
     M::Out: ToArrow,
 {
-    let algo = algo.resolve_for::<M>(distinct(specs.iter().map(|s| s.range)));
+    let algo = keyed_algo::<M>(algo, distinct(specs.iter().map(|s| s.range)));
     algo.check::<M>()?;
     crate::with_fifo!(algo, M, time_with(specs, saved))
 }

@@ -152,8 +152,19 @@ impl<M: AggOp, A: FifoAggregator<M> + New> TimeWindow<M, A> {
     /// A fresh state sharing `shared`; `capacity` is the aggregator's
     /// initial capacity (it grows on demand).
     pub fn with_plan(shared: Arc<TimePlan>, capacity: usize) -> Result<Self> {
+        Self::with_agg(shared, A::new_with_capacity(capacity)?)
+    }
+
+    /// A fresh state for one key of a keyed stream: no allocation until it
+    /// has rows, then room for its window ([`New::lazy`]).
+    pub fn lazy(shared: Arc<TimePlan>) -> Result<Self> {
+        let bound = shared.plan.w_size + 1;
+        Self::with_agg(shared, A::lazy(bound)?)
+    }
+
+    fn with_agg(shared: Arc<TimePlan>, agg: A) -> Result<Self> {
         Ok(TimeWindow {
-            agg: A::new_with_capacity(capacity)?,
+            agg,
             shared,
             cum: VecDeque::new(),
             base: (0, 0),
@@ -208,12 +219,19 @@ where
     /// Close the partial at the next edge and answer the queries firing there.
     fn close_edge(&mut self, em: &mut [Emit<M::Out>]) {
         let edge = self.next_edge();
-        let shared = Arc::clone(&self.shared);
+        // `self.shared` borrowed field by field, not an Arc clone: this runs
+        // per edge and key.
+        let shared = &self.shared;
         let plan = &shared.plan;
         let p = std::mem::replace(&mut self.cur, M::identity());
         self.agg.insert(p);
         let c = std::mem::take(&mut self.cur_count);
         self.total = (self.total.0 + c.0, self.total.1 + c.1);
+        let (len, cap) = (self.cum.len(), self.cum.capacity());
+        if len == cap {
+            // exact for a small window (VecDeque would double)
+            self.cum.reserve_exact(crate::fifo::next_capacity(cap, len + 1, plan.w_size + 1) - len);
+        }
         self.cum.push_back(self.total);
         while self.agg.len() > plan.w_size {
             self.agg.evict();

@@ -233,13 +233,17 @@ pub fn finish_emit<O: ToArrow>(em: Vec<Emit<O>>) -> Vec<WindowBatch> {
 pub struct CountPlan {
     pub specs: Vec<CountSpec>,
     pub plan: SharedPlan,
+    /// Whether any query has a min_periods: only then do states keep the
+    /// per-partial row counts (`cum`).
+    pub counts: bool,
 }
 
 impl CountPlan {
     pub fn new(specs: &[CountSpec], slicing: Slicing) -> Result<Arc<CountPlan>> {
         let slides: Vec<Slide> = specs.iter().map(|s| Slide::count(s.range, s.slide)).collect();
         let plan = SharedPlan::build_with(&slides, slicing)?;
-        Ok(Arc::new(CountPlan { specs: specs.to_vec(), plan }))
+        let counts = specs.iter().any(|s| s.min_periods > 0);
+        Ok(Arc::new(CountPlan { specs: specs.to_vec(), plan, counts }))
     }
 }
 
@@ -248,6 +252,7 @@ pub struct SharedWindow<M: AggOp, A: FifoAggregator<M>> {
     agg: A,
     /// Cumulative non-null row count at the end of each partial in the
     /// window, and before the oldest one: min_periods in O(1) per query.
+    /// Empty unless the plan has `counts` (8 bytes a partial saved).
     cum: VecDeque<u64>,
     cum_base: u64,
     total: u64,
@@ -276,8 +281,19 @@ impl<M: AggOp, A: FifoAggregator<M> + New> SharedWindow<M, A> {
     /// A fresh state of the same queries, sharing the plan; `capacity` is
     /// the aggregator's initial capacity (it grows on demand).
     pub fn with_plan(shared: Arc<CountPlan>, capacity: usize) -> Result<Self> {
+        Self::with_agg(shared, A::new_with_capacity(capacity)?)
+    }
+
+    /// A fresh state for one key of a keyed stream: no allocation until it
+    /// has rows, then room for its window ([`New::lazy`]).
+    pub fn lazy(shared: Arc<CountPlan>) -> Result<Self> {
+        let bound = shared.plan.w_size + 1;
+        Self::with_agg(shared, A::lazy(bound)?)
+    }
+
+    fn with_agg(shared: Arc<CountPlan>, agg: A) -> Result<Self> {
         Ok(SharedWindow {
-            agg: A::new_with_capacity(capacity)?,
+            agg,
             shared,
             cum: VecDeque::new(),
             cum_base: 0,
@@ -300,11 +316,29 @@ where
         let p = std::mem::replace(&mut self.cur, M::identity());
         self.agg.insert(p);
         self.total += std::mem::take(&mut self.cur_count);
-        self.cum.push_back(self.total);
+        let counts = self.shared.counts;
+        if counts {
+            let (len, cap) = (self.cum.len(), self.cum.capacity());
+            if len == cap {
+                let bound = self.shared.plan.w_size + 1;
+                self.cum.reserve_exact(crate::fifo::next_capacity(cap, len + 1, bound) - len);
+            }
+            self.cum.push_back(self.total);
+        }
         while self.agg.len() > self.shared.plan.w_size {
             self.agg.evict();
-            self.cum_base = self.cum.pop_front().unwrap_or(self.cum_base);
+            if counts {
+                self.cum_base = self.cum.pop_front().unwrap_or(self.cum_base);
+            }
         }
+    }
+
+    /// Non-null rows in the newest `k` closed partials (and the open one
+    /// when `open`); needs `counts`.
+    fn count_last(&self, k: usize, open: bool) -> u64 {
+        let k = k.min(self.cum.len());
+        let before = if k == self.cum.len() { self.cum_base } else { self.cum[self.cum.len() - 1 - k] };
+        self.total - before + if open { self.cur_count } else { 0 }
     }
 
     /// Emit query `q`'s window over the newest `k` closed partials, and the
@@ -315,11 +349,8 @@ where
         if open {
             M::combine_into(&mut a, &self.cur);
         }
-        let k = k.min(self.cum.len());
-        let before = if k == self.cum.len() { self.cum_base } else { self.cum[self.cum.len() - 1 - k] };
-        let count = self.total - before + if open { self.cur_count } else { 0 };
         let spec = &self.shared.specs[q];
-        let ok = spec.min_periods == 0 || count >= spec.min_periods;
+        let ok = spec.min_periods == 0 || self.count_last(k, open) >= spec.min_periods;
         let (b, start, stop) = &mut em[q];
         b.push(if ok { M::lower(&a) } else { None });
         start.push(edge.saturating_sub(spec.range) as i64);
@@ -357,10 +388,15 @@ where
         self.cum_base = u64::decode(inp)?;
         let cum = Vec::<u64>::decode(inp)?;
         let parts = Vec::<M::Agg>::decode(inp)?;
-        if cum.len() != parts.len() || self.edge_i >= self.shared.plan.edges.len() {
+        // Without min_periods no counts are kept (nor saved since state
+        // version 6); older checkpoints carry them, unused here.
+        let counts_ok = cum.len() == parts.len() || (!self.shared.counts && cum.is_empty());
+        if !counts_ok || self.edge_i >= self.shared.plan.edges.len() {
             return Err(Error::Corrupt("checkpoint does not match these queries".into()));
         }
-        self.cum = cum.into();
+        if self.shared.counts {
+            self.cum = cum.into();
+        }
         self.agg.bulk_insert(&parts);
         Ok(())
     }
@@ -376,12 +412,13 @@ where
                 return invalid!("argument column has {} rows, value column {}", a.len(), col.len());
             }
         }
-        let shared = Arc::clone(&self.shared);
-        let plan = &shared.plan;
+        // The plan is read through `self.shared` at each use, not through a
+        // cloned Arc: a keyed stream calls this once per key and batch, and
+        // the clone's two atomic updates would be a fixed cost per call.
         let n = col.len() as u64;
         let mut i = 0u64;
         while i < n {
-            let next_edge = self.period_start + plan.edges[self.edge_i];
+            let next_edge = self.period_start + self.shared.plan.edges[self.edge_i];
             let take = (next_edge - self.pos).min(n - i);
             let (a, b) = (i as usize, (i + take) as usize);
             if args.is_none() && col.nulls.is_none_or(|nb| all_valid(nb, a, b)) {
@@ -404,17 +441,18 @@ where
             i += take;
             self.pos += take;
             if self.pos == next_edge {
-                let cut = plan.cut[self.edge_i];
+                let cut = self.shared.plan.cut[self.edge_i];
                 if cut {
                     self.close_partial();
                 }
-                for fire in &plan.fires[self.edge_i] {
+                for f in 0..self.shared.plan.fires[self.edge_i].len() {
+                    let fire = self.shared.plan.fires[self.edge_i][f];
                     self.emit(fire.query, fire.partials, !cut, next_edge, next_edge, em);
                 }
                 self.edge_i += 1;
-                if self.edge_i == plan.edges.len() {
+                if self.edge_i == self.shared.plan.edges.len() {
                     self.edge_i = 0;
-                    self.period_start += plan.composite;
+                    self.period_start += self.shared.plan.composite;
                 }
             }
         }

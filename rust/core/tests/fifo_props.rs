@@ -9,7 +9,7 @@ mod common;
 
 use common::{every_op, value, Close, FromF64, PerOp};
 use proptest::prelude::*;
-use slidewise_core::fifo::{build, Algorithm};
+use slidewise_core::fifo::{build, build_lazy, Algorithm};
 use slidewise_core::ops::*;
 use slidewise_core::AggOp;
 
@@ -49,19 +49,21 @@ impl PerOp for [Step] {
         M::In: FromF64,
         M::Out: Close,
     {
-        for algo in algos() {
+        // Each algorithm as built for one stream and as built for one key
+        // of a keyed stream (lazy, bound 5: sequences grow past it).
+        for (algo, lazy) in algos().into_iter().flat_map(|a| [(a, false), (a, true)]) {
             if algo.check::<M>().is_err() {
                 continue;
             }
             let mut oracle = build::<M>(Algorithm::Recalc, 8).unwrap();
-            let mut got = build::<M>(algo, 8).unwrap();
+            let mut got = if lazy { build_lazy::<M>(algo, 5) } else { build::<M>(algo, 8) }.unwrap();
             let mut pos = 0i64;
             let mut lift = |(x, ok): (f64, bool)| {
                 pos += 1;
                 if ok { M::lift(M::In::from_f64(x), pos) } else { M::identity() }
             };
             for (i, s) in self.iter().enumerate() {
-                let ctx = || format!("{} on {} at step {i} ({s:?})", algo.name(), M::NAME);
+                let ctx = || format!("{} (lazy: {lazy}) on {} at step {i} ({s:?})", algo.name(), M::NAME);
                 match s {
                     Step::Insert(x, ok) => {
                         let p = lift((*x, *ok));

@@ -173,6 +173,17 @@ fn boxed<M: Monoid, A: FifoAggregator<M> + New + 'static>(capacity: usize) -> Re
     Ok(Box::new(A::new_with_capacity(capacity)?))
 }
 
+/// [`build`] as a keyed stream builds one key's aggregator ([`New::lazy`]).
+pub fn build_lazy<M: Monoid>(algo: Algorithm, bound: usize) -> Result<Box<dyn FifoAggregator<M>>> {
+    let algo = algo.resolve::<M>();
+    algo.check::<M>()?;
+    crate::with_fifo!(algo, M, boxed_lazy(bound))
+}
+
+fn boxed_lazy<M: Monoid, A: FifoAggregator<M> + New + 'static>(bound: usize) -> Result<Box<dyn FifoAggregator<M>>> {
+    Ok(Box::new(A::lazy(bound)?))
+}
+
 /// Call the generic function `$f::<$M, A>(args)` with `A` the concrete
 /// aggregator type of `$algo` for monoid `$M`: static dispatch, no virtual
 /// call per partial. `$algo` must already be resolved (not `Auto`).
@@ -220,4 +231,22 @@ pub fn capacity_hint(partials: usize) -> usize {
 /// the operation (SoE without an inverse).
 pub trait New: Sized {
     fn new_with_capacity(capacity: usize) -> Result<Self>;
+    /// An empty aggregator for one key of a keyed stream, whose window never
+    /// holds more than about `bound` partials: it should allocate nothing
+    /// until the first insert, then room for the bound at once when it is
+    /// small (one allocation, no slack), growing geometrically otherwise.
+    /// Algorithms that do not specialise start small.
+    fn lazy(bound: usize) -> Result<Self> {
+        Self::new_with_capacity(bound.min(4))
+    }
+}
+
+/// The next capacity of a buffer that must hold `need` items and whose
+/// live contents stay within `bound`: geometric from 16, but never past a
+/// bound that suffices, so a small window costs one exact allocation and a
+/// large one no more than twice its live contents.
+pub fn next_capacity(cap: usize, need: usize, bound: usize) -> usize {
+    let geo = cap.saturating_mul(2).max(16);
+    let c = if need <= bound { geo.min(bound) } else { geo };
+    c.max(need)
 }

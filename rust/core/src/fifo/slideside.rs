@@ -51,6 +51,10 @@ pub struct SlideSide<M: Monoid> {
     suf: Vec<M::Agg>,
     /// `pre[j]` = aggregate of `items[split .. split+j]` (prefix scan).
     pre: Vec<M::Agg>,
+    /// Evicted slots tolerated before reclaiming ([`MIN_RECLAIM`]; one
+    /// key's window of a keyed stream: its bound, so a small window does
+    /// not keep a thousand dead partials).
+    min_reclaim: usize,
 }
 
 impl<M: Monoid> SlideSide<M> {
@@ -58,7 +62,7 @@ impl<M: Monoid> SlideSide<M> {
         let cap = capacity.min(1 << 20);
         let mut pre = Vec::with_capacity(cap + 1);
         pre.push(M::identity());
-        SlideSide { items: Vec::with_capacity(cap), head: 0, split: 0, suf: Vec::with_capacity(cap), pre }
+        SlideSide { items: Vec::with_capacity(cap), head: 0, split: 0, suf: Vec::with_capacity(cap), pre, min_reclaim: MIN_RECLAIM }
     }
 
     #[inline(always)]
@@ -98,7 +102,7 @@ impl<M: Monoid> SlideSide<M> {
 
     /// Drop evicted slots once they are half of the arrays: O(1) amortised.
     fn reclaim(&mut self) {
-        if self.head >= MIN_RECLAIM && self.head * 2 >= self.items.len() {
+        if self.head >= self.min_reclaim && self.head * 2 >= self.items.len() {
             let h = self.head;
             self.items.drain(..h);
             self.suf.drain(..h.min(self.suf.len()));
@@ -194,5 +198,10 @@ impl<M: Monoid> FifoAggregator<M> for SlideSide<M> {
 impl<M: Monoid> New for SlideSide<M> {
     fn new_with_capacity(capacity: usize) -> crate::Result<Self> {
         Ok(Self::with_capacity(capacity))
+    }
+    fn lazy(bound: usize) -> crate::Result<Self> {
+        // Reclaiming every `bound` evictions moves at most as many slots:
+        // still O(1) amortised.
+        Ok(SlideSide { min_reclaim: bound.clamp(16, MIN_RECLAIM), ..Self::with_capacity(bound.min(4)) })
     }
 }

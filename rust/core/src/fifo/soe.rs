@@ -19,8 +19,9 @@ use crate::monoid::Monoid;
 use crate::Error;
 
 pub struct SubtractOnEvict<M: Monoid> {
-    /// Ring buffer; `buf.len()` is a power of two, slots outside the window
-    /// hold stale partials that are overwritten on insert.
+    /// Ring buffer of any length (a keyed stream sizes it to the window
+    /// exactly); slots outside the window hold stale partials that are
+    /// overwritten on insert.
     buf: Vec<M::Agg>,
     head: usize,
     len: usize,
@@ -28,29 +29,47 @@ pub struct SubtractOnEvict<M: Monoid> {
     acc: M::Agg,
     /// Evictions since `acc` was last recomputed from the buffer.
     since_rebuild: usize,
+    /// The most partials the window is expected to hold (growth stops there).
+    bound: usize,
 }
 
 impl<M: Monoid> SubtractOnEvict<M> {
+    /// Slot of the `i`-th oldest partial, `i < buf.len()`.
     #[inline(always)]
-    fn mask(&self) -> usize {
-        self.buf.len() - 1
+    fn slot(&self, i: usize) -> usize {
+        let j = self.head + i;
+        if j >= self.buf.len() { j - self.buf.len() } else { j }
     }
 
     #[inline(always)]
     fn at(&self, i: usize) -> &M::Agg {
-        &self.buf[(self.head + i) & self.mask()]
+        &self.buf[self.slot(i)]
     }
 
     fn grow(&mut self) {
-        let cap = (self.buf.len() * 2).max(8);
+        let cap = super::next_capacity(self.buf.len(), self.len + 1, self.bound);
         let mut nb = Vec::with_capacity(cap);
-        let mask = self.mask();
         for i in 0..self.len {
-            nb.push(mem::replace(&mut self.buf[(self.head + i) & mask], M::identity()));
+            let j = self.slot(i);
+            nb.push(mem::replace(&mut self.buf[j], M::identity()));
         }
         nb.resize(cap, M::identity());
         self.buf = nb;
         self.head = 0;
+    }
+
+    fn with_buffer(cap: usize, bound: usize) -> crate::Result<Self> {
+        if !M::INVERTIBLE {
+            return Err(Error::NotInvertible { algorithm: "soe", agg: M::NAME });
+        }
+        Ok(SubtractOnEvict {
+            buf: vec![M::identity(); cap],
+            head: 0,
+            len: 0,
+            acc: M::identity(),
+            since_rebuild: 0,
+            bound,
+        })
     }
 
     /// Fold `n` partials starting `from` the oldest.
@@ -75,7 +94,7 @@ impl<M: Monoid> FifoAggregator<M> for SubtractOnEvict<M> {
             self.grow();
         }
         M::combine_into(&mut self.acc, &v);
-        let i = (self.head + self.len) & self.mask();
+        let i = self.slot(self.len);
         self.buf[i] = v;
         self.len += 1;
     }
@@ -86,7 +105,7 @@ impl<M: Monoid> FifoAggregator<M> for SubtractOnEvict<M> {
             return;
         }
         self.acc = M::inverse(&self.acc, &self.buf[self.head]);
-        self.head = (self.head + 1) & self.mask();
+        self.head = self.slot(1);
         self.len -= 1;
         self.since_rebuild += 1;
         if self.len == 0 {
@@ -136,7 +155,7 @@ impl<M: Monoid> FifoAggregator<M> for SubtractOnEvict<M> {
             }
         } else {
             // Most of the window goes: folding what stays is cheaper and exact.
-            self.head = (self.head + n) & self.mask();
+            self.head = self.slot(n);
             self.len -= n;
             self.rebuild();
         }
@@ -145,16 +164,10 @@ impl<M: Monoid> FifoAggregator<M> for SubtractOnEvict<M> {
 
 impl<M: Monoid> New for SubtractOnEvict<M> {
     fn new_with_capacity(capacity: usize) -> crate::Result<Self> {
-        if !M::INVERTIBLE {
-            return Err(Error::NotInvertible { algorithm: "soe", agg: M::NAME });
-        }
-        let cap = capacity.clamp(8, 1 << 20).next_power_of_two();
-        Ok(SubtractOnEvict {
-            buf: vec![M::identity(); cap],
-            head: 0,
-            len: 0,
-            acc: M::identity(),
-            since_rebuild: 0,
-        })
+        let cap = capacity.clamp(8, 1 << 20);
+        Self::with_buffer(cap, cap)
+    }
+    fn lazy(bound: usize) -> crate::Result<Self> {
+        Self::with_buffer(0, bound)
     }
 }

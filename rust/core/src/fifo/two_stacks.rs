@@ -26,6 +26,10 @@ pub struct TwoStacks<M: Monoid> {
     rsuf: Vec<M::Agg>,
     /// Aggregate of `items[split..]`.
     back_agg: M::Agg,
+    /// The most partials the window is expected to hold: `items` (window
+    /// plus evicted slots not yet dropped) stays within twice that, `rsuf`
+    /// within it, so their growth stops there.
+    bound: usize,
 }
 
 impl<M: Monoid> TwoStacks<M> {
@@ -37,6 +41,7 @@ impl<M: Monoid> TwoStacks<M> {
             split: 0,
             rsuf: Vec::with_capacity(cap),
             back_agg: M::identity(),
+            bound: usize::MAX,
         }
     }
 
@@ -51,6 +56,8 @@ impl<M: Monoid> TwoStacks<M> {
         self.items.drain(..keep_from);
         self.head = 0;
         self.split = self.items.len();
+        self.rsuf.clear();
+        reserve(&mut self.rsuf, self.split, self.bound);
         super::suffix_scan::<M>(&self.items, &mut self.rsuf);
         self.back_agg = M::identity();
     }
@@ -60,6 +67,7 @@ impl<M: Monoid> FifoAggregator<M> for TwoStacks<M> {
     #[inline]
     fn insert(&mut self, v: M::Agg) {
         M::combine_into(&mut self.back_agg, &v);
+        reserve(&mut self.items, 1, self.bound.saturating_mul(2));
         self.items.push(v);
     }
 
@@ -111,6 +119,7 @@ impl<M: Monoid> FifoAggregator<M> for TwoStacks<M> {
         for v in vs {
             M::combine_into(&mut self.back_agg, v);
         }
+        reserve(&mut self.items, vs.len(), self.bound.saturating_mul(2));
         self.items.extend_from_slice(vs);
     }
 
@@ -128,5 +137,19 @@ impl<M: Monoid> FifoAggregator<M> for TwoStacks<M> {
 impl<M: Monoid> New for TwoStacks<M> {
     fn new_with_capacity(capacity: usize) -> crate::Result<Self> {
         Ok(Self::with_capacity(capacity))
+    }
+    fn lazy(bound: usize) -> crate::Result<Self> {
+        Ok(TwoStacks { bound, ..Self::with_capacity(0) })
+    }
+}
+
+/// Room for `extra` more items in `v`, grown by [`super::next_capacity`]
+/// (exact up to `bound`) rather than Vec's doubling.
+#[inline]
+fn reserve<T>(v: &mut Vec<T>, extra: usize, bound: usize) {
+    let need = v.len() + extra;
+    if need > v.capacity() {
+        let cap = super::next_capacity(v.capacity(), need, bound);
+        v.reserve_exact(cap - v.len());
     }
 }
