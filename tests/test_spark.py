@@ -57,6 +57,17 @@ def _sdf(spark, pdf, nulls, nans, parts=5):
     return sdf.withColumn("v", v.cast(sdf.schema["v"].dataType))
 
 
+
+def _collect(spark, batch, job):
+    """`job()`'s result as pandas, run with Arrow batches of `batch` rows (a
+    string; falsy: Spark's default), so halos must cross batch boundaries."""
+    if batch:
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", batch)
+    try:
+        return job().toPandas()
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+
 def _compare(got, want, cols):
     g = got.sort_values("id").reset_index(drop=True)
     w = want.sort_values("id").reset_index(drop=True)
@@ -88,12 +99,8 @@ def test_rolling_rows_equal_spark(spark, keys):
     pdf, nulls, nans = _data(1500, 4, 300, seed=1)
     sdf = _sdf(spark, pdf, nulls, nans)
     windows = [1, 7, 120]
-    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "100")
-    try:
-        out = ss.rolling(sdf, "v", "t", windows, AGGS, partition_by=keys, tiebreak="id", num_partitions=5)
-        got = out.toPandas()
-    finally:
-        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    out = ss.rolling(sdf, "v", "t", windows, AGGS, partition_by=keys, tiebreak="id", num_partitions=5)
+    got = _collect(spark, "100", lambda: out)
     want = _spark_rows(sdf, windows, AGGS, keys, ["t", "id"]).toPandas()
     _compare(got, want, [(f"{a}_{w}", f"ref_{a}_{w}") for w in windows for a in AGGS])
     # output types as Spark's own functions
@@ -133,11 +140,8 @@ def test_rolling_time_equal_spark_range(spark, keys):
     pdf, nulls, nans = _data(1500, 3, 400, seed=4)
     pdf["ts"] = pd.to_datetime(pdf["t"] * 250, unit="ms")  # many ties, gaps of 0.25 s
     sdf = _sdf(spark, pdf, nulls, nans)
-    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "64")
-    try:
-        got = ss.rolling(sdf, "v", "ts", ["2s", "10s"], AGGS, partition_by=keys, num_partitions=5).toPandas()
-    finally:
-        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    got = _collect(spark, "64",
+                   lambda: ss.rolling(sdf, "v", "ts", ["2s", "10s"], AGGS, partition_by=keys, num_partitions=5))
     us = F.col("ts").cast("double") * 1e6
     cols = []
     for name, r in [("2s", 2_000_000), ("10s", 10_000_000)]:
@@ -190,12 +194,7 @@ def test_rolling_unkeyed_ordered_input_skips_the_shuffle(spark, n, w, parts, bat
     checked), exact against Spark with ties in input order, halos across
     Arrow batches, across several short partitions and empty ones."""
     sdf = _ordered_sdf(spark, n, parts, ties=3)
-    if batch:
-        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", batch)
-    try:
-        got = ss.rolling(sdf, "v", "t", [w, 1, 7], AGGS).toPandas()
-    finally:
-        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    got = _collect(spark, batch, lambda: ss.rolling(sdf, "v", "t", [w, 1, 7], AGGS))
     assert ss._last_unkeyed_path == "ordered"
     want = _spark_rows(sdf, [w, 1, 7], AGGS, None, ["t", "id"]).toPandas()
     _compare(got, want, [(f"{a}_{x}", f"ref_{a}_{x}") for x in [w, 1, 7] for a in AGGS])
@@ -220,11 +219,7 @@ def test_rolling_unkeyed_assume_sorted(spark):
     partition out of order is an error when the job runs, not a wrong
     answer; partitions out of sequence take the shuffle path."""
     sdf = _ordered_sdf(spark, 700, 4, ties=3)
-    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "64")
-    try:
-        got = ss.rolling(sdf, "v", "t", [150, 4], ["sum", "max"], assume_sorted=True).toPandas()
-    finally:
-        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    got = _collect(spark, "64", lambda: ss.rolling(sdf, "v", "t", [150, 4], ["sum", "max"], assume_sorted=True))
     assert ss._last_unkeyed_path == "assumed"
     want = _spark_rows(sdf, [150, 4], ["sum", "max"], None, ["t", "id"]).toPandas()
     _compare(got, want, [(f"{a}_{w}", f"ref_{a}_{w}") for w in [150, 4] for a in ["sum", "max"]])
@@ -272,11 +267,8 @@ def test_rolling_keyed_ordered_input_skips_the_shuffle(spark, monkeypatch, n, w,
     if two_keys:
         sdf = sdf.withColumn("k2", (F.col("id") / 7).cast("int") % 2)
         keys = ["k", "k2"]
-    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "50")
-    try:
-        got = ss.rolling(sdf, "v", "t", [w, 1, 7], AGGS, partition_by=keys, tiebreak=tiebreak).toPandas()
-    finally:
-        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    got = _collect(spark, "50",
+                   lambda: ss.rolling(sdf, "v", "t", [w, 1, 7], AGGS, partition_by=keys, tiebreak=tiebreak))
     assert ss._last_keyed_path == "ordered"
     want = _spark_rows(sdf, [w, 1, 7], AGGS, keys, ["t", "id"]).toPandas()
     _compare(got, want, [(f"{a}_{x}", f"ref_{a}_{x}") for x in [w, 1, 7] for a in AGGS])
@@ -320,11 +312,8 @@ def test_rolling_keyed_time_ordered_input(spark, monkeypatch, boundary_tie):
         sdf = sdf.withColumn("t", F.when(F.col("id") == 600, F.lit(149)).otherwise(F.col("t")))
     sdf = sdf.withColumn("k", F.when(F.col("id") % 3 == 0, F.lit(1)).otherwise(F.col("k")))  # ties within key 1
     sdf = sdf.withColumn("ts", F.timestamp_millis(F.col("t") * 300))
-    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "50")
-    try:
-        got = ss.rolling(sdf, "v", "ts", ["2s", "30s"], ["sum", "max", "count"], partition_by="k").toPandas()
-    finally:
-        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    got = _collect(spark, "50",
+                   lambda: ss.rolling(sdf, "v", "ts", ["2s", "30s"], ["sum", "max", "count"], partition_by="k"))
     assert ss._last_keyed_path == ("shuffle" if boundary_tie else "ordered")
     cols = []
     for name, r in [("2s", 2_000_000), ("30s", 30_000_000)]:
