@@ -68,6 +68,7 @@ def main(argv=None) -> None:
     res["slidewise unkeyed (tiebreak=t)"] = run(lambda: ss.rolling(df, "v", "t", w, "max", tiebreak="t"))
     res["slidewise unkeyed (assume_sorted=True)"] = run(
         lambda: ss.rolling(df, "v", "t", w, "max", assume_sorted=True))
+    assumed_path = ss._last_unkeyed_path  # "assumed": one JVM job for the partitions' first rows
     res["spark segment tree unkeyed"] = run(lambda: frame(False, True))
     if not args.skip_default:
         res["spark default frame unkeyed"] = run(lambda: frame(False, False))
@@ -77,6 +78,17 @@ def main(argv=None) -> None:
         lambda: ss.rolling(df, "v", "t", w, "max", partition_by="k", method="map"))
     res["slidewise keyed (applyInArrow)"] = run(
         lambda: ss.rolling(df, "v", "t", w, "max", partition_by="k", method="apply"))
+    # The keyed ordered path's compute pass alone, its halos found beforehand
+    # (not timed): a floor for any keyed design that passes every row
+    # through Python once.
+    import pyarrow as pa
+
+    specs = ss._make_specs(pa.float64(), w, "max", None, None, "auto")
+    tails = ss._check_pass(df, "v", "t", specs, [], ["k"])
+    halos = spark.sparkContext.broadcast(
+        ss._halos([(r.pid, r.n, r.tail) for r in tails], specs, pa.float64(), keyed=True))
+    res["slidewise keyed, compute pass only (halos given)"] = run(
+        lambda: df.mapInArrow(ss._roll_fn(specs, "v", "t", ["k"], [], halos), ss._schema_with(df, specs, [])))
     res["spark segment tree keyed"] = run(lambda: frame(True, True))
     if not args.skip_default:
         res["spark default frame keyed"] = run(lambda: frame(True, False))
@@ -91,7 +103,8 @@ def main(argv=None) -> None:
         print(f"  unkeyed: default frame / slidewise     {res['spark default frame unkeyed'] / u:6.1f}x  [>= 25]")
     print(f"  unkeyed: slidewise / identity pass     {u / res['identity mapInArrow']:6.2f}x  [<= 1.3]")
     a = res["slidewise unkeyed (assume_sorted=True)"]
-    print(f"  unkeyed, assume_sorted: segment tree / slidewise {res['spark segment tree unkeyed'] / a:6.1f}x  [>= 3]")
+    print(f"  unkeyed, assume_sorted ({assumed_path} path): segment tree / slidewise "
+          f"{res['spark segment tree unkeyed'] / a:6.1f}x  [>= 3]")
     if "spark default frame unkeyed" in res:
         print(f"  unkeyed, assume_sorted: default frame / slidewise {res['spark default frame unkeyed'] / a:6.1f}x  [>= 25]")
     print(f"  unkeyed, assume_sorted: slidewise / identity pass {a / res['identity mapInArrow']:6.2f}x  [<= 1.3]")
@@ -103,6 +116,11 @@ def main(argv=None) -> None:
     print(f"  keyed ({keyed_path} path): segment tree / slidewise "
           f"{res['spark segment tree keyed'] / kk:6.1f}x  [>= 3]")
     print(f"  keyed: slidewise / identity pass       {kk / res['identity mapInArrow']:6.2f}x")
+    c = res["slidewise keyed, compute pass only (halos given)"]
+    print(f"  keyed compute pass alone: segment tree / it {res['spark segment tree keyed'] / c:6.1f}x, "
+          f"it / identity pass {c / res['identity mapInArrow']:6.2f}x")
+    print(f"  keyed: segment tree / identity pass   {res['spark segment tree keyed'] / res['identity mapInArrow']:6.1f}x "
+          "(3x the segment tree needs a job at most this/3 identity passes)")
     if "spark default frame keyed" in res:
         print(f"  keyed: default frame / slidewise       {res['spark default frame keyed'] / kk:6.1f}x")
     spark.stop()

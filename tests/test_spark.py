@@ -215,9 +215,10 @@ def test_rolling_unkeyed_out_of_order_input_takes_the_range_path(spark):
 
 
 def test_rolling_unkeyed_assume_sorted(spark):
-    """assume_sorted: no check pass (path "assumed"), same rows as Spark; a
-    partition out of order is an error when the job runs, not a wrong
-    answer; partitions out of sequence take the shuffle path."""
+    """assume_sorted: no check pass (path "assumed": one JVM job collects
+    each partition's first rows), same rows as Spark; a partition out of
+    order is an error when the job runs, not a wrong answer; partitions
+    whose first rows are out of sequence take the shuffle path."""
     sdf = _ordered_sdf(spark, 700, 4, ties=3)
     got = _collect(spark, "64", lambda: ss.rolling(sdf, "v", "t", [150, 4], ["sum", "max"], assume_sorted=True))
     assert ss._last_unkeyed_path == "assumed"
@@ -235,6 +236,39 @@ def test_rolling_unkeyed_assume_sorted(spark):
     assert ss._last_unkeyed_path == "range"
     want = _spark_rows(reversed_parts, [9], ["sum"], None, ["t", "id"]).toPandas()
     _compare(got, want, [("sum_9", "ref_sum_9")])
+
+
+@pytest.mark.parametrize("ws,path", [([150, 3], "assumed"), ([1], "assumed"), ([200, 3], "assumed-tails")])
+def test_rolling_unkeyed_assume_sorted_partition_shapes(spark, ws, path):
+    """assume_sorted over an empty partition and a short last one (each task
+    computes the next non-empty partition's first rows); windows longer
+    than a partition take the two-job tails path; window 1 needs no halo."""
+    sdf = _ordered_sdf(spark, 700, 4, ties=3)  # 175 rows per partition
+    sdf = sdf.filter((F.col("id") < 175) | ((F.col("id") >= 350) & (F.col("id") < 540))).localCheckpoint()
+    got = _collect(spark, "64", lambda: ss.rolling(sdf, "v", "t", ws, ["sum", "max", "count"], assume_sorted=True))
+    assert ss._last_unkeyed_path == path
+    want = _spark_rows(sdf, ws, ["sum", "max", "count"], None, ["t", "id"]).toPandas()
+    _compare(got, want, [(f"{a}_{x}", f"ref_{a}_{x}") for x in ws for a in ["sum", "max", "count"]])
+
+
+def test_rolling_unkeyed_assume_sorted_errors(spark):
+    """A partition whose last row runs past the next one's first (its first
+    rows, all the driver sees, look fine) is an error when the job runs; so
+    is an input whose rows change between the two jobs."""
+    sdf = _ordered_sdf(spark, 700, 4, ties=3)
+    late_end = sdf.withColumn("t", F.when(F.col("id") == 174, F.lit(10_000)).otherwise(F.col("t"))).localCheckpoint()
+    out = ss.rolling(late_end, "v", "t", 150, "sum", assume_sorted=True)
+    assert ss._last_unkeyed_path == "assumed"
+    with pytest.raises(Exception, match="assume_sorted=True, but the rows"):
+        out.toPandas()
+    import random
+
+    coin = F.udf(lambda: random.random(), "double").asNondeterministic()
+    flaky = _ordered_sdf(spark, 2000, 4, ties=3).filter(coin() < 0.8)
+    out = ss.rolling(flaky, "v", "t", 150, "sum", assume_sorted=True)
+    assert ss._last_unkeyed_path == "assumed"
+    with pytest.raises(Exception, match="rows differ between the two jobs"):
+        out.toPandas()
 
 
 def _keyed_ordered_sdf(spark, n, parts, ties, key_type="bigint"):

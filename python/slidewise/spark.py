@@ -66,6 +66,7 @@ import datetime
 import hashlib
 import inspect
 import io
+import itertools
 import os
 import pickle
 import sys
@@ -430,7 +431,8 @@ class _Roller:
     def _check_order(self, table: pa.Table) -> None:
         ok, _, self.last_checked = _order_step(table, self.check, self.last_checked)
         if not ok:
-            raise ValueError(f"assume_sorted=True, but the rows of a partition are not in order of {self.check} "
+            raise ValueError(f"assume_sorted=True, but the rows of a partition (or of a partition and the first rows "
+                             f"of the next) are not in order of {self.check} "
                              "(or hold nulls there); sort the DataFrame or drop assume_sorted")
 
     def feed(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
@@ -552,28 +554,85 @@ class _Roller:
 _CHUNK_ROWS = 1 << 16
 
 
-def _roll_fn(specs, value, order, keys, drop, halos=None, target_rows=None, check=None):
+def _roll_fn(specs, value, order, keys, drop, halos=None, target_rows=None, check=None, forward=None):
+    """The mapInArrow function. ``halos``: a broadcast {partition: IPC
+    table} prepended to the partition's rows. ``forward``: a broadcast
+    _forward_heads plan (unkeyed, count windows, assume_sorted)."""
     target_rows = _CHUNK_ROWS if target_rows is None else target_rows
 
     def fn(it):
         sw = _import_slidewise()
         halo = None
-        if halos is not None:
+        skip = 0
+        if halos is not None or forward is not None:
             from pyspark import TaskContext
 
-            raw = halos.value.get(TaskContext.get().partitionId())
+            pid = TaskContext.get().partitionId()
+        if halos is not None:
+            raw = halos.value.get(pid)
             if raw is not None:
                 halo = _from_ipc(raw)
             elif not keys:
                 halo = pa.table({"v": pa.array([], pa.float64())})
+        if forward is not None:
+            it, skip = _forwarded(it, forward.value.get(pid), check)
         # halos with keys: the keyed ordered path, keys interleaved in the rows
         r = _Roller(sw, [_copy_spec(s) for s in specs], value, order, keys, drop, halo, target_rows,
                     interleaved=bool(keys) and halos is not None)
         r.check = check
-        for b in it:
-            yield from r.feed(b)
-        yield from r.finish()
+        out = (o for b in it for o in r.feed(b))
+        for o in itertools.chain(out, r.finish()):
+            if skip:  # the partition's first rows: its predecessor emitted them
+                cut = min(skip, o.num_rows)
+                o, skip = o.slice(cut), skip - cut
+            if o.num_rows:
+                yield o
     return fn
+
+
+def _forwarded(it, plan, keys: List[str]):
+    """A partition's input under a _forward_heads plan: its own batches, the
+    first of which must match the heads the plan was made from (else the
+    input changed between the two jobs), then the next partition's heads;
+    and how many of its own first rows not to emit."""
+    if plan is None:  # empty when the plan was made
+        for b in it:
+            if b.num_rows:
+                raise ValueError(_NONDET)
+        return iter(()), 0
+    skip, own, nxt = plan
+    own = _from_ipc(own)
+
+    def gen():
+        seen = []
+        nseen = 0
+        schema = None
+        for b in it:
+            schema = b.schema
+            if nseen < own.num_rows:
+                seen.append(b)
+                nseen += b.num_rows
+                if nseen >= own.num_rows:
+                    _same_heads(pa.Table.from_batches(seen), own, keys)
+            yield b
+        if nseen < own.num_rows:
+            raise ValueError(_NONDET)
+        if nxt is not None:
+            t = _from_ipc(nxt)
+            if schema is not None and not t.schema.equals(schema):
+                t = t.cast(schema)
+            yield from t.to_batches()
+    return gen(), skip
+
+
+def _same_heads(t: pa.Table, own: pa.Table, keys: List[str]) -> None:
+    t = t.slice(0, own.num_rows)
+    if not all(t.column(k).equals(own.column(k)) for k in keys):
+        raise ValueError(_NONDET)
+
+
+_NONDET = ("slidewise.spark.rolling(assume_sorted=True): a partition's rows differ between the two jobs "
+           "that read the input (a nondeterministic input?); cache or checkpoint the DataFrame")
 
 
 def _copy_spec(s: _Spec) -> _Spec:
@@ -759,10 +818,16 @@ def rolling(
     ``"apply"`` (groupBy().applyInArrow, one whole key group in memory per
     call).
     ``assume_sorted`` (unkeyed count windows): the caller vouches that each
-    partition's rows are in ``(order_by, tiebreak)`` order; the check pass
-    is skipped (two JVM jobs find the tails instead), the order is verified
-    row by row while the result is computed, and a violation raises
-    ValueError. Partitions out of sequence still take the shuffle path.
+    partition's rows are in ``(order_by, tiebreak)`` order and that the
+    partitions follow one another (sorted Parquet, ``spark.range``). The
+    check pass is skipped: one JVM job collects each partition's first
+    ``max(w) - 1`` rows, and each task computes its own rows and then the
+    next partition's first rows (whose windows reach back into its tail).
+    The order is verified row by row while the result is computed, across
+    each partition boundary too, and a violation raises ValueError (never a
+    wrong answer). Partitions whose first rows are out of sequence take the
+    shuffle path; windows longer than a partition, or more than 2M rows of
+    first rows, find the tails with two JVM jobs instead.
     """
     from pyspark.sql import functions as F
 
@@ -891,28 +956,31 @@ def _rolling_unkeyed(df, specs, value, order_by, tiebreak, num_partitions, assum
     spark = df.sparkSession
     vtype = _spark_type_to_arrow(df.schema[value].dataType)
     tb = [] if tiebreak is None else _listify(tiebreak)
-    if assume_sorted and num_partitions is None and not specs[0].time:
+    assumed = assume_sorted and num_partitions is None and not specs[0].time
+    if assumed:
         # The caller vouches for the order inside each partition (checked
         # again, row by row, in the pass itself: a violation is an error).
-        # Two JVM jobs give the tails and each partition's order range; the
-        # partitions must follow one another, else the shuffle path runs.
-        halos, stats = _count_halos(df, value, max(s.window for s in specs) - 1, order_by)
-        prev = None
-        in_sequence = True
-        for p in sorted(stats):
-            lo, hi = stats[p]
-            if lo is None:
-                continue
-            if prev is not None and (lo < prev or (tb and lo == prev)):
-                in_sequence = False
-                break
-            prev = hi
-        if in_sequence:
+        # One JVM job collects each partition's first rows; each task then
+        # also computes (and emits) the next partition's first rows, whose
+        # windows reach back into its own tail.
+        hmax = max(s.window for s in specs) - 1
+        plan = _forward_heads(df, hmax, [order_by, *tb])
+        if plan is not None and plan is not False:
             _last_unkeyed_path = "assumed"
-            halos = spark.sparkContext.broadcast(halos)
-            return df.mapInArrow(_roll_fn(specs, value, order_by, [], [], halos, check=[order_by, *tb]),
+            return df.mapInArrow(_roll_fn(specs, value, order_by, [], [], check=[order_by, *tb],
+                                          forward=spark.sparkContext.broadcast(plan) if plan else None),
                                  _schema_with(df, specs, []))
-    if num_partitions is None:
+        if plan is None:
+            # Too much to collect, or a short partition before others: two
+            # JVM jobs give the tails and each partition's order range; the
+            # partitions must follow one another, else the shuffle path runs.
+            halos, stats = _count_halos(df, value, hmax, order_by)
+            if _ranges_in_sequence(stats, strict=bool(tb)):
+                _last_unkeyed_path = "assumed-tails"
+                halos = spark.sparkContext.broadcast(halos)
+                return df.mapInArrow(_roll_fn(specs, value, order_by, [], [], halos, check=[order_by, *tb]),
+                                     _schema_with(df, specs, []))
+    if num_partitions is None and not assumed:
         rows = _check_pass(df, value, order_by, specs, tb)
         if _in_order(rows, strict_ties=specs[0].time):
             _last_unkeyed_path = "ordered"
@@ -937,6 +1005,20 @@ def _rolling_unkeyed(df, specs, value, order_by, tiebreak, num_partitions, assum
         halos, _ = _count_halos(parts, value, max(s.window for s in specs) - 1)
     halos = spark.sparkContext.broadcast(halos)
     return parts.mapInArrow(_roll_fn(specs, value, order_by, [], drop, halos), schema)
+
+
+def _ranges_in_sequence(stats: Dict[int, tuple], strict: bool) -> bool:
+    """Whether the partitions' (min, max) order ranges follow one another
+    (``strict``: not even touching; an empty partition has (None, None))."""
+    prev = None
+    for p in sorted(stats):
+        lo, hi = stats[p]
+        if lo is None:
+            continue
+        if prev is not None and (lo < prev or (strict and lo == prev)):
+            return False
+        prev = hi
+    return True
 
 
 def _check_pass(df, value, order_by, specs, tb, by: Sequence[str] = ()):
@@ -976,6 +1058,57 @@ def _in_order(rows, strict_ties: bool) -> bool:
             return False
         prev = last
     return True
+
+
+# Partition ids and row positions in _forward_heads (not the caller's names).
+_PID, _POS = "__slidewise_pid", "__slidewise_pos"
+# At most this many rows (partitions x (max(w) - 1)) go through the driver
+# in _forward_heads; past it, _count_halos collects only value tails.
+_FORWARD_ROWS = 1 << 21
+
+
+def _forward_heads(df, hmax: int, keys: List[str]):
+    """Unkeyed count windows over partitions each in order (assume_sorted),
+    with one JVM job: each partition's first ``hmax`` rows, all columns
+    (monotonically_increasing_id holds the row position in its low 33
+    bits). Partition q's task computes its rows and then the next
+    non-empty partition's first rows, which follow its own in the global
+    order, and emits them; that partition skips them. Returns
+    {partition: (rows to skip, its own heads' ``keys`` as IPC, the next
+    partition's heads as IPC or None)}, {} when no partition needs any,
+    False when the partitions' first rows are out of sequence (the shuffle
+    path), None when it does not apply (too many rows to collect, a
+    partition other than the last shorter than ``hmax``)."""
+    from pyspark.sql import functions as F
+
+    if hmax == 0:
+        return {}
+    if df.rdd.getNumPartitions() * hmax > _FORWARD_ROWS:
+        return None
+    cols = df.columns
+    pos = F.monotonically_increasing_id().bitwiseAND(F.lit((1 << 33) - 1))
+    heads = (df.select("*", F.spark_partition_id().alias(_PID), pos.alias(_POS))
+             .filter(F.col(_POS) < hmax).toArrow())
+    heads = heads.sort_by([(_PID, "ascending"), (_POS, "ascending")])
+    pids = heads.column(_PID).to_numpy()
+    order = sorted(set(pids.tolist()))
+    parts = {}
+    for p in order:
+        lo, hi = np.searchsorted(pids, p, "left"), np.searchsorted(pids, p, "right")
+        parts[p] = heads.slice(lo, hi - lo).select(cols)
+    if any(parts[p].num_rows < hmax for p in order[:-1]):
+        return None
+    for a, b in zip(order, order[1:]):
+        ka, kb = parts[a].select(keys), parts[b].select(keys)
+        if any(c.null_count for c in ka.columns + kb.columns):
+            return False
+        if tuple(c[-1].as_py() for c in ka.columns) > tuple(c[0].as_py() for c in kb.columns):
+            return False
+    plan = {}
+    for i, p in enumerate(order):
+        nxt = _to_ipc(parts[order[i + 1]]) if i + 1 < len(order) else None
+        plan[p] = (parts[p].num_rows if i else 0, _to_ipc(parts[p].select(keys)), nxt)
+    return plan
 
 
 def _count_halos(parts, value: str, hmax: int, order: Optional[str] = None):
