@@ -271,6 +271,26 @@ def test_rolling_unkeyed_assume_sorted_errors(spark):
         out.toPandas()
 
 
+def test_rolling_unkeyed_order_known_to_spark(spark, tmp_path):
+    """Order Spark's plan knows (spark.range's id, through filters and a
+    cache): no check pass (path "planned"), exact against Spark; order
+    it does not know, or that a null could break, still takes the check
+    pass."""
+    sdf = _ordered_sdf(spark, 900, 4, ties=3).filter(F.col("id") % 7 != 2)
+    assert ss._plan_sorted(sdf, ["id"]) and ss._plan_sorted(sdf.cache(), ["id"])
+    got = _collect(spark, "64", lambda: ss.rolling(sdf, "v", "id", [100, 5], ["sum", "max"]))
+    assert ss._last_unkeyed_path == "planned"
+    want = _spark_rows(sdf, [100, 5], ["sum", "max"], None, ["id"]).toPandas()
+    _compare(got, want, [(f"{a}_{w}", f"ref_{a}_{w}") for w in [100, 5] for a in ["sum", "max"]])
+    sdf.write.parquet(str(tmp_path / "p"))
+    not_known = [sdf.withColumn("id", F.col("id") * -1), sdf.withColumn("id", F.when(F.col("id") > 0, F.col("id"))),
+                 spark.read.parquet(str(tmp_path / "p")), sdf.orderBy("id")]
+    assert not any(ss._plan_sorted(d, ["id"]) for d in not_known)
+    assert not ss._plan_sorted(sdf, ["t"]) and not ss._plan_sorted(sdf, ["id", "t"])
+    ss.rolling(not_known[2], "v", "id", 5, "sum")
+    assert ss._last_unkeyed_path in ("ordered", "range")  # Parquet splits come largest first
+
+
 def _keyed_ordered_sdf(spark, n, parts, ties, key_type="bigint"):
     """_ordered_sdf with a key column: keys 0..2 interleaved everywhere; key
     3 only after the first third (absent from the first partitions); key 5

@@ -827,7 +827,9 @@ def rolling(
     each partition boundary too, and a violation raises ValueError (never a
     wrong answer). Partitions whose first rows are out of sequence take the
     shuffle path; windows longer than a partition, or more than 2M rows of
-    first rows, find the tails with two JVM jobs instead.
+    first rows, find the tails with two JVM jobs instead. Without
+    ``assume_sorted`` this path also runs when Spark's plan says the rows
+    are in order (a DataFrame from ``spark.range``, or cached from one).
     """
     from pyspark.sql import functions as F
 
@@ -935,7 +937,10 @@ def _rolling_apply(df, specs, value, order_by, keys, tb, drop, schema):
     return df.groupBy(*keys).applyInArrow(fn, schema)
 
 
-# Which unkeyed path the last call took ("ordered" or "range"); tests read it.
+# Which unkeyed path the last call took; tests read it. "assumed"
+# (assume_sorted) or "planned" (Spark's plan knows the order): no check pass,
+# halos from each partition's first rows ("-tails": from two JVM jobs);
+# "ordered": a check pass found the input in order; "range": shuffled.
 _last_unkeyed_path: Optional[str] = None
 
 
@@ -949,24 +954,28 @@ def _rolling_unkeyed(df, specs, value, order_by, tiebreak, num_partitions, assum
     ``mapInArrow`` pass over the input as it is, with no shuffle and no
     sort. Otherwise: range partitioning, sort, ``localCheckpoint``, tails,
     ``mapInArrow``. The check pass is the only cost an unordered input pays
-    for trying."""
+    for trying. Count windows skip the check pass when the caller vouches
+    for the order (``assume_sorted``) or Spark's plan knows it
+    (_plan_sorted); the pass verifies it either way."""
     global _last_unkeyed_path
     from pyspark.sql import functions as F
 
     spark = df.sparkSession
     vtype = _spark_type_to_arrow(df.schema[value].dataType)
     tb = [] if tiebreak is None else _listify(tiebreak)
-    assumed = assume_sorted and num_partitions is None and not specs[0].time
+    assumed = num_partitions is None and not specs[0].time and (assume_sorted or _plan_sorted(df, [order_by, *tb]))
     if assumed:
-        # The caller vouches for the order inside each partition (checked
-        # again, row by row, in the pass itself: a violation is an error).
+        name = "assumed" if assume_sorted else "planned"
+        # The caller vouches for the order inside each partition, or Spark's
+        # plan does (checked again, row by row, in the pass itself: a
+        # violation is an error).
         # One JVM job collects each partition's first rows; each task then
         # also computes (and emits) the next partition's first rows, whose
         # windows reach back into its own tail.
         hmax = max(s.window for s in specs) - 1
         plan = _forward_heads(df, hmax, [order_by, *tb])
         if plan is not None and plan is not False:
-            _last_unkeyed_path = "assumed"
+            _last_unkeyed_path = name
             return df.mapInArrow(_roll_fn(specs, value, order_by, [], [], check=[order_by, *tb],
                                           forward=spark.sparkContext.broadcast(plan) if plan else None),
                                  _schema_with(df, specs, []))
@@ -976,7 +985,7 @@ def _rolling_unkeyed(df, specs, value, order_by, tiebreak, num_partitions, assum
             # partitions must follow one another, else the shuffle path runs.
             halos, stats = _count_halos(df, value, hmax, order_by)
             if _ranges_in_sequence(stats, strict=bool(tb)):
-                _last_unkeyed_path = "assumed-tails"
+                _last_unkeyed_path = name + "-tails"
                 halos = spark.sparkContext.broadcast(halos)
                 return df.mapInArrow(_roll_fn(specs, value, order_by, [], [], halos, check=[order_by, *tb]),
                                      _schema_with(df, specs, []))
@@ -1005,6 +1014,46 @@ def _rolling_unkeyed(df, specs, value, order_by, tiebreak, num_partitions, assum
         halos, _ = _count_halos(parts, value, max(s.window for s in specs) - 1)
     halos = spark.sparkContext.broadcast(halos)
     return parts.mapInArrow(_roll_fn(specs, value, order_by, [], drop, halos), schema)
+
+
+def _plan_sorted(df, cols: List[str]) -> bool:
+    """Whether Spark's physical plan says the rows are in ascending ``cols``
+    order across all partitions: range partitioned by a prefix of ``cols``
+    (or one partition), each partition sorted by ``cols``, e.g. anything
+    selected or filtered from ``spark.range`` or a cached copy of it. Only
+    for non-null integer or time columns (a null or NaN, which the pass's
+    order check rejects, cannot then occur). Spark's own operators rely on
+    these plan properties; the pass checks the order all the same."""
+    from pyspark.sql import types as T
+
+    kinds = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DateType, T.TimestampType, T.TimestampNTZType)
+    for c in cols:
+        f = df.schema[c]
+        if f.nullable or not isinstance(f.dataType, kinds) or df.columns.count(c) != 1:
+            return False
+
+    def names(order) -> List[str]:
+        out = []
+        for i in range(order.length()):
+            so = order.apply(i)
+            if so.direction().sql() != "ASC" or so.child().getClass().getSimpleName() != "AttributeReference":
+                break
+            out.append(so.child().name())
+        return out
+
+    try:
+        plan = df._jdf.queryExecution().executedPlan()
+        if names(plan.outputOrdering())[:len(cols)] != cols:
+            return False
+        part = plan.outputPartitioning()
+        if part.numPartitions() == 1:
+            return True
+        if part.getClass().getSimpleName() != "RangePartitioning":
+            return False
+        by = names(part.ordering())
+        return 0 < len(by) == part.ordering().length() and by == cols[:len(by)]
+    except Exception:  # Spark Connect (no _jdf) or an unexpected plan: not known
+        return False
 
 
 def _ranges_in_sequence(stats: Dict[int, tuple], strict: bool) -> bool:
