@@ -1,10 +1,14 @@
 """asv: slidewise.spark against Spark's own window frames, in one run.
 
 Each benchmark forces one job with a ``noop`` write on the same cached
-DataFrame (2M rows, local[2]): slidewise (unkeyed: range partitions with
-halos; keyed: sorted mapInArrow or applyInArrow), Spark's default frame, its
-segment-tree frame and an identity mapInArrow pass (the floor of any Python
-pass). ``benches/compare_spark.py`` prints the same comparison as ratios.
+DataFrame (2M rows, local[2], from ``spark.range``, so Spark's plan knows
+the rows are in ``t`` order): slidewise (unkeyed: no check pass, halos from
+each partition's first rows; ``slidewise_assume_sorted``: the same, vouched
+for; ``slidewise_checked``: with ``tiebreak``, which the plan does not
+know, so a check pass first; keyed: the no-shuffle ordered path or
+applyInArrow), Spark's default frame, its segment-tree frame and an
+identity mapInArrow pass (the floor of any Python pass).
+``benches/compare_spark.py`` prints the same comparison as ratios.
 """
 
 import os
@@ -17,7 +21,8 @@ KEYS = 100
 
 class SparkRolling:
     params = (["unkeyed", "keyed"],
-              ["slidewise", "slidewise_apply", "spark_segment_tree", "spark_default", "identity_mapInArrow"])
+              ["slidewise", "slidewise_assume_sorted", "slidewise_checked", "slidewise_apply", "spark_segment_tree",
+               "spark_default", "identity_mapInArrow"])
     param_names = ["layout", "method"]
     timeout = 900
     number = 1
@@ -25,8 +30,10 @@ class SparkRolling:
 
     def setup(self, layout, method):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        if method == "slidewise_apply" and layout == "unkeyed":
-            raise NotImplementedError  # applyInArrow needs keys: asv skips the combination
+        if (method == "slidewise_apply") == (layout == "unkeyed") and method.startswith("slidewise_"):
+            # applyInArrow needs keys, assume_sorted and the tiebreak check
+            # are unkeyed: asv skips the combination
+            raise NotImplementedError
         from pyspark.sql import SparkSession, Window
         from pyspark.sql import functions as F
 
@@ -44,6 +51,8 @@ class SparkRolling:
         win = (Window.partitionBy("k") if keys else Window).orderBy("t").rowsBetween(-(W - 1), 0)
         self.make = {
             "slidewise": lambda: ss.rolling(df, "v", "t", W, "max", partition_by=keys),
+            "slidewise_assume_sorted": lambda: ss.rolling(df, "v", "t", W, "max", assume_sorted=True),
+            "slidewise_checked": lambda: ss.rolling(df, "v", "t", W, "max", tiebreak="t"),
             "slidewise_apply": lambda: ss.rolling(df, "v", "t", W, "max", partition_by=keys, method="apply"),
             "spark_segment_tree": lambda: df.withColumn("m", F.max("v").over(win)),
             "spark_default": lambda: df.withColumn("m", F.max("v").over(win)),
