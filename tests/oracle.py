@@ -1,5 +1,6 @@
 """Naive Python oracles: the definition of every aggregate, written as plainly
-as possible, so that the Rust results can be checked value by value."""
+as possible, so that the Rust results can be checked value by value; and
+``split``, which cuts a stream into the batches the tests push."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 from typing import List, Optional, Sequence
 
 import numpy as np
+import pyarrow as pa
 
 # Total order of DESIGN.md: NaN above every number, all NaNs equal.
 def _key(x: float):
@@ -121,3 +123,11 @@ def assert_same_list(got: Sequence, want: Sequence, rel=1e-9, abs_=1e-12, what="
     assert len(got) == len(want), f"{what}: length {len(got)} != {len(want)}"
     for i, (g, w) in enumerate(zip(got, want)):
         assert same(g, w, rel, abs_), f"{what}: row {i}: got {g!r}, want {w!r}"
+
+
+def split(arr, cuts):
+    """``arr`` as one-column ("v") record batches cut at ``cuts`` (ignored
+    when out of range or repeated; empty batches where cuts meet the ends)."""
+    cuts = sorted(set(c for c in cuts if 0 <= c <= len(arr)))
+    edges = [0] + cuts + [len(arr)]
+    return [pa.record_batch({"v": arr.slice(a, b - a)}) for a, b in zip(edges, edges[1:])]

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import slidewise as sw
 from conftest import valid_algos
-from oracle import count_windows, same
+from oracle import count_windows, same, split
 from test_gil import assert_threads_progress_during
 
 PARTIALS = ["pairs", "panes", "cutty"]
@@ -34,12 +34,6 @@ def run(stream, batches, pickle_after=None):
         for name, t in r.items():
             out[name].extend(zip(*(t.column(c).to_pylist() for c in t.column_names)))
     return out
-
-
-def split(arr, cuts):
-    cuts = sorted(set(c for c in cuts if 0 <= c <= len(arr)))
-    edges = [0] + cuts + [len(arr)]
-    return [pa.record_batch({"v": arr.slice(a, b - a)}) for a, b in zip(edges, edges[1:])]
 
 
 values = st.lists(

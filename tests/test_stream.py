@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import slidewise as sw
 from conftest import valid_algos
-from oracle import count_windows, same
+from oracle import count_windows, same, split
 
 RNG = np.random.default_rng(7)
 
@@ -31,12 +31,6 @@ def run(stream, batches, flush=True):
             assert t.schema.field("window_start").type == pa.int64()
             out[name].extend(zip(*(t.column(c).to_pylist() for c in t.column_names)))
     return out
-
-
-def split(arr, cuts):
-    cuts = sorted(set(c for c in cuts if 0 <= c <= len(arr)))
-    edges = [0] + cuts + [len(arr)]
-    return [pa.record_batch({"v": arr.slice(a, b - a)}) for a, b in zip(edges, edges[1:])]
 
 
 def assert_windows(got, want, what):

@@ -116,6 +116,22 @@ def dtype_name(dtype: Any) -> str:
     return name
 
 
+def _integer(what: str, v: Any, lo: int, kind: str) -> int:
+    """``v`` as an int of at least ``lo``; a bool, a float or anything else
+    without ``__index__`` is an error, not rounded."""
+    n = None
+    if not isinstance(v, (bool, np.bool_)):
+        try:
+            n = operator.index(v)
+        except TypeError:
+            pass
+    if n is None:
+        raise ValueError(f"{what} must be a {kind}, got {v!r}")
+    if n < lo:
+        raise ValueError(f"{what} must be a {kind}, got {n}")
+    return n
+
+
 def positive_int(what: str, v: Any) -> int:
     """A positive row count; time spans are for later, other things are wrong."""
     if isinstance(v, (str, datetime.timedelta, np.timedelta64)):
@@ -123,28 +139,13 @@ def positive_int(what: str, v: Any) -> int:
             f"{what} {v!r} is a time span, which needs event times: rolling(..., timestamps=ts) "
             "or Stream(..., time='ts'); otherwise pass a number of rows"
         )
-    if isinstance(v, (bool, np.bool_)):
-        raise ValueError(f"{what} must be a positive integer number of rows, got {v!r}")
-    try:
-        n = operator.index(v)
-    except TypeError:
-        raise ValueError(f"{what} must be a positive integer number of rows, got {v!r}") from None
-    if n <= 0:
-        raise ValueError(f"{what} must be a positive integer number of rows, got {n}")
-    return n
+    return _integer(what, v, 1, "positive integer number of rows")
 
 
 def min_periods_int(min_periods: Any, limit: int, limit_name: str) -> Optional[int]:
     if min_periods is None:
         return None
-    if isinstance(min_periods, (bool, np.bool_)):
-        raise ValueError(f"min_periods must be a non-negative integer, got {min_periods!r}")
-    try:
-        m = operator.index(min_periods)
-    except TypeError:
-        raise ValueError(f"min_periods must be a non-negative integer, got {min_periods!r}") from None
-    if m < 0:
-        raise ValueError(f"min_periods must be a non-negative integer, got {m}")
+    m = _integer("min_periods", min_periods, 0, "non-negative integer")
     if m > limit:
         raise ValueError(f"min_periods ({m}) must be <= {limit_name} ({limit})")
     return m
