@@ -974,7 +974,7 @@ def _rolling_unkeyed(df, specs, value, order_by, tiebreak, num_partitions, assum
         # windows reach back into its own tail.
         hmax = max(s.window for s in specs) - 1
         plan = _forward_heads(df, hmax, [order_by, *tb])
-        if plan is not None and plan is not False:
+        if isinstance(plan, dict):
             _last_unkeyed_path = name
             return df.mapInArrow(_roll_fn(specs, value, order_by, [], [], check=[order_by, *tb],
                                           forward=spark.sparkContext.broadcast(plan) if plan else None),
@@ -1140,7 +1140,7 @@ def _forward_heads(df, hmax: int, keys: List[str]):
              .filter(F.col(_POS) < hmax).toArrow())
     heads = heads.sort_by([(_PID, "ascending"), (_POS, "ascending")])
     pids = heads.column(_PID).to_numpy()
-    order = sorted(set(pids.tolist()))
+    order = np.unique(pids).tolist()
     parts = {}
     for p in order:
         lo, hi = np.searchsorted(pids, p, "left"), np.searchsorted(pids, p, "right")
