@@ -1,16 +1,18 @@
-//! Every FIFO algorithm x every operation x random operation sequences
-//! (insert, evict, query, query_last, bulk insert/evict) equals Recalc, the
-//! naive recomputation. Floats compare within 1e-9 relative (NaN equals NaN),
-//! everything else exactly.
+//! Every FIFO algorithm (Recalc included) x every operation x random
+//! operation sequences (insert, evict, query, query_last, bulk insert/evict)
+//! equals the independent oracle: the raw values of the window folded
+//! plainly (`common::plain`), computed once per case. Floats compare as
+//! `common::agrees` says, everything else exactly.
 //!
 //! `SLIDEWISE_ALGOS=flatfit,bint cargo test --test fifo_props` narrows the run.
 
-mod common;
+use std::collections::VecDeque;
 
-use common::{every_op, value, Close, FromF64, PerOp};
+use crate::common::{agrees, every_op, plain, scale, value, Cell, Close, FromF64, PerOp, ToCell, ToVal, Val};
 use proptest::prelude::*;
 use slidewise_core::fifo::{build, build_lazy, Algorithm};
 use slidewise_core::ops::*;
+use slidewise_core::engine::AggKind;
 use slidewise_core::AggOp;
 
 #[derive(Clone, Debug)]
@@ -41,63 +43,97 @@ fn algos() -> Vec<Algorithm> {
     }
 }
 
+/// What the oracle expects after each step: the answer of a query step (with
+/// its window's scale), and the window's length after every step.
+struct Expected {
+    answers: Vec<Option<(Val, f64)>>,
+    lens: Vec<usize>,
+}
+
+/// Replay `steps` on a plain queue of raw values and answer every query
+/// with the independent oracle (`common::plain`), once per case.
+fn expect<M: AggOp>(steps: &[Step]) -> Expected
+where
+    M::In: FromF64 + ToCell,
+{
+    let agg = AggKind::parse(M::NAME).unwrap();
+    let mut q: VecDeque<(i64, Option<Cell>)> = VecDeque::new();
+    let mut pos = 0i64;
+    let mut push = |q: &mut VecDeque<_>, (x, ok): (f64, bool)| {
+        pos += 1;
+        q.push_back((pos, ok.then(|| M::In::from_f64(x).cell())));
+    };
+    let answer = |q: &VecDeque<(i64, Option<Cell>)>, k: usize| {
+        let rows: Vec<(i64, Cell)> = q.iter().skip(q.len() - k.min(q.len())).filter_map(|&(p, c)| c.map(|c| (p, c))).collect();
+        (plain(agg, &rows), scale(&rows))
+    };
+    let (mut answers, mut lens) = (vec![], vec![]);
+    for s in steps {
+        let mut a = None;
+        match s {
+            Step::Insert(x, ok) => push(&mut q, (*x, *ok)),
+            Step::Evict => {
+                q.pop_front();
+            }
+            Step::Query => a = Some(answer(&q, q.len())),
+            Step::QueryLast(k) => a = Some(answer(&q, *k)),
+            Step::BulkInsert(vs) => vs.iter().for_each(|v| push(&mut q, *v)),
+            Step::BulkEvict(n) => {
+                q.drain(..(*n).min(q.len()));
+            }
+        }
+        answers.push(a);
+        lens.push(q.len());
+    }
+    answers.push(Some(answer(&q, q.len())));
+    Expected { answers, lens }
+}
+
 impl PerOp for [Step] {
-    /// Every algorithm against Recalc over these steps.
+    /// Every algorithm (Recalc too) against the oracle over these steps.
     fn run<M>(&self) -> Result<(), TestCaseError>
     where
         M: AggOp,
-        M::In: FromF64,
-        M::Out: Close,
+        M::In: FromF64 + ToCell,
+        M::Out: Close + ToVal,
     {
+        let want = expect::<M>(self);
+        let agg = AggKind::parse(M::NAME).unwrap();
         // Each algorithm as built for one stream and as built for one key
         // of a keyed stream (lazy, bound 5: sequences grow past it).
         for (algo, lazy) in algos().into_iter().flat_map(|a| [(a, false), (a, true)]) {
             if algo.check::<M>().is_err() {
                 continue;
             }
-            let mut oracle = build::<M>(Algorithm::Recalc, 8).unwrap();
             let mut got = if lazy { build_lazy::<M>(algo, 5) } else { build::<M>(algo, 8) }.unwrap();
             let mut pos = 0i64;
             let mut lift = |(x, ok): (f64, bool)| {
                 pos += 1;
                 if ok { M::lift(M::In::from_f64(x), pos) } else { M::identity() }
             };
+            let check = |i: usize, v: M::Agg, what: &dyn Fn() -> String| -> Result<(), TestCaseError> {
+                let (w, scale) = want.answers[i].as_ref().unwrap();
+                let g = M::lower(&v).val();
+                prop_assert!(agrees(agg, &g, w, *scale), "{}: got {:?}, oracle {:?}", what(), g, w);
+                Ok(())
+            };
             for (i, s) in self.iter().enumerate() {
                 let ctx = || format!("{} (lazy: {lazy}) on {} at step {i} ({s:?})", algo.name(), M::NAME);
                 match s {
-                    Step::Insert(x, ok) => {
-                        let p = lift((*x, *ok));
-                        oracle.insert(p.clone());
-                        got.insert(p);
-                    }
-                    Step::Evict => {
-                        oracle.evict();
-                        got.evict();
-                    }
-                    Step::Query => {
-                        let (a, b) = (M::lower(&oracle.query()), M::lower(&got.query()));
-                        prop_assert!(a.close(&b), "{}: recalc {:?} vs {:?}", ctx(), a, b);
-                    }
-                    Step::QueryLast(k) => {
-                        let (a, b) = (M::lower(&oracle.query_last(*k)), M::lower(&got.query_last(*k)));
-                        prop_assert!(a.close(&b), "{}: recalc {:?} vs {:?}", ctx(), a, b);
-                    }
+                    Step::Insert(x, ok) => got.insert(lift((*x, *ok))),
+                    Step::Evict => got.evict(),
+                    Step::Query => check(i, got.query(), &ctx)?,
+                    Step::QueryLast(k) => check(i, got.query_last(*k), &ctx)?,
                     Step::BulkInsert(vs) => {
                         let ps: Vec<M::Agg> = vs.iter().map(|v| lift(*v)).collect();
-                        oracle.bulk_insert(&ps);
                         got.bulk_insert(&ps);
                     }
-                    Step::BulkEvict(n) => {
-                        oracle.bulk_evict(*n);
-                        got.bulk_evict(*n);
-                    }
+                    Step::BulkEvict(n) => got.bulk_evict(*n),
                 }
-                prop_assert_eq!(oracle.len(), got.len(), "{}: len", ctx());
+                prop_assert_eq!(want.lens[i], got.len(), "{}: len", ctx());
             }
-            let (a, b) = (M::lower(&oracle.query()), M::lower(&got.query()));
-            prop_assert!(a.close(&b), "{} on {} at the end: recalc {:?} vs {:?}", algo.name(), M::NAME, a, b);
-            let (ca, cb) = (oracle.contents(), got.contents());
-            prop_assert_eq!(ca.len(), cb.len());
+            check(self.len(), got.query(), &|| format!("{} on {} at the end", algo.name(), M::NAME))?;
+            prop_assert_eq!(got.contents().len(), got.len());
         }
         Ok(())
     }

@@ -6,8 +6,6 @@
 //! the prefix rows cross boundaries on small columns. max / min are also
 //! checked bitwise against Recalc (the naive oracle).
 
-mod common;
-
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -15,7 +13,7 @@ use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
 use arrow_array::{Array, ArrayRef, PrimitiveArray};
 use arrow_buffer::{NullBuffer, ScalarBuffer};
 use arrow_schema::DataType;
-use common::{typed_column, value, xorshift};
+use crate::common::{typed_column, value, xorshift};
 use proptest::prelude::*;
 use slidewise_core::engine::AggKind;
 use slidewise_core::fifo::Algorithm;

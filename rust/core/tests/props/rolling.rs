@@ -1,19 +1,19 @@
-//! `rolling_dyn(.., Auto)` (the fast kernels) equals `rolling_dyn(..,
-//! Recalc)` (the naive oracle, step by step) for every operation x dtype, on
-//! random columns with nulls (NaN and inf under some of them), NaN, ±inf,
-//! -0.0, ties and negatives, random windows and min_periods. Floats compare
-//! within 1e-9 relative (NaN equals NaN), everything else exactly.
+//! `rolling_dyn(.., Auto)` (the fast kernels) and `rolling_dyn(.., Recalc)`
+//! (the step-by-step fold) equal the independent oracle (`common::plain`, a
+//! plain fold per window that shares no code with the operations) for every
+//! operation x dtype, on random columns with nulls (NaN and inf under some
+//! of them), NaN, ±inf, -0.0, ties and negatives, random windows and
+//! min_periods; and long columns past every kernel's chunk size with NaN
+//! and -0.0 in them. Floats compare as `common::agrees` says.
 //!
 //! Plus the exactness of the float sum kernel against exact window sums on
 //! a long column mixing 1e8 and 1e-3 magnitudes.
 
-mod common;
-
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
+use arrow_array::types::Float64Type;
 use arrow_array::{Array, Float64Array};
 use arrow_schema::DataType;
-use common::{near, typed_column, value, xorshift};
+use crate::common::{agrees, cells, plain_at, plain_rolling, typed_column, val_at, value, xorshift};
 use proptest::prelude::*;
 use slidewise_core::engine::AggKind;
 use slidewise_core::fifo::Algorithm;
@@ -31,60 +31,30 @@ fn case() -> impl Strategy<Value = (Vec<(f64, bool)>, bool, usize, Option<usize>
         .prop_map(|(xs, with_nulls, w, mp)| (xs, with_nulls, w, mp.map(|f| (f * w as f64) as usize)))
 }
 
-/// Row `i` of `a` and `b` agree (nulls, values, lists).
-fn same_row(a: &dyn Array, b: &dyn Array, i: usize) -> Result<(), String> {
-    if a.is_valid(i) != b.is_valid(i) {
-        return Err(format!("validity differs: auto {} vs recalc {}", a.is_valid(i), b.is_valid(i)));
-    }
-    if a.is_null(i) {
-        return Ok(());
-    }
-    let ok = match a.data_type() {
-        DataType::Float64 => {
-            let (x, y) = (a.as_primitive::<Float64Type>().value(i), b.as_primitive::<Float64Type>().value(i));
-            near(x, y, 0.0).then_some(()).ok_or(format!("{x:?} vs {y:?}"))
-        }
-        DataType::Float32 => {
-            let (x, y) = (a.as_primitive::<Float32Type>().value(i), b.as_primitive::<Float32Type>().value(i));
-            near(x as f64, y as f64, 0.0).then_some(()).ok_or(format!("{x:?} vs {y:?}"))
-        }
-        DataType::Int64 => {
-            let (x, y) = (a.as_primitive::<Int64Type>().value(i), b.as_primitive::<Int64Type>().value(i));
-            (x == y).then_some(()).ok_or(format!("{x} vs {y}"))
-        }
-        DataType::Int32 => {
-            let (x, y) = (a.as_primitive::<Int32Type>().value(i), b.as_primitive::<Int32Type>().value(i));
-            (x == y).then_some(()).ok_or(format!("{x} vs {y}"))
-        }
-        DataType::List(_) => {
-            let (x, y) = (a.as_list::<i32>().value(i), b.as_list::<i32>().value(i));
-            if x.len() != y.len() || x.null_count() > 0 || y.null_count() > 0 {
-                Err(format!("list {x:?} vs {y:?}"))
-            } else {
-                (0..x.len()).try_for_each(|k| same_row(&x, &y, k))
-            }
-        }
-        other => Err(format!("unexpected output type {other}")),
-    };
-    ok
-}
-
 fn check(xs: &[(f64, bool)], with_nulls: bool, window: usize, mp: Option<usize>) -> Result<(), TestCaseError> {
     for dt in [DataType::Float64, DataType::Float32, DataType::Int64, DataType::Int32] {
         let col = typed_column(&dt, xs, with_nulls);
+        let rows = cells(&col);
         for agg in AggKind::ALL {
-            let got = rolling_dyn(&col, window, agg, mp, Algorithm::Auto).unwrap();
-            let want = rolling_dyn(&col, window, agg, mp, Algorithm::Recalc).unwrap();
-            prop_assert_eq!(got.data_type(), want.data_type());
-            prop_assert_eq!(got.len(), want.len());
-            for i in 0..got.len() {
-                if let Err(e) = same_row(&got, &want, i) {
-                    return Err(TestCaseError::fail(format!(
-                        "{} on {dt} window {window} min_periods {mp:?} row {i}: {e}",
+            // The independent oracle once per (case, dtype, agg); the fast
+            // kernels (auto) and the step-by-step fold (recalc) against it.
+            let want = plain_rolling(&rows, window, agg, mp);
+            for algo in [Algorithm::Auto, Algorithm::Recalc] {
+                let got = rolling_dyn(&col, window, agg, mp, algo).unwrap();
+                prop_assert_eq!(got.len(), want.len());
+                for (i, (w, scale)) in want.iter().enumerate() {
+                    let g = val_at(&got, i);
+                    prop_assert!(
+                        agrees(agg, &g, w, *scale),
+                        "{} ({algo:?}) on {dt} window {window} min_periods {mp:?} row {i}: got {g:?}, want {w:?}",
                         agg.name()
-                    )));
+                    );
                 }
             }
+            // Output types: as DESIGN.md (sum of ints is int64, of floats float64, ...).
+            let a = rolling_dyn(&col, window, agg, mp, Algorithm::Auto).unwrap();
+            let b = rolling_dyn(&col, window, agg, mp, Algorithm::Recalc).unwrap();
+            prop_assert_eq!(a.data_type(), b.data_type());
         }
     }
     Ok(())
@@ -123,6 +93,69 @@ proptest! {
                 prop_assert!((v - exact).abs() <= 1e-5 * exact + 1e-12, "{algo:?} window {window} row {i}: {v} vs {exact}");
             }
         }
+    }
+}
+
+/// Long columns (past the extreme kernels' ~4096-row NaN / -0.0 chunks and
+/// their 16k-row sub-blocks) with NaN, -0.0, ±inf and nulls placed sparsely
+/// or in runs, checked against the oracle at every row, or at 400 sampled
+/// rows when the window is huge.
+fn long_case() -> impl Strategy<Value = (usize, Vec<(usize, f64)>, bool, usize, u64)> {
+    (
+        4_100usize..20_000,
+        prop::collection::vec((0usize..20_000, prop_oneof![Just(f64::NAN), Just(-0.0), Just(0.0), Just(f64::INFINITY), Just(f64::NEG_INFINITY)]), 0..12),
+        any::<bool>(),
+        prop_oneof![3 => 1usize..64, 2 => 64usize..5000, 1 => 4_000usize..20_000],
+        any::<u64>(),
+    )
+}
+
+fn check_long(n: usize, specials: &[(usize, f64)], with_nulls: bool, window: usize, seed: u64) -> Result<(), TestCaseError> {
+    let mut s = seed | 1;
+    let mut xs: Vec<(f64, bool)> = (0..n)
+        .map(|_| {
+            let r = xorshift(&mut s);
+            ((r % 2001) as f64 - 1000.0, !with_nulls || r % 13 != 0)
+        })
+        .collect();
+    for &(at, v) in specials {
+        // a run of 1-8 rows of the special value
+        for i in at % n..(at % n + 1 + at % 8).min(n) {
+            xs[i] = (v, true);
+        }
+    }
+    let rows: Vec<usize> = if window <= 64 { (0..n).collect() } else { (0..if window > 50_000 { 60 } else { 400 }).map(|_| xorshift(&mut s) as usize % n).collect() };
+    for dt in [DataType::Float64, DataType::Float32, DataType::Int64] {
+        let col = typed_column(&dt, &xs, with_nulls);
+        let cs = cells(&col);
+        for agg in [AggKind::Max, AggKind::Min, AggKind::Range, AggKind::ArgMax, AggKind::ArgMin, AggKind::MaxCount, AggKind::Sum, AggKind::Mean, AggKind::Var] {
+            let got = rolling_dyn(&col, window, agg, None, Algorithm::Auto).unwrap();
+            for &i in &rows {
+                let (w, scale) = plain_at(&cs, window, agg, None, i);
+                let g = val_at(&got, i);
+                prop_assert!(agrees(agg, &g, &w, scale), "{} on {dt} n {n} window {window} row {i}: got {g:?}, want {w:?}", agg.name());
+            }
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn long_columns_with_nan_equal_the_oracle((n, specials, with_nulls, window, seed) in long_case()) {
+        check_long(n, &specials, with_nulls, window, seed)?;
+    }
+}
+
+/// Windows from 2^17 rows take the two-level max kernel: NaN and -0.0
+/// there, at sampled rows.
+#[test]
+fn two_level_extreme_kernel_with_nan() {
+    let n = (1 << 17) + 9_000;
+    for (seed, specials) in [(3u64, vec![]), (5, vec![(140_000, f64::NAN)]), (7, vec![(70_000, -0.0), (10, f64::NAN)])] {
+        check_long(n, &specials, seed == 5, 1 << 17, seed).unwrap();
     }
 }
 

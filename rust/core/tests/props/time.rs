@@ -3,13 +3,11 @@
 //! timestamps, several queries sharing a plan and random batch splits; per-row
 //! time rolling equals a brute-force pandas-style window.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, Float64Array, Int64Array};
-use common::batch_ranges;
+use crate::common::batch_ranges;
 use proptest::prelude::*;
 use slidewise_core::engine::{AggKind, DType};
 use slidewise_core::fifo::Algorithm;
