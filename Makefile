@@ -12,14 +12,19 @@ PY := $(VENV)/bin/python
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup build build-release test test-rust test-python demo bench clean
+.PHONY: setup build build-release rust-build test test-rust test-python demo bench clean
+
+SHELL := /bin/bash
+# $(call stage,NAME,COMMAND): run COMMAND and print how long it took, so the
+# cost of each CI stage stays visible.
+stage = @t0=$$(date +%s); $(2); rc=$$?; echo "== stage $(1): $$(( $$(date +%s) - t0 ))s (exit $$rc)"; exit $$rc
+
+# What the tests and the demo need (a variable: its commas stay out of $(call)).
+PIP_TEST := "maturin>=1.9.4,<2" numpy "pyarrow>=15" pandas polars bottleneck hypothesis pytest "pyspark>=4,<5" protobuf
 
 $(VENV)/.deps: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "maturin>=1.9.4,<2" numpy "pyarrow>=15" pandas polars bottleneck \
-		hypothesis pytest "pyspark>=4,<5" protobuf
-	touch $@
+	$(call stage,setup,$(PYTHON) -m venv $(VENV) && $(PY) -m pip install --quiet --upgrade pip && \
+		$(PY) -m pip install --quiet $(PIP_TEST) && touch $@)
 
 # asv and matplotlib only for benchmarks.
 $(VENV)/.bench-deps: $(VENV)/.deps
@@ -28,21 +33,29 @@ $(VENV)/.bench-deps: $(VENV)/.deps
 
 setup: $(VENV)/.deps
 
+# The Rust tests, compiled (not run): this also compiles the core the
+# extension links, so `build` after it only compiles the binding.
+rust-build:
+	$(call stage,rust-build,cargo test --workspace --tests --no-run)
+
 # The extension pytest loads: the shared test profile (editable install).
-build: setup
-	maturin develop --quiet
+build: setup rust-build
+	$(call stage,build,maturin develop --quiet)
 
 # The extension benchmarks and the demo time: release (thin LTO).
 build-release: setup
 	maturin develop --release --quiet
 
-test-rust:
-	cargo test --workspace --tests
+test-rust: rust-build
+	$(call stage,test-rust,cargo test --workspace --tests)
 
 test-python: build
-	$(PY) -m pytest
+	$(call stage,test-python,$(PY) -m pytest --durations=25)
 
-test: test-rust test-python
+# Two jobs: pip installs while the Rust compiles; the Rust tests run while
+# the binding links. Each target's output is printed whole when it ends.
+test:
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-rust test-python
 
 demo: build-release
 	$(PY) -m slidewise demo
