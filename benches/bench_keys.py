@@ -5,20 +5,47 @@ and keyed Stream push throughput, each peer on the same data in the same run
 so ratios are comparable; peak memory of 1M keys with small windows (bytes
 per key).
 
-Run one-off (outside asv) with `python benches/bench_keys.py`: prints the
-ratios measured in one run (peer time / slidewise time: > 1 means slidewise
-is faster), checks that slidewise and polars agree on every case timed, and
+Each rolling setup first checks the result it is about to time against the
+other side's on the same data (slidewise's against polars', a peer's against
+slidewise's), so a wrong result fails the benchmark instead of being timed.
+
+Run one-off (outside asv) with `python benches/bench_keys.py [--quick]`:
+prints the CPU, the ratios measured in one run (peer time / slidewise time:
+> 1 means slidewise is faster; every case checked by its setup first), and
 measures the bytes per key in a fresh subprocess (`--memory` alone).
 """
 
 import numpy as np
 
+if __package__:  # asv imports the benches package
+    from ._check import check, drift, machine
+else:  # python benches/bench_keys.py
+    from _check import check, drift, machine
+
 N = 2_000_000
 
 
-def _data(n_keys, n=N, seed=42):
+def _data(n_keys, n=None, seed=42):
+    n = N if n is None else n
     rng = np.random.default_rng(seed)
     return rng.integers(0, n_keys, n).astype(np.int64), rng.normal(0.0, 1.0, n)
+
+
+def _check_keyed(case, agg, v, window_rows, mine, peer, name):
+    """slidewise's keyed result (aligned with the input rows) against a
+    peer's: polars' over("k") is aligned too; pandas' groupby().rolling() is
+    in key order, indexed by (key, input row), so re-aligned here (outside
+    the timed call). max picks one of the values: equal. The peers' sums
+    are running sums per key, which keep the rounding error of earlier rows:
+    1e-9 relative plus drift() at the scale of a window's largest possible
+    sum (window_rows x max|v|)."""
+    want = peer()
+    if name == "polars":
+        want = want.to_series()
+    elif name == "pandas":
+        want = want.droplevel(0).sort_index()
+    tol = {"rtol": 0.0} if agg == "max" else {"atol": drift(len(v), window_rows * float(np.abs(v).max()))}
+    check(case, mine(), want, name, **tol)
 
 
 class KeyedRolling:
@@ -27,26 +54,30 @@ class KeyedRolling:
     timeout = 600
 
     def setup(self, agg, keys, window, library):
+        if library == "pandas" and (keys > 1000 or window > 10):
+            raise NotImplementedError("pandas is too slow here")  # asv skips
+        import pyarrow as pa
+        import slidewise as sw
+
         k, v = _data(keys)
-        if library == "slidewise":
-            import pyarrow as pa
-            import slidewise as sw
-
-            ka, va = pa.array(k), pa.array(v)
-            self.run = lambda: sw.rolling(va, window, agg, keys=ka, min_periods=1)
-        elif library == "polars":
-            import polars as pl
-
-            df = pl.DataFrame({"k": k, "v": v})
-            f = getattr(pl.col("v"), f"rolling_{agg}")
-            self.run = lambda: df.select(f(window, min_samples=1).over("k"))
-        else:
-            if keys > 1000 or window > 10:
-                raise NotImplementedError("pandas is too slow here")  # asv skips
+        ka, va = pa.array(k), pa.array(v)
+        # min_periods / min_samples = 1 everywhere: a key's first rows get
+        # their partial window's value, as slidewise's default
+        mine = lambda: sw.rolling(va, window, agg, keys=ka, min_periods=1)  # noqa: E731
+        if library == "pandas":
             import pandas as pd
 
             df = pd.DataFrame({"k": k, "v": v})
             self.run = lambda: getattr(df.groupby("k", sort=False)["v"].rolling(window, min_periods=1), agg)()
+        else:
+            import polars as pl
+
+            df = pl.DataFrame({"k": k, "v": v})
+            f = getattr(pl.col("v"), f"rolling_{agg}")
+            peer = lambda: df.select(f(window, min_samples=1).over("k"))  # noqa: E731
+            self.run = mine if library == "slidewise" else peer
+        _check_keyed(f"KeyedRolling({agg}, {keys}, {window}, {library})", agg, v, window, mine,
+                     self.run if library != "slidewise" else peer, "polars" if library == "slidewise" else library)
 
     def time_keyed_rolling(self, agg, keys, window, library):
         self.run()
@@ -61,27 +92,32 @@ class KeyedTimeRolling:
     timeout = 600
 
     def setup(self, agg, keys, window, library):
+        if library == "pandas" and keys > 1000:
+            raise NotImplementedError("pandas is too slow here")  # asv skips
+        import pyarrow as pa
+        import slidewise as sw
+
         k, v = _data(keys)
         t = np.datetime64("2026-01-01", "ns") + (np.arange(len(k), dtype=np.int64) * 1_000_000).astype("timedelta64[ns]")
-        if library == "slidewise":
-            import pyarrow as pa
-            import slidewise as sw
-
-            ka, va, ta = pa.array(k), pa.array(v), pa.array(t)
-            self.run = lambda: sw.rolling(va, window, agg, keys=ka, timestamps=ta)
-        elif library == "polars":
-            import polars as pl
-
-            df = pl.DataFrame({"k": k, "t": t, "v": v})
-            f = getattr(pl.col("v"), f"rolling_{agg}_by")
-            self.run = lambda: df.select(f("t", window_size=window).over("k"))
-        else:
-            if keys > 1000:
-                raise NotImplementedError("pandas is too slow here")  # asv skips
+        ka, va, ta = pa.array(k), pa.array(v), pa.array(t)
+        # each library's default: a value from the first row of the span on
+        # (min_periods / min_samples 1)
+        mine = lambda: sw.rolling(va, window, agg, keys=ka, timestamps=ta)  # noqa: E731
+        if library == "pandas":
             import pandas as pd
 
             df = pd.DataFrame({"k": k, "t": t, "v": v})
             self.run = lambda: getattr(df.groupby("k", sort=False).rolling(window, on="t")["v"], agg)()
+        else:
+            import polars as pl
+
+            df = pl.DataFrame({"k": k, "t": t, "v": v})
+            f = getattr(pl.col("v"), f"rolling_{agg}_by")
+            peer = lambda: df.select(f("t", window_size=window).over("k"))  # noqa: E731
+            self.run = mine if library == "slidewise" else peer
+        # rows are 1 ms apart: a 10 s span holds at most 10,000 rows
+        _check_keyed(f"KeyedTimeRolling({agg}, {keys}, {window}, {library})", agg, v, 10_000, mine,
+                     self.run if library != "slidewise" else peer, "polars" if library == "slidewise" else library)
 
     def time_keyed_time_rolling(self, agg, keys, window, library):
         self.run()
@@ -166,22 +202,23 @@ if __name__ == "__main__":
 
     import subprocess
 
-    import pyarrow as pa
-
-    print("| memory case | peak RSS growth, bytes/key | checkpoint, bytes/key |")
-    print("|---|---|---|")
-    sys.stdout.flush()
-    # a fresh process, so the peak is the state's, not an earlier benchmark's
-    for w in (2, 10):
-        subprocess.run([sys.executable, __file__, "--memory", str(w)], check=True)
-
-    def as_np(r):
-        if isinstance(r, (pa.Array, pa.ChunkedArray)):
-            return np.asarray(r.to_numpy(zero_copy_only=False), dtype=float)
-        return r.to_series().to_numpy().astype(float)
+    # --quick: 20,000 rows, no memory cases, no Stream push: the checks only
+    quick = "--quick" in sys.argv
+    if quick:
+        N = 20_000
+    print(machine("1 (keyed rolling and Stream.push run on the calling thread)"))
+    if not quick:
+        print()
+        print("| memory case | peak RSS growth, bytes/key | checkpoint, bytes/key |")
+        print("|---|---|---|")
+        sys.stdout.flush()
+        # a fresh process, so the peak is the state's, not an earlier benchmark's
+        for w in (2, 10):
+            subprocess.run([sys.executable, __file__, "--memory", str(w)], check=True)
 
     print()
-    print(f"N = {N:,} rows; ratio = peer time / slidewise time (same run, best of 3; pandas 1 run)")
+    print(f"N = {N:,} rows; ratio = peer time / slidewise time (same run, best of 3; pandas 1 run); "
+          "each case's result checked by its setup first")
     print()
     print("| case | slidewise ms | polars | pandas |")
     print("|---|---|---|---|")
@@ -190,24 +227,19 @@ if __name__ == "__main__":
         for agg in ["max", "sum"]:
             for keys in [100, 100_000]:
                 for window in windows:
-                    t, res = {}, {}
+                    t = {}
                     for lib in ["slidewise", "polars", "pandas"]:
                         try:
-                            b.setup(agg, keys, window, lib)
+                            b.setup(agg, keys, window, lib)  # checks the result against the other side's
                         except NotImplementedError:
                             continue
                         t[lib] = best(b.run, 1 if lib == "pandas" else 3)
-                        if lib != "pandas":
-                            res[lib] = as_np(b.run())
-                    # the numbers compare equal work: same answers as polars
-                    ok = np.allclose(res["slidewise"], res["polars"], rtol=1e-9, atol=1e-9, equal_nan=True)
-                    assert ok, (kind, agg, keys, window)
                     cell = {lib: f"{t[lib] / t['slidewise']:.1f}x" if lib in t else "-" for lib in ("polars", "pandas")}
                     print(f"| keyed {kind} {agg}, {keys:,} keys, window {window} | {t['slidewise']*1e3:.0f} "
                           f"| {cell['polars']} | {cell['pandas']} |")
                     sys.stdout.flush()
     p = KeyedStreamPush()
-    for keys in [100, 100_000]:
+    for keys in [] if quick else [100, 100_000]:
         for window in ["count", "time"]:
             p.setup(keys, window)
             dt = best(lambda: p.time_push(keys, window), 2)

@@ -9,10 +9,17 @@ know, so a check pass first; keyed: the no-shuffle ordered path or
 applyInArrow), Spark's default frame, its segment-tree frame and an
 identity mapInArrow pass (the floor of any Python pass).
 ``benches/compare_spark.py`` prints the same comparison as ratios.
+
+Each setup first checks the job it is about to time: a slidewise job's
+column against Spark's segment-tree frame, a Spark frame's against
+slidewise's (``ss.rolling``), so a wrong result fails the benchmark instead
+of being timed. The identity pass computes nothing to check.
 """
 
 import os
 import sys
+
+from ._check import check, spark_column
 
 N = 2_000_000
 W = 1000
@@ -58,6 +65,29 @@ class SparkRolling:
             "spark_default": lambda: df.withColumn("m", F.max("v").over(win)),
             "identity_mapInArrow": lambda: df.mapInArrow(lambda it: it, df.schema),
         }[method]
+        if method != "identity_mapInArrow":
+            self._check(layout, method, df, win)
+
+    def _check(self, layout, method, df, win):
+        """The timed job's result against the other side's, each in t order
+        (collected as Arrow: null and NaN stay apart). The frame
+        ROWS BETWEEN W-1 PRECEDING AND CURRENT ROW gives a key's first W - 1
+        rows their partial window's max, as slidewise does; a max picks one
+        of the values: equal, bit for bit."""
+        from pyspark.sql import functions as F
+
+        import slidewise.spark as ss
+
+        if method.startswith("slidewise"):
+            got = spark_column(self.make(), f"max_{W}")
+            self.spark.conf.set("spark.sql.window.segmentTree.enabled", "true")
+            want, peer = spark_column(df.withColumn("m", F.max("v").over(win)), "m"), "Spark segment tree"
+        else:
+            keys = "k" if layout == "keyed" else None
+            got = spark_column(ss.rolling(df, "v", "t", W, "max", partition_by=keys), f"max_{W}")
+            want, peer = spark_column(self.make(), "m"), method
+        self.spark.conf.set("spark.sql.window.segmentTree.enabled", str(method == "spark_segment_tree").lower())
+        check(f"SparkRolling({layout}, {method})", got, want, peer, rtol=0.0)
 
     def time_rolling_max(self, layout, method):
         self.make().write.format("noop").mode("overwrite").save()

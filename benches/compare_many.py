@@ -1,11 +1,14 @@
 """rolling_many: 64 random windows in [1, 32768] over 10M float64, "max":
 slidewise's shared pass against 64 bottleneck.move_max calls and 64 polars
 rolling_max calls, all in this one run (best of `--repeat`), printed as a
-markdown table with the ratio to bottleneck. Also the floor: allocating and
-writing the same 64 output columns with numpy (np.empty + fill), and a
-bit-for-bit check of slidewise against bottleneck on a few windows.
+markdown table with the ratio to bottleneck, under a line naming the CPU and
+the threads slidewise may use. Also the floor: allocating and writing the
+same 64 output columns with numpy (np.full). Before anything is timed, every
+window's column is checked equal to bottleneck's and polars' on the same data;
+a difference stops the script, naming the window.
 
     python benches/compare_many.py [--rows 10000000] [--windows 64] [--repeat 2]
+    python benches/compare_many.py --quick     # tiny: the checks only, no timings worth reading
 
 The output is windows x rows x 8 bytes (5 GB by default): one library's
 result is kept alive at a time.
@@ -15,12 +18,18 @@ from __future__ import annotations
 
 import argparse
 import gc
+import sys
 import time
 
 import numpy as np
 import pyarrow as pa
 
 import slidewise as sw
+
+if __package__:  # imported from the benches package (asv discovers every module)
+    from ._check import Mismatch, check, machine, many_threads
+else:  # python benches/compare_many.py
+    from _check import Mismatch, check, machine, many_threads
 
 
 def timed(f, repeat):
@@ -42,7 +51,11 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--agg", default="max", choices=["max", "min"])
     ap.add_argument("--skip-polars", action="store_true")
+    ap.add_argument("--quick", action="store_true",
+                    help="300,000 rows (x 64 windows: enough for the threaded pass), one repeat: the checks only")
     a = ap.parse_args()
+    if a.quick:
+        a.rows, a.repeat = 300_000, 1
 
     import bottleneck as bn
     import polars as pl
@@ -56,13 +69,26 @@ def main() -> None:
     s = pl.Series(x)
     bn_f = bn.move_max if a.agg == "max" else bn.move_min
 
-    # Correctness first: a few columns bit for bit against bottleneck.
+    gb = a.rows * len(ws) * 8 / 1e9
+    print(machine(f"{many_threads(a.rows, len(ws))} (rolling_many's max/min pass: min(4, CPUs) "
+                  "when rows x windows >= 2^24, else 1)") + f"; polars thread pool: {pl.thread_pool_size()}")
+    peers = "bottleneck's" + ("" if a.skip_polars else " and polars'")
+    print(f"{a.rows:,} float64 rows, {len(ws)} windows in [1, {a.max_window}], agg {a.agg}, "
+          f"output {gb:.2f} GB, best of {a.repeat}; every column checked equal to {peers} first\n", flush=True)
+
+    # Before timing: every window's column against bottleneck's and polars'
+    # (min_count / min_samples = 1: the first w - 1 rows get the partial
+    # window's value, as slidewise's default). max / min pick one of the
+    # values, so equal, bit for bit (no NaN in the data).
+    pl_f = s.rolling_max if a.agg == "max" else s.rolling_min
     t = sw.rolling_many(arr, ws, a.agg)
-    for w in (ws[0], ws[len(ws) // 2], ws[-1]):
-        got = t.column(f"{a.agg}_{w}").to_numpy()
-        want = bn_f(x, w, min_count=1)
-        assert np.array_equal(got.view(np.uint64), want.view(np.uint64)), w
-    del t
+    for w in ws:
+        got = t.column(f"{a.agg}_{w}")
+        case = f"rolling_many {a.agg}, window {w:,} (one of {len(ws)}), {a.rows:,} rows"
+        check(case, got, bn_f(x, w, min_count=1), "bottleneck", rtol=0.0)
+        if not a.skip_polars:
+            check(case, got, pl_f(w, min_samples=1), "polars", rtol=0.0)
+    del t, got
 
     runs = {
         "slidewise rolling_many": lambda: sw.rolling_many(arr, ws, a.agg),
@@ -70,13 +96,9 @@ def main() -> None:
         "numpy: allocate + write the output only": lambda: [np.full(a.rows, 1.0) for _ in ws],
     }
     if not a.skip_polars:
-        f = s.rolling_max if a.agg == "max" else s.rolling_min
-        runs[f"polars rolling_{a.agg} x{len(ws)}"] = lambda: [f(w, min_samples=1) for w in ws]
+        runs[f"polars rolling_{a.agg} x{len(ws)}"] = lambda: [pl_f(w, min_samples=1) for w in ws]
     times = {name: timed(f, a.repeat) for name, f in runs.items()}
     base = times[f"bottleneck move_{a.agg} x{len(ws)}"]
-    gb = a.rows * len(ws) * 8 / 1e9
-    print(f"\n{a.rows:,} float64 rows, {len(ws)} windows in [1, {a.max_window}], agg {a.agg}, "
-          f"output {gb:.2f} GB, best of {a.repeat}\n")
     print("| run | seconds | speed-up vs bottleneck |")
     print("|---|---:|---:|")
     for name, t in times.items():
@@ -84,4 +106,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Mismatch as e:
+        sys.exit(f"check failed, nothing timed: {e}")

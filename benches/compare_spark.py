@@ -1,9 +1,13 @@
 """slidewise.spark vs Spark's own window frames, in one run (local[2]).
 
     python benches/compare_spark.py [--rows 2000000] [--window 1000] [--keys 100]
+    python benches/compare_spark.py --quick     # tiny: the checks only, no timings worth reading
 
-Prints seconds per job (each forced with a ``noop`` write, best of
-``--repeat``) and the ratios the Spark issue sets as targets:
+First checks every slidewise job timed below against Spark's frames (the
+segment tree, and the default frame unless ``--skip-default``) on the same
+DataFrame, and stops naming the job if they differ. Then prints the CPU and
+the threads slidewise may use, seconds per job (each forced with a ``noop``
+write, best of ``--repeat``) and the ratios the Spark issue sets as targets:
 unkeyed rolling max vs the default frame, the segment-tree frame
 (``spark.sql.window.segmentTree.enabled``) and an identity ``mapInArrow``
 pass; keyed (``--keys`` keys) vs both frames (the default ``method="auto"``, which
@@ -17,6 +21,11 @@ import os
 import sys
 import time
 
+if __package__:  # imported from the benches package (asv discovers every module)
+    from ._check import Mismatch, check, machine, spark_column
+else:  # python benches/compare_spark.py
+    from _check import Mismatch, check, machine, spark_column
+
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser()
@@ -26,7 +35,10 @@ def main(argv=None) -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--skip-default", action="store_true", help="skip the (slow) default frame")
     ap.add_argument("--warmup", type=int, default=2, help="untimed rounds of three jobs first")
+    ap.add_argument("--quick", action="store_true", help="20,000 rows, window 100, 10 keys, one repeat, no warm-up")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.rows, args.window, args.keys, args.repeat, args.warmup = 20_000, 100, 10, 1, 0
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession, Window
     from pyspark.sql import functions as F
@@ -37,6 +49,7 @@ def main(argv=None) -> None:
              .config("spark.ui.enabled", "false").config("spark.driver.memory", "3g")
              .config("spark.sql.shuffle.partitions", "2").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    print(machine("1 per Spark task (slidewise runs on the task's Python worker thread); local[2]: 2 tasks at once"))
     n, w = args.rows, args.window
     df = (spark.range(n, numPartitions=2).select(F.col("id").alias("t"), F.rand(1).alias("v"),
                                                  (F.col("id") % args.keys).alias("k"))).cache()
@@ -61,10 +74,51 @@ def main(argv=None) -> None:
             print(f"{k}", flush=True)
             super().__setitem__(k, v)
 
+    import pyarrow as pa
+
+    # The keyed ordered path's compute pass alone, its halos found beforehand
+    # (not timed): a floor for any keyed design that passes every row
+    # through Python once.
+    specs = ss._make_specs(pa.float64(), w, "max", None, None, "auto")
+    tails = ss._check_pass(df, "v", "t", specs, [], ["k"])
+    halos = spark.sparkContext.broadcast(
+        ss._halos([(r.pid, r.n, r.tail) for r in tails], specs, pa.float64(), keyed=True))
+
+    # The slidewise jobs timed below: (keyed, job).
+    jobs = {
+        "slidewise unkeyed": (False, lambda: ss.rolling(df, "v", "t", w, "max")),
+        "slidewise unkeyed (tiebreak=t)": (False, lambda: ss.rolling(df, "v", "t", w, "max", tiebreak="t")),
+        "slidewise unkeyed (assume_sorted=True)": (False, lambda: ss.rolling(df, "v", "t", w, "max", assume_sorted=True)),
+        "slidewise keyed (auto)": (True, lambda: ss.rolling(df, "v", "t", w, "max", partition_by="k")),
+        "slidewise keyed (mapInArrow)": (True, lambda: ss.rolling(df, "v", "t", w, "max", partition_by="k", method="map")),
+        "slidewise keyed (applyInArrow)": (
+            True, lambda: ss.rolling(df, "v", "t", w, "max", partition_by="k", method="apply")),
+        "slidewise keyed, compute pass only (halos given)": (
+            True, lambda: df.mapInArrow(ss._roll_fn(specs, "v", "t", ["k"], [], halos), ss._schema_with(df, specs, []))),
+    }
+
+    # Before timing: each slidewise job's result against Spark's frames on
+    # the same DataFrame. ROWS BETWEEN w-1 PRECEDING AND CURRENT ROW gives the
+    # first w - 1 rows (of each key) the partial window's max, as slidewise
+    # does; a max picks one of the values: equal, bit for bit.
+    refs = {}
+    for keyed in (False, True):
+        refs[keyed] = {"Spark segment tree": spark_column(frame(keyed, True), "max")}
+        if not args.skip_default:
+            refs[keyed]["Spark default frame"] = spark_column(frame(keyed, False), "max")
+    for name, (keyed, make) in jobs.items():
+        got = spark_column(make(), specs[0].name)
+        for peer, want in refs[keyed].items():
+            check(f"{name}, {n:,} rows, max over {w:,} rows" + (f", {args.keys} keys" if keyed else ""),
+                  got, want, peer, rtol=0.0)
+    del refs, got
+    print(f"checked: {len(jobs)} slidewise jobs equal to Spark's segment tree"
+          + ("" if args.skip_default else " and default frame"), flush=True)
+
     # Warm the JVM (JIT) and the Python workers first: otherwise the first
     # jobs timed, the identity pass among them, pay for it.
     for _ in range(args.warmup):
-        for make in (lambda: df.mapInArrow(lambda it: it, df.schema), lambda: ss.rolling(df, "v", "t", w, "max"),
+        for make in (lambda: df.mapInArrow(lambda it: it, df.schema), jobs["slidewise unkeyed"][1],
                      lambda: frame(False, True)):
             make().write.format("noop").mode("overwrite").save()
 
@@ -72,31 +126,17 @@ def main(argv=None) -> None:
     res["identity mapInArrow"] = run(lambda: df.mapInArrow(lambda it: it, df.schema))
     res["identity mapInArrow after range partition + sort"] = run(
         lambda: df.repartitionByRange(2, "t").sortWithinPartitions("t").mapInArrow(lambda it: it, df.schema))
-    res["slidewise unkeyed"] = run(lambda: ss.rolling(df, "v", "t", w, "max"))
-    res["slidewise unkeyed (tiebreak=t)"] = run(lambda: ss.rolling(df, "v", "t", w, "max", tiebreak="t"))
-    res["slidewise unkeyed (assume_sorted=True)"] = run(
-        lambda: ss.rolling(df, "v", "t", w, "max", assume_sorted=True))
+    for name in ("slidewise unkeyed", "slidewise unkeyed (tiebreak=t)", "slidewise unkeyed (assume_sorted=True)"):
+        res[name] = run(jobs[name][1])
     assumed_path = ss._last_unkeyed_path  # "assumed": one JVM job for the partitions' first rows
     res["spark segment tree unkeyed"] = run(lambda: frame(False, True))
     if not args.skip_default:
         res["spark default frame unkeyed"] = run(lambda: frame(False, False))
-    res["slidewise keyed (auto)"] = run(lambda: ss.rolling(df, "v", "t", w, "max", partition_by="k"))
+    res["slidewise keyed (auto)"] = run(jobs["slidewise keyed (auto)"][1])
     keyed_path = ss._last_keyed_path  # "ordered": no shuffle (spark.range is in t order)
-    res["slidewise keyed (mapInArrow)"] = run(
-        lambda: ss.rolling(df, "v", "t", w, "max", partition_by="k", method="map"))
-    res["slidewise keyed (applyInArrow)"] = run(
-        lambda: ss.rolling(df, "v", "t", w, "max", partition_by="k", method="apply"))
-    # The keyed ordered path's compute pass alone, its halos found beforehand
-    # (not timed): a floor for any keyed design that passes every row
-    # through Python once.
-    import pyarrow as pa
-
-    specs = ss._make_specs(pa.float64(), w, "max", None, None, "auto")
-    tails = ss._check_pass(df, "v", "t", specs, [], ["k"])
-    halos = spark.sparkContext.broadcast(
-        ss._halos([(r.pid, r.n, r.tail) for r in tails], specs, pa.float64(), keyed=True))
-    res["slidewise keyed, compute pass only (halos given)"] = run(
-        lambda: df.mapInArrow(ss._roll_fn(specs, "v", "t", ["k"], [], halos), ss._schema_with(df, specs, [])))
+    for name in ("slidewise keyed (mapInArrow)", "slidewise keyed (applyInArrow)",
+                 "slidewise keyed, compute pass only (halos given)"):
+        res[name] = run(jobs[name][1])
     res["spark segment tree keyed"] = run(lambda: frame(True, True))
     if not args.skip_default:
         res["spark default frame keyed"] = run(lambda: frame(True, False))
@@ -135,4 +175,7 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Mismatch as e:
+        sys.exit(f"check failed, nothing timed: {e}")
