@@ -39,7 +39,7 @@ use arrow_schema::DataType;
 
 use crate::codec::Codec;
 use crate::engine::{AggKind, Column, DType, FromArrow, ToArrow};
-use crate::fifo::{Algorithm, FifoAggregator, New};
+use crate::fifo::{Algorithm, AnyFifo, FifoAggregator, Renew};
 use crate::monoid::AggOp;
 use crate::plan::Slicing;
 use crate::time_window::{TimePlan, TimeSpec, TimeWindow};
@@ -432,7 +432,7 @@ where
     M: AggOp,
     M::In: FromArrow + Send,
     M::Out: ToArrow,
-    A: FifoAggregator<M> + New,
+    A: FifoAggregator<M> + Renew + Send,
 {
     type In = M::In;
     type Out = M::Out;
@@ -441,7 +441,9 @@ where
         self.plan().specs.len()
     }
     fn fresh(&self) -> Result<Self> {
-        SharedWindow::lazy(Arc::clone(self.plan()))
+        let plan = Arc::clone(self.plan());
+        let agg = self.agg().renew(plan.plan.w_size + 1)?;
+        SharedWindow::with_agg(plan, agg)
     }
     fn push(&mut self, rows: &Rows<'_, M::In>, em: &mut [Emit<M::Out>]) -> Result<()> {
         self.push_col(&rows.col, rows.args, em)
@@ -462,7 +464,7 @@ where
     M: AggOp,
     M::In: FromArrow + Send,
     M::Out: ToArrow,
-    A: FifoAggregator<M> + New,
+    A: FifoAggregator<M> + Renew + Send,
 {
     type In = M::In;
     type Out = M::Out;
@@ -471,7 +473,9 @@ where
         self.plan().specs.len()
     }
     fn fresh(&self) -> Result<Self> {
-        TimeWindow::lazy(Arc::clone(self.plan()))
+        let plan = Arc::clone(self.plan());
+        let agg = self.agg().renew(plan.plan.w_size + 1)?;
+        TimeWindow::with_agg(plan, agg)
     }
     fn check(&self, rows: &Rows<'_, M::In>) -> Option<(usize, i64)> {
         first_decrease(rows.ts.unwrap_or(&[]), self.last_time())
@@ -789,8 +793,8 @@ where
     M::Out: ToArrow,
 {
     let algo = keyed_algo::<M>(algo, distinct(specs.iter().map(|s| s.range)));
-    algo.check::<M>()?;
-    crate::with_fifo!(algo, M, count_with(specs, slicing, saved))
+    let proto = SharedWindow::<M, AnyFifo<M>>::with_agg(CountPlan::new(specs, slicing)?, AnyFifo::new(algo, 1)?)?;
+    keyed_from(proto, saved)
 }
 
 /// What `auto` means per key: the choice of an unkeyed stream of the same
@@ -818,14 +822,12 @@ fn distinct<T: Ord>(it: impl Iterator<Item = T>) -> usize {
     v.len()
 }
 
-fn count_with<M, A>(specs: &[CountSpec], slicing: Slicing, saved: Option<&mut &[u8]>) -> Result<Box<dyn KeyedWindowOp>>
+/// A keyed stream whose new keys start as empty copies of `proto`'s state,
+/// restored from `saved` when given.
+fn keyed_from<K: KeyOp + 'static>(proto: K, saved: Option<&mut &[u8]>) -> Result<Box<dyn KeyedWindowOp>>
 where
-    M: AggOp,
-    M::In: FromArrow + Send,
-    M::Out: ToArrow,
-    A: FifoAggregator<M> + New + 'static,
+    Keyed<K>: KeyedWindowOp,
 {
-    let proto = SharedWindow::<M, A>::with_plan(CountPlan::new(specs, slicing)?, 1)?;
     Ok(match saved {
         None => Box::new(Keyed::new(proto)),
         Some(b) => Box::new(Keyed::load(proto, b)?),
@@ -849,22 +851,8 @@ where
     M::Out: ToArrow,
 {
     let algo = keyed_algo::<M>(algo, distinct(specs.iter().map(|s| s.range)));
-    algo.check::<M>()?;
-    crate::with_fifo!(algo, M, time_with(specs, saved))
-}
-
-fn time_with<M, A>(specs: &[TimeSpec], saved: Option<&mut &[u8]>) -> Result<Box<dyn KeyedWindowOp>>
-where
-    M: AggOp,
-    M::In: FromArrow + Send,
-    M::Out: ToArrow,
-    A: FifoAggregator<M> + New + 'static,
-{
-    let proto = TimeWindow::<M, A>::with_plan(TimePlan::new(specs)?, 1)?;
-    Ok(match saved {
-        None => Box::new(Keyed::new(proto)),
-        Some(b) => Box::new(Keyed::load(proto, b)?),
-    })
+    let proto = TimeWindow::<M, AnyFifo<M>>::with_agg(TimePlan::new(specs)?, AnyFifo::new(algo, 1)?)?;
+    keyed_from(proto, saved)
 }
 
 // ---------------------------------------------------------------------------

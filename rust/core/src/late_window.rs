@@ -40,7 +40,7 @@ use arrow_schema::DataType;
 
 use crate::codec::Codec;
 use crate::engine::{DType, FromArrow, OutBuilder, ToArrow};
-use crate::general::{GeneralAggregator, LateAlgorithm, NewGeneral};
+use crate::general::{AnyGeneral, GeneralAggregator, LateAlgorithm};
 use crate::monoid::AggOp;
 use crate::plan::{SharedPlan, Slide};
 use crate::time_window::{TimeSpec, TimeWindowOp};
@@ -112,23 +112,13 @@ where
 {
     let algo = algo.resolve::<M>();
     algo.check::<M>()?;
-    crate::with_general!(algo, M, new_late(specs, lateness, saved))
-}
-
-fn new_late<M, A>(specs: &[TimeSpec], lateness: i64, saved: Option<&mut &[u8]>) -> Result<Box<dyn LateWindowOp>>
-where
-    M: AggOp,
-    M::In: FromArrow + ToArrow + Codec,
-    M::Out: ToArrow,
-    A: GeneralAggregator<M> + NewGeneral + 'static,
-{
     let slides: Vec<Slide> = specs.iter().map(|s| Slide::time(s.range as u64, s.slide as u64)).collect();
     let plan = SharedPlan::build(&slides)?;
     let queries = specs
         .iter()
-        .map(|_| Ok(QState { agg: A::new_general(plan.w_size.max(1))?, j: None, lo: 0, hi: 0, rows: 0, valid: 0, pending: Vec::new() }))
+        .map(|_| Ok(QState { agg: AnyGeneral::new(algo, plan.w_size.max(1))?, j: None, lo: 0, hi: 0, rows: 0, valid: 0, pending: Vec::new() }))
         .collect::<Result<Vec<_>>>()?;
-    let mut w = LateWindow::<M, A> {
+    let mut w = LateWindow::<M, AnyGeneral<M>> {
         specs: specs.to_vec(),
         lateness,
         plan,
@@ -196,7 +186,7 @@ where
     M: AggOp,
     M::In: ToArrow + Codec,
     M::Out: ToArrow,
-    A: GeneralAggregator<M> + NewGeneral,
+    A: GeneralAggregator<M>,
 {
     /// The slice holding time `t`.
     fn slice_of(&self, t: i64) -> i64 {
@@ -436,7 +426,7 @@ where
     M: AggOp,
     M::In: FromArrow + ToArrow + Codec,
     M::Out: ToArrow,
-    A: GeneralAggregator<M> + NewGeneral,
+    A: GeneralAggregator<M>,
 {
     fn push(&mut self, values: &dyn Array, ts: &dyn Array) -> Result<Vec<WindowBatch>> {
         if self.flushed {
@@ -549,7 +539,7 @@ where
     M: AggOp,
     M::In: FromArrow + ToArrow + Codec,
     M::Out: ToArrow,
-    A: GeneralAggregator<M> + NewGeneral,
+    A: GeneralAggregator<M>,
 {
     fn take_late(&mut self) -> LateRows {
         let ts = std::mem::take(&mut self.late_ts);

@@ -22,7 +22,7 @@ use arrow_schema::DataType;
 
 use crate::codec::Codec;
 use crate::engine::{AggKind, Column, DType, FromArrow, OutBuilder, ToArrow};
-use crate::fifo::{Algorithm, FifoAggregator, New};
+use crate::fifo::{Algorithm, AnyFifo, FifoAggregator, New};
 use crate::monoid::AggOp;
 use crate::plan::{SharedPlan, Slide};
 use crate::window::{finish_emit, new_emit, Emit, WindowBatch};
@@ -96,20 +96,9 @@ where
     ranges.sort_unstable();
     ranges.dedup();
     let algo = algo.resolve_for::<M>(ranges.len());
-    algo.check::<M>()?;
-    crate::with_fifo!(algo, M, new_window(specs, saved))
-}
-
-fn new_window<M, A>(specs: &[TimeSpec], saved: Option<&mut &[u8]>) -> Result<Box<dyn TimeWindowOp>>
-where
-    M: AggOp,
-    M::In: FromArrow,
-    M::Out: ToArrow,
-    A: FifoAggregator<M> + New + 'static,
-{
     let shared = TimePlan::new(specs)?;
-    let cap = crate::fifo::capacity_hint(shared.plan.w_size + 1);
-    let mut w = TimeWindow::<M, A>::with_plan(shared, cap)?;
+    let agg = AnyFifo::new(algo, crate::fifo::capacity_hint(shared.plan.w_size + 1))?;
+    let mut w = TimeWindow::<M, AnyFifo<M>>::with_agg(shared, agg)?;
     if let Some(bytes) = saved {
         w.restore(bytes)?;
     }
@@ -162,7 +151,11 @@ impl<M: AggOp, A: FifoAggregator<M> + New> TimeWindow<M, A> {
         Self::with_agg(shared, A::lazy(bound)?)
     }
 
-    fn with_agg(shared: Arc<TimePlan>, agg: A) -> Result<Self> {
+}
+
+impl<M: AggOp, A: FifoAggregator<M>> TimeWindow<M, A> {
+    /// A fresh state of these queries over the empty aggregator `agg`.
+    pub fn with_agg(shared: Arc<TimePlan>, agg: A) -> Result<Self> {
         Ok(TimeWindow {
             agg,
             shared,
@@ -185,6 +178,11 @@ where
 {
     pub fn plan(&self) -> &Arc<TimePlan> {
         &self.shared
+    }
+
+    /// The aggregator of the window's partials.
+    pub fn agg(&self) -> &A {
+        &self.agg
     }
 
     /// Time of the last row pushed.
@@ -404,18 +402,7 @@ where
     M: AggOp,
     M::Out: ToArrow,
 {
-    let algo = algo.resolve::<M>();
-    algo.check::<M>()?;
-    crate::with_fifo!(algo, M, rolling_time_with(col, ts, range, min_periods))
-}
-
-fn rolling_time_with<M, A>(col: &Column<M::In>, ts: &[i64], range: i64, min_periods: usize) -> Result<ArrayRef>
-where
-    M: AggOp,
-    M::Out: ToArrow,
-    A: FifoAggregator<M> + New,
-{
-    let mut agg = A::new_with_capacity(64)?;
+    let mut agg = AnyFifo::<M>::new(algo.resolve::<M>(), 64)?;
     let mut out = OutBuilder::<M::Out>::with_capacity(col.len());
     let (mut oldest, mut valid) = (0usize, 0usize);
     for i in 0..col.len() {

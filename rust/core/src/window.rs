@@ -27,7 +27,7 @@ use arrow_schema::DataType;
 
 use crate::codec::Codec;
 use crate::engine::{AggKind, Column, DType, FromArrow, OutBuilder, ToArrow};
-use crate::fifo::{Algorithm, FifoAggregator, New};
+use crate::fifo::{Algorithm, AnyFifo, FifoAggregator, New};
 use crate::monoid::AggOp;
 use crate::plan::{SharedPlan, Slicing, Slide};
 use crate::{invalid, Error, Result};
@@ -151,18 +151,9 @@ where
     ranges.sort_unstable();
     ranges.dedup();
     let algo = algo.resolve_for::<M>(ranges.len());
-    algo.check::<M>()?;
-    crate::with_fifo!(algo, M, new_window(specs, slicing, saved))
-}
-
-fn new_window<M, A>(specs: &[CountSpec], slicing: Slicing, saved: Option<&mut &[u8]>) -> Result<Box<dyn SharedWindowOp>>
-where
-    M: AggOp,
-    M::In: FromArrow,
-    M::Out: ToArrow,
-    A: FifoAggregator<M> + New + 'static,
-{
-    let mut w = SharedWindow::<M, A>::new_with(specs, slicing)?;
+    let shared = CountPlan::new(specs, slicing)?;
+    let agg = AnyFifo::new(algo, crate::fifo::capacity_hint(shared.plan.w_size + 1))?;
+    let mut w = SharedWindow::<M, AnyFifo<M>>::with_agg(shared, agg)?;
     if let Some(bytes) = saved {
         w.restore(bytes)?;
     }
@@ -291,7 +282,11 @@ impl<M: AggOp, A: FifoAggregator<M> + New> SharedWindow<M, A> {
         Self::with_agg(shared, A::lazy(bound)?)
     }
 
-    fn with_agg(shared: Arc<CountPlan>, agg: A) -> Result<Self> {
+}
+
+impl<M: AggOp, A: FifoAggregator<M>> SharedWindow<M, A> {
+    /// A fresh state of these queries over the empty aggregator `agg`.
+    pub fn with_agg(shared: Arc<CountPlan>, agg: A) -> Result<Self> {
         Ok(SharedWindow {
             agg,
             shared,
@@ -374,6 +369,11 @@ where
 
     pub fn plan(&self) -> &Arc<CountPlan> {
         &self.shared
+    }
+
+    /// The aggregator of the window's partials.
+    pub fn agg(&self) -> &A {
+        &self.agg
     }
 
     /// Restore what `save` wrote into this fresh state.

@@ -14,10 +14,14 @@
 //! | `bint.rs` | B-Int | FlatFIT paper §2.2 |
 //! | `flatfit.rs` | FlatFIT, Algorithm 1 with wReset | FlatFIT paper §3 |
 //! | `slideside.rs` | SlideSide (invertible and not) | SlideSide paper §3 |
+//!
+//! `any.rs` holds [`AnyFifo`], one of them chosen at run time, which the
+//! stream layers use so that they compile once per operation.
 
 use crate::monoid::Monoid;
 use crate::{Error, Result};
 
+pub mod any;
 pub mod bint;
 pub mod daba;
 pub mod flatfat;
@@ -27,6 +31,7 @@ pub mod slideside;
 pub mod soe;
 pub mod two_stacks;
 
+pub use any::{AnyFifo, Renew};
 pub use bint::BInt;
 pub use daba::Daba;
 pub use flatfat::FlatFat;

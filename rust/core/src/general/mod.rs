@@ -21,19 +21,22 @@
 //!   every slot with a smaller id (FIFO eviction);
 //! * `query()` is the ⊕ of the present slots in id order.
 //!
-//! Everything is generic over [`Monoid`] and monomorphised; [`with_general!`]
-//! picks the concrete type once per stream, never per element.
+//! Everything is generic over [`Monoid`] and monomorphised. The
+//! out-of-order stream holds an [`AnyGeneral`] (`any.rs`): the algorithm is
+//! picked once per stream, never per element.
 
 use std::cell::Cell;
 
 use crate::monoid::Monoid;
 use crate::{invalid, Error, Result};
 
+pub mod any;
 pub mod cbix;
 pub mod flatfat;
 pub mod recalc;
 pub mod two_stacks_ext;
 
+pub use any::AnyGeneral;
 pub use cbix::Cbix;
 pub use flatfat::GeneralFlatFat;
 pub use recalc::GeneralRecalc;
