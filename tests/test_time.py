@@ -4,6 +4,7 @@ against Spark itself (a real local[2] session), batch splits, pickling,
 and the errors for unsorted or null event times."""
 
 import datetime
+import math
 import pickle
 
 import numpy as np
@@ -14,15 +15,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import slidewise as sw
-from oracle import same
+from conftest import valid_algos
+from oracle import assert_same_list, elements, rolling_time as naive_rolling_time, same
+
+DTYPES = ["float64", "float32", "int64", "int32"]
 
 
 def _events(n, seed, gap_ms=(0, 3000)):
     rng = np.random.default_rng(seed)
     ts = np.datetime64("2026-11-25", "ms") + np.cumsum(rng.integers(gap_ms[0], gap_ms[1], n)).astype("timedelta64[ms]")
     v = rng.integers(-50, 50, n).astype(float)
-    v[rng.random(n) < 0.1] = np.nan  # nulls in pandas' eyes; passed as nulls below
+    v[rng.random(n) < 0.1] = np.nan  # missing in pandas' eyes; passed to slidewise as nulls (a mask)
     return ts, v
+
+
+def _nulls_for_nan(v):
+    """pandas' missing values as Arrow nulls, with an explicit mask (the data
+    itself has no NaN that slidewise should see)."""
+    return pa.array(np.nan_to_num(v), mask=np.isnan(v))
 
 
 @pytest.mark.parametrize("agg,pd_name", [("sum", "sum"), ("max", "max"), ("min", "min"), ("mean", "mean"),
@@ -31,7 +41,7 @@ def _events(n, seed, gap_ms=(0, 3000)):
                                               (datetime.timedelta(seconds=17), pd.Timedelta(seconds=17))])
 def test_time_rolling_equals_pandas(agg, pd_name, window, pd_window):
     ts, v = _events(3000, 1)
-    vals = pa.array(v, from_pandas=True)
+    vals = _nulls_for_nan(v)
     got = sw.rolling(vals, window, agg, timestamps=pa.array(ts)).to_numpy(zero_copy_only=False)
     s = pd.Series(v, index=pd.DatetimeIndex(ts))
     want = getattr(s.rolling(pd_window, min_periods=1), pd_name)()
@@ -40,6 +50,74 @@ def test_time_rolling_equals_pandas(agg, pd_name, window, pd_window):
         want = np.nan_to_num(want)
     got = np.asarray([np.nan if x is None else x for x in got], dtype=float)
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9, equal_nan=True)
+
+
+# -- per-row time rolling against the naive oracle ------------------------------
+
+# The timestamps' type and the window given in its unit, all meaning `span`
+# units: int64 (nanoseconds) with an int, timestamp[s] with "Ns",
+# timestamp[ms] with a timedelta, timestamp[us] with a numpy timedelta64.
+TIME_TYPES = {
+    "int": (pa.int64(), lambda span: span),
+    "s": (pa.timestamp("s"), lambda span: f"{span}s"),
+    "ms": (pa.timestamp("ms"), lambda span: datetime.timedelta(milliseconds=span)),
+    "us": (pa.timestamp("us"), lambda span: np.timedelta64(span, "us")),
+}
+
+
+# One test per (aggregation, dtype) pair, every valid algorithm on each
+# example; the values keep NaN apart from null (a list's None is a null,
+# its NaN a NaN), and gaps of 0 make ties in time.
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("agg", sw.AGGS)
+@settings(max_examples=10, deadline=None)
+@given(data=st.data(), span=st.integers(1, 30), unit=st.sampled_from(sorted(TIME_TYPES)))
+def test_time_rolling_matches_the_oracle(data, agg, dtype, span, unit):
+    xs = data.draw(st.lists(elements(agg, dtype), max_size=40), label="xs")
+    gaps = data.draw(st.lists(st.sampled_from([0, 0, 1, 2, 3, 7, 40]), min_size=len(xs), max_size=len(xs)),
+                     label="gaps")
+    t0 = data.draw(st.integers(-100, 100), label="t0")  # times before the epoch too
+    ts = [t0 + int(g) for g in np.cumsum(gaps, dtype=np.int64)]
+    mp = data.draw(st.one_of(st.none(), st.integers(0, 6)), label="min_periods")
+    arr = pa.array(xs, type=pa.from_numpy_dtype(np.dtype(dtype)))
+    ttype, window = TIME_TYPES[unit]
+    tcol = pa.array(ts, pa.int64()).cast(ttype)
+    # The oracle sees exactly the values the column holds (float32 rounding).
+    want = naive_rolling_time(arr.to_pylist(), ts, span, agg, mp)
+    for algo in valid_algos(agg):
+        got = sw.rolling(arr, window(span), agg, timestamps=tcol, min_periods=mp, algorithm=algo)
+        assert len(got) == len(xs)
+        assert_same_list(got.to_pylist(), want, rel=1e-6 if agg == "geomean" else 1e-9, abs_=1e-9,
+                         what=f"{agg}/{dtype} span={span}{unit} mp={mp} {algo} ts={ts}")
+
+
+def test_time_rolling_keeps_nan_and_null_apart():
+    nan = math.nan
+    v = pa.array([1.0, nan, 0.0, 5.0, 0.0], mask=[False, False, True, False, True])  # rows 2 and 4 are null
+    ts = pa.array([0, 1, 1, 3, 9], pa.timestamp("s"))
+    got = {agg: sw.rolling(v, "2s", agg, timestamps=ts).to_pylist()
+           for agg in ["max", "min", "count", "argmax", "sum", "first", "last"]}
+    # windows (t - 2s, t]: {0}, {0,1}, {0,1,2}, {3}, {4}
+    assert got["count"] == [1, 2, 2, 1, 0]
+    assert got["max"][0] == 1.0 and math.isnan(got["max"][1]) and math.isnan(got["max"][2])
+    assert got["max"][3:] == [5.0, None]
+    assert got["min"] == [1.0, 1.0, 1.0, 5.0, None]  # NaN is above every number
+    assert got["argmax"] == [0, 1, 1, 3, None]  # row indices
+    assert got["sum"][0] == 1.0 and math.isnan(got["sum"][1]) and got["sum"][3:] == [5.0, None]
+    assert got["first"] == [1.0, 1.0, 1.0, 5.0, None]  # first/last skip nulls (current behaviour)
+    assert got["last"][0] == 1.0 and math.isnan(got["last"][2]) and got["last"][3:] == [5.0, None]
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data(), agg=st.sampled_from(sw.AGGS))
+def test_unsorted_timestamps_are_refused_naming_the_row(data, agg):
+    ts = data.draw(st.lists(st.integers(-50, 50), min_size=2, max_size=20).filter(
+        lambda t: any(b < a for a, b in zip(t, t[1:]))), label="ts")
+    first = next(i for i in range(1, len(ts)) if ts[i] < ts[i - 1])
+    algo = data.draw(st.sampled_from(valid_algos(agg)), label="algorithm")
+    with pytest.raises(ValueError, match=f"non-decreasing: row {first} has time {ts[first]}, after {ts[first - 1]}"):
+        sw.rolling([1.0] * len(ts), "5s", agg, timestamps=pa.array(ts, pa.int64()).cast(pa.timestamp("s")),
+                   algorithm=algo)
 
 
 def _brute(ts, v, range_, slide):
@@ -123,7 +201,7 @@ def test_time_windows_equal_spark(spark):
         want = want.sort_values("s").reset_index(drop=True)
         r, sl = rng_.replace(" seconds", "s").replace(" minute", "m"), slide.replace(" seconds", "s").replace(" minute", "m")
         stream = sw.Stream([sw.Query("max", r, sl, name="max"), sw.Query("sum", r, sl, name="sum")], time="ts")
-        t = pa.table({"v": pa.array(v, from_pandas=True), "ts": pa.array(ts)})
+        t = pa.table({"v": _nulls_for_nan(v), "ts": pa.array(ts)})
         out = {k: [x] for k, x in stream.push(t).items()}
         for k, x in stream.flush().items():
             out[k].append(x)

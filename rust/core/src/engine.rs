@@ -151,7 +151,8 @@ impl DType {
         Ok(match s {
             "int32" | "i32" => DType::I32,
             "int64" | "i64" => DType::I64,
-            "float32" | "f32" => DType::F32,
+            // "float" and "double" are pyarrow's names (str(pa.float32())).
+            "float32" | "f32" | "float" => DType::F32,
             "float64" | "f64" | "double" => DType::F64,
             _ => {
                 return Err(Error::Type(format!(
