@@ -12,16 +12,8 @@ use slidewise_core::engine::{AggKind, DType};
 use slidewise_core::fifo::Algorithm;
 use slidewise_core::window::{build, build_shared, load, CountSpec, CountWindowOp};
 
-const AGGS: [AggKind; 8] = [
-    AggKind::Sum,
-    AggKind::Max,
-    AggKind::ArgMax,
-    AggKind::First,
-    AggKind::Last,
-    AggKind::Var,
-    AggKind::Count,
-    AggKind::Collect,
-];
+/// Every aggregation (the oracle is independent: `common::plain`).
+const AGGS: [AggKind; 18] = AggKind::ALL;
 
 fn run_stream(w: &mut Box<dyn CountWindowOp>, xs: &[Option<f64>], cuts: &[usize]) -> (Vec<i64>, Vec<i64>, Vec<ArrayRef>) {
     let (mut st, mut en, mut vals) = (vec![], vec![], vec![]);
