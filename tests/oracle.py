@@ -81,17 +81,17 @@ def agg_values(agg: str, xs: Sequence, pos: Sequence[int]):
     raise AssertionError(agg)
 
 
+def _over(values: Sequence, rows, agg: str, min_periods: Optional[int]):
+    """``agg`` over the non-null ``values`` at ``rows``; null below
+    ``min_periods`` of them."""
+    pos = [j for j in rows if values[j] is not None]
+    if min_periods is not None and len(pos) < min_periods:
+        return None
+    return agg_values(agg, [values[j] for j in pos], pos)
+
+
 def rolling(values: Sequence, window: int, agg: str, min_periods: Optional[int] = None) -> List:
-    out = []
-    for i in range(len(values)):
-        lo = max(0, i - window + 1)
-        pos = [j for j in range(lo, i + 1) if values[j] is not None]
-        xs = [values[j] for j in pos]
-        if min_periods is not None and len(xs) < min_periods:
-            out.append(None)
-        else:
-            out.append(agg_values(agg, xs, pos))
-    return out
+    return [_over(values, range(max(0, i - window + 1), i + 1), agg, min_periods) for i in range(len(values))]
 
 
 def rolling_time(values: Sequence, ts: Sequence[int], span: int, agg: str, min_periods: Optional[int] = None) -> List:
@@ -99,15 +99,8 @@ def rolling_time(values: Sequence, ts: Sequence[int], span: int, agg: str, min_p
     the rows ``j <= i`` with ``ts[j] > ts[i] - span`` (so rows after ``i``
     with the same time are not in ``i``'s window); argmax/argmin give row
     indices."""
-    out = []
-    for i in range(len(values)):
-        pos = [j for j in range(i + 1) if ts[j] > ts[i] - span and values[j] is not None]
-        xs = [values[j] for j in pos]
-        if min_periods is not None and len(xs) < min_periods:
-            out.append(None)
-        else:
-            out.append(agg_values(agg, xs, pos))
-    return out
+    return [_over(values, [j for j in range(i + 1) if ts[j] > ts[i] - span], agg, min_periods)
+            for i in range(len(values))]
 
 
 def agg_rows(x: np.ndarray, valid: np.ndarray, lo: int, hi: int, agg: str):

@@ -5,6 +5,8 @@
 
 use std::cell::Cell;
 
+use crate::common::exact_sum;
+
 use slidewise_core::fifo::{Daba, FifoAggregator, New, SlideSide, SubtractOnEvict, TwoStacks};
 use slidewise_core::ops::{Max, Sum};
 use slidewise_core::{AggOp, Error, Monoid};
@@ -21,32 +23,6 @@ impl Rng {
     fn unit(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
-}
-
-/// Exact sum of floats (Shewchuk's partials, as Python's math.fsum),
-/// correctly rounded at the end for inputs without overflow.
-fn fsum(xs: &[f64]) -> f64 {
-    let mut partials: Vec<f64> = Vec::new();
-    for &x0 in xs {
-        let mut x = x0;
-        let mut i = 0;
-        for j in 0..partials.len() {
-            let mut y = partials[j];
-            if x.abs() < y.abs() {
-                std::mem::swap(&mut x, &mut y);
-            }
-            let hi = x + y;
-            let lo = y - (hi - x);
-            if lo != 0.0 {
-                partials[i] = lo;
-                i += 1;
-            }
-            x = hi;
-        }
-        partials.truncate(i);
-        partials.push(x);
-    }
-    partials.iter().rev().fold(0.0, |acc, p| acc + p)
 }
 
 #[test]
@@ -70,7 +46,7 @@ fn soe_sum_does_not_drift_over_two_million_steps() {
         soe.insert(<Sum<f64> as AggOp>::lift(x, i as i64));
         if i % 997 == 0 {
             let got = <Sum<f64> as AggOp>::lower(&soe.query()).unwrap();
-            let exact = fsum(&xs[(i + 1).saturating_sub(W)..=i]);
+            let exact = exact_sum(xs[(i + 1).saturating_sub(W)..=i].iter().copied());
             let rel = ((got - exact) / exact).abs();
             worst = worst.max(rel);
             checked += 1;
