@@ -402,7 +402,19 @@ where
     M: AggOp,
     M::Out: ToArrow,
 {
-    let mut agg = AnyFifo::<M>::new(algo.resolve::<M>(), 64)?;
+    let algo = algo.resolve::<M>();
+    algo.check::<M>()?;
+    // A per-row hot loop: instantiated per algorithm, as `rolling`'s.
+    crate::with_fifo!(algo, M, rolling_time_with(col, ts, range, min_periods))
+}
+
+fn rolling_time_with<M, A>(col: &Column<M::In>, ts: &[i64], range: i64, min_periods: usize) -> Result<ArrayRef>
+where
+    M: AggOp,
+    M::Out: ToArrow,
+    A: FifoAggregator<M> + New,
+{
+    let mut agg = A::new_with_capacity(64)?;
     let mut out = OutBuilder::<M::Out>::with_capacity(col.len());
     let (mut oldest, mut valid) = (0usize, 0usize);
     for i in 0..col.len() {

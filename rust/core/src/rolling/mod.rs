@@ -29,7 +29,7 @@ use arrow_array::{Array, ArrayRef};
 use arrow_buffer::{BooleanBuffer, NullBuffer};
 
 use crate::engine::{AggKind, Column, DType, FromArrow, OutBuilder, ToArrow};
-use crate::fifo::{Algorithm, AnyFifo, FifoAggregator};
+use crate::fifo::{Algorithm, FifoAggregator, New};
 use crate::monoid::AggOp;
 use crate::ops::arith::LiftSum;
 use crate::ops::Num;
@@ -94,8 +94,20 @@ where
     if algo == Algorithm::Auto {
         return Ok(block::rolling_block::<M>(col, window, min_periods));
     }
+    algo.check::<M>()?;
+    // The per-row loop is the hot loop: instantiated per algorithm (small),
+    // not through `AnyFifo`, whose match per call measured 1.75x slower here.
+    crate::with_fifo!(algo, M, rolling_new(col, window, min_periods))
+}
+
+fn rolling_new<M, A>(col: &Column<M::In>, window: usize, min_periods: usize) -> Result<ArrayRef>
+where
+    M: AggOp,
+    M::Out: ToArrow,
+    A: FifoAggregator<M> + New,
+{
     let hint = crate::fifo::capacity_hint(window.min(col.len() + 1));
-    Ok(rolling_with::<M, AnyFifo<M>>(col, window, min_periods, AnyFifo::new(algo, hint)?))
+    Ok(rolling_with::<M, A>(col, window, min_periods, A::new_with_capacity(hint)?))
 }
 
 /// The step-by-step path: one insert, at most one evict and one query per row.
