@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 from hypothesis import strategies as st
 
-# Total order of DESIGN.md: NaN above every number, all NaNs equal.
+# Total order of docs/DESIGN.md: NaN above every number, all NaNs equal.
 def _key(x: float):
     return (1, 0.0) if isinstance(x, float) and math.isnan(x) else (0, x)
 

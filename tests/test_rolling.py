@@ -142,7 +142,7 @@ def test_int64_mean_is_exact_not_a_wrapped_sum(algo):
 
 
 @pytest.mark.xfail(strict=True, reason="var of 1e9 + small noise is ~1e-7 off (relative): Chan's merge in "
-                   "plain f64 carries the rounding of the mean (ulp(1e9) ~ 1e-7) into M2; DESIGN.md promises full "
+                   "plain f64 carries the rounding of the mean (ulp(1e9) ~ 1e-7) into M2; docs/DESIGN.md promises full "
                    "precision for such data and a 1e-9 tolerance (library issue; issue #15 makes var/std exact)")
 @pytest.mark.parametrize("algo", ["auto", "recalc", "two_stacks", "flatfit"])
 def test_var_of_a_large_offset_plus_small_noise_keeps_full_precision(algo):

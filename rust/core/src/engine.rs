@@ -14,7 +14,7 @@ use arrow_schema::{DataType, Field};
 
 use crate::{Error, Result};
 
-/// The aggregation names of DESIGN.md.
+/// The aggregation names of docs/DESIGN.md.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AggKind {
     Count,

@@ -77,7 +77,7 @@ pub trait FifoAggregator<M: Monoid>: Send {
     }
 }
 
-/// The algorithm names of DESIGN.md.
+/// The algorithm names of docs/DESIGN.md.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Algorithm {
     Recalc,

@@ -1,4 +1,4 @@
-//! The aggregation operations of DESIGN.md ("Names the tests use"), each a
+//! The aggregation operations of docs/DESIGN.md ("Aggregations"), each a
 //! zero-sized type implementing [`AggOp`](crate::AggOp) for the four input
 //! dtypes. Grouped by family:
 //!
@@ -7,7 +7,7 @@
 //! * [`moments`]: var / std, sample and population (Chan's merge)
 //! * [`list`]: collect, first, last
 //!
-//! Semantics shared by all (DESIGN.md "Nulls and NaN"): nulls never reach
+//! Semantics shared by all (docs/DESIGN.md "Nulls and NaN"): nulls never reach
 //! `lift` (the caller uses the identity), NaN is greater than every number
 //! for ordering operations and propagates through arithmetic ones.
 

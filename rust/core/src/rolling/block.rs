@@ -1,5 +1,5 @@
 //! The generic `auto` kernel: TwoStacks' flip done block by block, which for
-//! a whole column at slide 1 is van Herk / Gil-Werman (DESIGN.md
+//! a whole column at slide 1 is van Herk / Gil-Werman (docs/DESIGN.md
 //! "Performance notes"; SlideSide paper §2 for TwoStacks).
 //!
 //! Cut the rows into blocks of `window`. A window ending at row `i` of block

@@ -9,7 +9,7 @@
 //! (`L_{k+1}[j] = max(L_k[j], L_k[j + 2^k])`, reading ahead of the write) on
 //! a chunk of rows plus the longest window's halo, so they stay in cache;
 //! the windows are answered in increasing `k` between level steps. This is
-//! SlideSide's "one combine per query per row" (DESIGN.md "Performance
+//! SlideSide's "one combine per query per row" (docs/DESIGN.md "Performance
 //! notes") with the shared scans replaced by the sparse table, which only an
 //! idempotent operation allows.
 //!

@@ -8,7 +8,7 @@
 //! algorithm runs that FIFO aggregator step by step (insert, evict, query),
 //! which is what benchmarks and cross-checks want.
 //!
-//! The `auto` kernels (DESIGN.md "Performance notes"):
+//! The `auto` kernels (docs/DESIGN.md "Performance notes"):
 //! * [`block`]: any monoid, TwoStacks' flip done block by block (van Herk /
 //!   Gil-Werman): about three combines per row; collect copies its windows.
 //! * [`extreme`]: max / min / range on the raw values (or the ordered keys

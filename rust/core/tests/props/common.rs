@@ -266,7 +266,7 @@ pub fn same_approx(a: &dyn Array, b: &dyn Array) -> bool {
 
 // ---------------------------------------------------------------------------
 // The independent oracle: every aggregation as a plain fold over the raw
-// values of one window, written from DESIGN.md's definitions. It uses none of
+// values of one window, written from docs/DESIGN.md's definitions. It uses none of
 // the operations' lift / combine / lower, so a bug in an operation's own
 // definition (NaN order, the variance merge, a tie rule) shows against it.
 
@@ -435,7 +435,7 @@ pub fn exact_sum(xs: impl Iterator<Item = f64>) -> f64 {
 }
 
 /// Where a value stands in slidewise's total order: NaN above every number,
-/// -0.0 equal to 0.0 (DESIGN.md, "Nulls and NaN").
+/// -0.0 equal to 0.0 (docs/DESIGN.md, "Nulls and NaN").
 fn order_key(c: Cell) -> (u8, f64, i64) {
     match c {
         Cell::F(x) if x.is_nan() => (1, 0.0, 0),

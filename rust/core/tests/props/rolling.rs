@@ -51,7 +51,7 @@ fn check(xs: &[(f64, bool)], with_nulls: bool, window: usize, mp: Option<usize>)
                     );
                 }
             }
-            // Output types: as DESIGN.md (sum of ints is int64, of floats float64, ...).
+            // Output types: as docs/DESIGN.md (sum of ints is int64, of floats float64, ...).
             let a = rolling_dyn(&col, window, agg, mp, Algorithm::Auto).unwrap();
             let b = rolling_dyn(&col, window, agg, mp, Algorithm::Recalc).unwrap();
             prop_assert_eq!(a.data_type(), b.data_type());
