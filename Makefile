@@ -26,9 +26,14 @@ $(VENV)/.deps: pyproject.toml
 	$(call stage,setup,$(PYTHON) -m venv $(VENV) && $(PY) -m pip install --quiet --upgrade pip && \
 		$(PY) -m pip install --quiet $(PIP_TEST) && touch $@)
 
-# asv and matplotlib only for benchmarks.
-$(VENV)/.bench-deps: $(VENV)/.deps
-	$(PY) -m pip install --quiet asv matplotlib
+# matplotlib for the demo's plot and the papers' figures; asv for benchmarks.
+# Neither is needed by the tests.
+$(VENV)/.plot-deps: $(VENV)/.deps
+	$(PY) -m pip install --quiet matplotlib
+	touch $@
+
+$(VENV)/.bench-deps: $(VENV)/.plot-deps
+	$(PY) -m pip install --quiet asv
 	touch $@
 
 setup: $(VENV)/.deps
@@ -57,7 +62,7 @@ test-python: build
 test:
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-rust test-python
 
-demo: build-release
+demo: build-release $(VENV)/.plot-deps
 	$(PY) -m slidewise demo
 
 # asv against the installed build (quick); see asv.conf.json for history runs.
