@@ -50,7 +50,7 @@ macro_rules! each {
 impl<M: Monoid> AnyFifo<M> {
     /// `make::<A>()` for the concrete type `A` of `algo` (resolved: not
     /// `Auto`; checked: SoE only for invertible operations).
-    fn build(algo: Algorithm, make: impl MakeWith<M>) -> Result<Self> {
+    fn build(algo: Algorithm, make: impl MakeWith) -> Result<Self> {
         algo.check::<M>()?;
         Ok(match algo {
             Algorithm::Recalc => AnyFifo::Recalc(make.make()?),
@@ -92,17 +92,17 @@ impl<M: Monoid> AnyFifo<M> {
 }
 
 /// A constructor call generic over the concrete algorithm type.
-trait MakeWith<M: Monoid> {
+trait MakeWith {
     fn make<A: New>(&self) -> Result<A>;
 }
 struct Capacity(usize);
-impl<M: Monoid> MakeWith<M> for Capacity {
+impl MakeWith for Capacity {
     fn make<A: New>(&self) -> Result<A> {
         A::new_with_capacity(self.0)
     }
 }
 struct Lazy(usize);
-impl<M: Monoid> MakeWith<M> for Lazy {
+impl MakeWith for Lazy {
     fn make<A: New>(&self) -> Result<A> {
         A::lazy(self.0)
     }
