@@ -137,22 +137,6 @@ pub struct TimeWindow<M: AggOp, A: FifoAggregator<M>> {
     flushed: bool,
 }
 
-impl<M: AggOp, A: FifoAggregator<M> + New> TimeWindow<M, A> {
-    /// A fresh state sharing `shared`; `capacity` is the aggregator's
-    /// initial capacity (it grows on demand).
-    pub fn with_plan(shared: Arc<TimePlan>, capacity: usize) -> Result<Self> {
-        Self::with_agg(shared, A::new_with_capacity(capacity)?)
-    }
-
-    /// A fresh state for one key of a keyed stream: no allocation until it
-    /// has rows, then room for its window ([`New::lazy`]).
-    pub fn lazy(shared: Arc<TimePlan>) -> Result<Self> {
-        let bound = shared.plan.w_size + 1;
-        Self::with_agg(shared, A::lazy(bound)?)
-    }
-
-}
-
 impl<M: AggOp, A: FifoAggregator<M>> TimeWindow<M, A> {
     /// A fresh state of these queries over the empty aggregator `agg`.
     pub fn with_agg(shared: Arc<TimePlan>, agg: A) -> Result<Self> {

@@ -259,29 +259,12 @@ pub struct SharedWindow<M: AggOp, A: FifoAggregator<M>> {
 }
 
 impl<M: AggOp, A: FifoAggregator<M> + New> SharedWindow<M, A> {
-    pub fn new(specs: &[CountSpec]) -> Result<Self> {
-        Self::new_with(specs, Slicing::Pairs)
-    }
-
-    pub fn new_with(specs: &[CountSpec], slicing: Slicing) -> Result<Self> {
-        let shared = CountPlan::new(specs, slicing)?;
-        let cap = crate::fifo::capacity_hint(shared.plan.w_size + 1);
-        Self::with_plan(shared, cap)
-    }
-
-    /// A fresh state of the same queries, sharing the plan; `capacity` is
-    /// the aggregator's initial capacity (it grows on demand).
-    pub fn with_plan(shared: Arc<CountPlan>, capacity: usize) -> Result<Self> {
-        Self::with_agg(shared, A::new_with_capacity(capacity)?)
-    }
-
     /// A fresh state for one key of a keyed stream: no allocation until it
     /// has rows, then room for its window ([`New::lazy`]).
     pub fn lazy(shared: Arc<CountPlan>) -> Result<Self> {
         let bound = shared.plan.w_size + 1;
         Self::with_agg(shared, A::lazy(bound)?)
     }
-
 }
 
 impl<M: AggOp, A: FifoAggregator<M>> SharedWindow<M, A> {
