@@ -123,33 +123,77 @@ class KeyedTimeRolling:
         self.run()
 
 
-class KeyedStreamPush:
-    """Rows per second through a keyed Stream (batches of 100k rows)."""
+def _stream_case(kind, k, v, batch=100_000):
+    """A keyed Stream of `kind` and its batches: count windows, in-order
+    time windows, out-of-order time windows (rows shuffled within 1 s,
+    lateness 2 s), and sessions in order and out of order."""
+    import pyarrow as pa
+    import slidewise as sw
 
-    params = ([100, 100_000], ["count", "time"])
+    n = len(k)
+    ts = np.arange(n, dtype=np.int64) * 1_000_000  # 1 ms apart
+    if kind.endswith("late"):
+        rng = np.random.default_rng(1)
+        ts = ts[np.argsort(np.arange(n) + rng.integers(0, 1000, n), kind="stable")]
+    t = pa.array(ts.astype("datetime64[ns]"))
+    late = "2s" if kind.endswith("late") else None
+    if kind == "count":
+        make = lambda: sw.Stream([sw.Query("sum", 10, 1), sw.Query("sum", 100, 10)], value="v", key="k")  # noqa: E731
+    elif kind.startswith("time"):
+        make = lambda: sw.Stream(sw.Query("sum", "1s", "100ms"), value="v", time="t", key="k", lateness=late)  # noqa
+    else:
+        make = lambda: sw.Stream(sw.Query("sum", session="500ms"), value="v", time="t", key="k", lateness=late)  # noqa
+    cols = lambda i: ({"k": pa.array(k[i:i + batch]), "v": pa.array(v[i:i + batch])} if kind == "count"  # noqa
+                      else {"k": pa.array(k[i:i + batch]), "t": t[i:i + batch], "v": pa.array(v[i:i + batch])})
+    return make, [cols(i) for i in range(0, n, batch)]
+
+
+STREAM_KINDS = ["count", "time", "time_late", "session", "session_late"]
+
+
+class KeyedStreamPush:
+    """Rows per second through a keyed Stream (batches of 100k rows), in
+    order and out of order (global watermark)."""
+
+    params = ([100, 100_000], STREAM_KINDS)
     param_names = ["keys", "window"]
     timeout = 600
 
     def setup(self, keys, window):
-        import pyarrow as pa
-        import slidewise as sw
-
         k, v = _data(keys, n=1_000_000)
-        if window == "count":
-            self.make = lambda: sw.Stream([sw.Query("sum", 10, 1), sw.Query("sum", 100, 10)], value="v", key="k")
-            self.batches = [{"k": pa.array(k[i:i + 100_000]), "v": pa.array(v[i:i + 100_000])}
-                            for i in range(0, len(k), 100_000)]
-        else:
-            ts = np.arange(len(k), dtype=np.int64) * 1_000_000  # 1 ms apart
-            t = pa.array(ts.astype("datetime64[ns]"))
-            self.make = lambda: sw.Stream(sw.Query("sum", "1s", "100ms"), value="v", time="t", key="k")
-            self.batches = [{"k": pa.array(k[i:i + 100_000]), "t": t[i:i + 100_000], "v": pa.array(v[i:i + 100_000])}
-                            for i in range(0, len(k), 100_000)]
+        self.make, self.batches = _stream_case(window, k, v)
 
     def time_push(self, keys, window):
         s = self.make()
         for b in self.batches:
             s.push(b)
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+
+def rss_per_kind(kind, n_keys=100_000, rows_per_key=20):
+    """Resident bytes per key a keyed Stream of `kind` (see _stream_case)
+    holds after `rows_per_key` rows per key (RSS after the pushes minus
+    before; the pushes' own buffers are freed by then), and its checkpoint
+    bytes per key. Rows of one key are 100 s apart (1 ms per row, 100k
+    keys): each key's windows hold a row or two, so this is the per-key
+    overhead of each kind of state."""
+    import gc
+
+    rng = np.random.default_rng(0)
+    k = np.tile(np.arange(n_keys, dtype=np.int64), rows_per_key)
+    v = rng.normal(size=len(k))
+    make, batches = _stream_case(kind, k, v, batch=100_000)
+    gc.collect()
+    s = make()
+    before = _rss()
+    for b in batches:
+        s.push(b)
+    gc.collect()
+    return (_rss() - before) / n_keys, len(pickle_bytes(s)) / n_keys
 
 
 def peak_rss_per_key(n_keys=1_000_000, window=10, rows_per_key=20):
@@ -193,6 +237,12 @@ if __name__ == "__main__":
             ts.append(time.perf_counter() - t0)
         return min(ts)
 
+    if "--memory-kind" in sys.argv:
+        kind = sys.argv[sys.argv.index("--memory-kind") + 1]
+        rss, ckpt = rss_per_kind(kind)
+        print(f"| 100k keys, keyed {kind} stream (sum), 20 rows/key, resident | {rss:.0f} | {ckpt:.0f} |")
+        sys.exit(0)
+
     if "--memory" in sys.argv:
         # one case per process: ru_maxrss is a high-water mark
         w = int(sys.argv[sys.argv.index("--memory") + 1]) if len(sys.argv) > 2 else 10
@@ -215,6 +265,8 @@ if __name__ == "__main__":
         # a fresh process, so the peak is the state's, not an earlier benchmark's
         for w in (2, 10):
             subprocess.run([sys.executable, __file__, "--memory", str(w)], check=True)
+        for kind in STREAM_KINDS:
+            subprocess.run([sys.executable, __file__, "--memory-kind", kind], check=True)
 
     print()
     print(f"N = {N:,} rows; ratio = peer time / slidewise time (same run, best of 3; pandas 1 run); "
@@ -240,7 +292,7 @@ if __name__ == "__main__":
                     sys.stdout.flush()
     p = KeyedStreamPush()
     for keys in [] if quick else [100, 100_000]:
-        for window in ["count", "time"]:
+        for window in STREAM_KINDS:
             p.setup(keys, window)
             dt = best(lambda: p.time_push(keys, window), 2)
-            print(f"| keyed Stream push, {keys:,} keys, {window} windows | {1_000_000 / dt / 1e6:.1f} M rows/s | | |")
+            print(f"| keyed Stream push, {keys:,} keys, {window} | {1_000_000 / dt / 1e6:.1f} M rows/s | | |")

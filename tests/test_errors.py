@@ -50,9 +50,6 @@ def test_argument_errors():
 
 def test_not_yet_implemented_features():
     q = sw.Query("sum", 10)
-    # Keys are implemented (tests/test_keys.py); keys with lateness are not.
-    with pytest.raises(ValueError, match="key= with lateness= is not supported yet"):
-        sw.Stream([sw.Query("sum", "10s")], time="t", key="k", lateness="1s")
     with pytest.raises(ValueError, match="key must be a column name"):
         sw.Stream([q], key=3)
     # Count windows are never out of order: lateness needs time windows.
@@ -117,17 +114,26 @@ def test_the_extension_validates_too():
     with pytest.raises(TypeError, match="unsupported value dtype"):
         _slidewise.rolling(pa.array(["x"]), 2, "sum")
     with pytest.raises(ValueError, match="slide must be a positive"):
-        _slidewise.CountStream([("sum", 3, 0, None)], "float64", "auto")
-    s = _slidewise.CountStream([("sum", 3, 1, None)], "float64", "auto")
-    with pytest.raises(TypeError, match="expected a f64 column, got Int64"):
+        _slidewise.Stream([("sum", "count", 3, 0, None, None)], "float64")
+    with pytest.raises(ValueError, match="session gap must be positive"):
+        _slidewise.Stream([("sum", "session", 0, 0, None, None)], "float64")
+    with pytest.raises(ValueError, match="unknown window kind"):
+        _slidewise.Stream([("sum", "hop", 3, 1, None, None)], "float64")
+    q = [("sum", "count", 3, 1, None, None)]
+    s = _slidewise.Stream(q, "float64")
+    with pytest.raises(TypeError, match="value column is float64, got a int64 batch"):
         s.push(pa.array([1, 2]))
     with pytest.raises(ValueError, match="argument column has 1 rows, value column 2"):
-        s.push(a, [pa.array([1])])
+        s.push(a, args=[pa.array([1])])
     with pytest.raises(ValueError, match="args has 2 entries for 1 queries"):
-        s.push(a, [None, None])
+        s.push(a, args=[None, None])
+    with pytest.raises(ValueError, match="time and session windows need a time column"):
+        _slidewise.Stream([("sum", "time", 3, 1, None, None)], "float64").push(a)
+    with pytest.raises(ValueError, match="keyed stream needs a key column"):
+        _slidewise.Stream(q, "float64", keyed=True).push(a)
     with pytest.raises(ValueError, match="cannot restore slidewise state"):
-        _slidewise.CountStream.load([("sum", 3, 1, None)], "float64", "auto", b"\x01garbage")
+        _slidewise.Stream.restore(b"\x29garbage", q, "float64")
     with pytest.raises(ValueError, match="cannot restore"):
-        _slidewise.CountStream.load([("sum", 3, 1, None), ("max", 2, 1, None)], "float64", "auto", s.save())
+        _slidewise.Stream.restore(s.save(), q + [("max", "count", 2, 1, None, None)], "float64")
     with pytest.raises(ValueError, match="cannot restore"):
-        _slidewise.CountStream.load([("sum", 3, 1, None)], "float64", "auto", s.save()[:-3])
+        _slidewise.Stream.restore(s.save()[:-3], q, "float64")

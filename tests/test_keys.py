@@ -281,20 +281,6 @@ def test_bad_keys():
     with pytest.raises(ValueError, match="rows"):
         sw.rolling([1.0, 2.0], 2, "sum", keys=[1, 2, 3])
 
-def test_keys_with_lateness_are_refused_not_answered_wrongly():
-    # Keyed out-of-order streams (a watermark and late rows per key) are not
-    # built yet: every lateness, 0 included, is refused up front.
-    for lateness in ("5s", 0, datetime.timedelta(seconds=1)):
-        with pytest.raises(ValueError, match=r"key= with lateness= is not supported yet"):
-            sw.Stream(sw.Query("sum", "10s"), value="v", time="t", key="k", lateness=lateness)
-    with pytest.raises(ValueError, match=r"key= with lateness= is not supported yet"):
-        sw.Stream(sw.Query("sum", "10s"), value="v", time="t", key="k", lateness="5s", algorithm="cbix")
-    # lateness=None (the default) is an in-order keyed stream.
-    s = sw.Stream(sw.Query("sum", "10s"), value="v", time="t", key="k", lateness=None)
-    t = pa.array([1_000, 2_000], pa.timestamp("ms"))
-    assert s.push({"k": [1, 2], "t": t, "v": [1.0, 2.0]})["sum_10s_10s"].num_rows == 0
-
-
 def test_keyed_time_stream_order_is_per_key():
     s = sw.Stream(sw.Query("sum", "10s"), value="v", time="t", key="k")
     t = pa.array([20_000, 1_000, 21_000], pa.timestamp("ms"))

@@ -34,30 +34,44 @@ def _disordered(draw, n):
     return [int(t) for t in ts], v
 
 
-def _model(ts, v, lateness):
-    """(on-time rows as (t, arrival, v), late rows as (t, v), watermark after each row)."""
-    on, late, wms, mx = [], [], [], None
-    for i, (t, x) in enumerate(zip(ts, v)):
-        if mx is not None and t < mx - lateness:
-            late.append((t, x))
-        else:
-            on.append((t, i, x))
-            mx = t if mx is None else max(mx, t)
+def _model(ts, v, lateness, cuts, shapes):
+    """Spark's watermark, batch by batch: (on-time rows as (t, arrival, v,
+    the watermark their batch found), late rows as (t, v), watermark after
+    each batch). An on-time row joins only the windows still open (ending
+    after that watermark): Spark drops a row per window. A row is late when,
+    for some query (range, slide), the last window holding it ends at or
+    before the watermark the batch found; the watermark is the largest time
+    of earlier batches minus lateness."""
+    on, late, wms, mx, prev = [], [], [], None, 0
+    for c in cuts:
+        wm = None if mx is None else mx - lateness
+        for i in range(prev, c):
+            t, x = ts[i], v[i]
+            ends = [(t // s) * s + r for r, s in shapes]
+            if wm is not None and any(t < e <= wm for e in ends):
+                late.append((t, x))
+            else:
+                on.append((t, i, x, wm))
+        if c > prev:
+            m = max(ts[prev:c])
+            mx = m if mx is None else max(mx, m)
         wms.append(None if mx is None else mx - lateness)
+        prev = c
     return sorted(on), late, wms
 
 
 def _windows(on, agg, range_, slide, min_periods=None):
     """{(start, end): value} of every window holding an on-time row."""
     keys = set()
-    for t, _, _ in on:
+    for t, _, _, wm in on:
         j = (t - range_) // slide + 1
         while j * slide <= t:
-            keys.add((j * slide, j * slide + range_))
+            if wm is None or j * slide + range_ > wm:
+                keys.add((j * slide, j * slide + range_))
             j += 1
     out = {}
     for s, e in keys:
-        rows = [(t, x) for t, _, x in on if s <= t < e and x is not None]
+        rows = [(t, x) for t, _, x, wm in on if s <= t < e and x is not None and (wm is None or e > wm)]
         xs, pos = [x for _, x in rows], [t for t, _ in rows]
         val = agg_values(agg, xs, pos)
         if min_periods and len(xs) < min_periods:
@@ -81,7 +95,7 @@ def test_late_stream_equals_naive_on_time_rows(data):
     stream = sw.Stream(queries, value="v", time="ts", lateness=f"{lateness}s", algorithm=algo)
     cuts = sorted(set(data.draw(st.lists(st.integers(0, n), max_size=4))))
     pickle_at = data.draw(st.integers(0, len(cuts)))
-    on, late, wms = _model(ts, v, lateness)
+    on, late, wms = _model(ts, v, lateness, cuts + [n], shapes)
     got = {q.name: [] for q in queries}
     late_got = []
     prev = 0
@@ -91,7 +105,7 @@ def test_late_stream_equals_naive_on_time_rows(data):
         b = pa.table({"v": pa.array(v[prev:c], pa.float64()), "ts": pa.array(ts[prev:c], pa.int64()).cast(tsec)})
         for name, t in stream.push(b).items():
             rows = t.to_pylist()
-            wm = wms[c - 1] if c > 0 else None
+            wm = wms[i]
             for r in rows:  # final: emitted only once the watermark passed the end
                 end = int(r["window_end"].replace(tzinfo=datetime.timezone.utc).timestamp())
                 assert wm is not None and end <= wm
@@ -149,15 +163,25 @@ def test_lateness_zero_on_sorted_data_equals_in_order_stream(agg):
 
 def test_late_rows_are_reported_not_dropped():
     s = sw.Stream(sw.Query("sum", "10s", name="q"), time="ts", lateness=datetime.timedelta(seconds=5))
-    out = s.push({"v": [1.0, 2.0, 3.0, 4.0], "ts": pa.array([100, 120, 114, 116], pa.timestamp("s"))})
-    # watermark 115 after t=120: the window [100, 110) is final; 114 is late.
+    out = s.push({"v": [1.0, 2.0], "ts": pa.array([100, 120], pa.timestamp("s"))})
+    # watermark 115 after the batch: the window [100, 110) is final.
     assert [r["value"] for r in out["q"].to_pylist()] == [1.0]
+    assert s.watermark == datetime.datetime(1970, 1, 1, 0, 1, 55)
+    # 104's only window ended at 110 <= 115: late. 114's window [110, 120)
+    # is still open (Spark's rule is per window, not per row): on time.
+    out = s.push({"v": [3.0, 4.0, 5.0], "ts": pa.array([104, 114, 116], pa.timestamp("s"))})
+    assert out["q"].num_rows == 0
     late = s.late_rows()
-    assert late.to_pylist() == [{"ts": datetime.datetime(1970, 1, 1, 0, 1, 54), "v": 3.0}]
+    assert late.to_pylist() == [{"ts": datetime.datetime(1970, 1, 1, 0, 1, 44), "v": 3.0}]
     assert s.late_rows().num_rows == 0  # only since the last call
     rest = s.flush()["q"].to_pylist()
-    assert [r["value"] for r in rest] == [4.0, 2.0]  # [110, 120) without the late 3.0; [120, 130)
-    assert s.row_counts == {"rows_in": 4, "on_time": 3, "late": 1}
+    assert [r["value"] for r in rest] == [9.0, 2.0]  # [110, 120) without the late 3.0; [120, 130)
+    assert s.row_counts == {"rows_in": 5, "on_time": 4, "late": 1}
+    # Within one batch nothing is late, whatever its order (Spark's
+    # micro-batches): the watermark moves after the batch.
+    s = sw.Stream(sw.Query("sum", "10s", name="q"), time="ts", lateness=0)
+    out = s.push({"v": [1.0, 2.0, 3.0], "ts": pa.array([100, 150, 101], pa.timestamp("s"))})
+    assert [r["value"] for r in out["q"].to_pylist()] == [4.0] and s.late_rows().num_rows == 0
 
 
 def test_late_stream_errors():

@@ -22,7 +22,8 @@ import pyarrow as pa
 
 from . import _arrow, _keys, _slidewise, _time, aggregators
 from ._arrow import AGGS, ALGORITHMS, DTYPES
-from ._stream import Query, Stream
+from ._query import Query
+from ._stream import Stream
 from ._plan import Plan, count_edges, plan
 
 __version__: str = _slidewise.__version__

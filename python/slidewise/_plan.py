@@ -20,7 +20,7 @@ import math
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import _slidewise
-from ._stream import Query
+from ._query import Query
 
 METHODS = ("bitset", "f1", "f1_memo", "fast")
 
@@ -43,6 +43,9 @@ def _normalise(queries: Any) -> Tuple[List[str], List[int], List[int], List[int]
         raise ValueError("need at least one query")
     names, ranges, slides, phases, keys, kinds = [], [], [], [], [], set()
     for i, q in enumerate(queries):
+        if isinstance(q, Query) and q.session is not None:
+            raise ValueError(f"query {q.name!r}: session windows have no slide edges to share; "
+                             "plans apply to count and time windows")
         if isinstance(q, Query):
             names.append(q.name)
             ranges.append(q.range)

@@ -9,8 +9,6 @@ AGGS: List[str]
 ALGORITHMS: List[str]
 DTYPES: List[str]
 
-_Spec = Tuple[str, int, int, Optional[int]]
-_Windows = Tuple[pa.Int64Array, pa.Int64Array, pa.Array]
 
 def rolling(
     values: Any, window: int, agg: str, min_periods: Optional[int] = None, algorithm: str = "auto"
@@ -22,104 +20,57 @@ def rolling_many(
 ) -> list[pa.Array]:
     """``rolling`` for each window, one array per window in order; max/min in one shared pass."""
 
-class CountStream:
-    """Count-window queries over one value column; queries with the same
-    group id share one plan (one set of partials, one final aggregator)."""
-
-    def __init__(
-        self,
-        specs: Sequence[_Spec],
-        dtype: str,
-        algorithm: str,
-        groups: Optional[Sequence[int]] = None,
-        partial: str = "pairs",
-    ) -> None: ...
-    @staticmethod
-    def load(
-        specs: Sequence[_Spec],
-        dtype: str,
-        algorithm: str,
-        state: bytes,
-        groups: Optional[Sequence[int]] = None,
-        partial: str = "pairs",
-    ) -> "CountStream": ...
-    def save(self) -> bytes: ...
-    def push(self, values: Any, args: Optional[Sequence[Optional[Any]]] = None) -> List[_Windows]: ...
-    def flush(self) -> List[_Windows]: ...
-    def rows_seen(self) -> int: ...
-    def __len__(self) -> int: ...
-    def plans(self) -> int: ...
-
 def rolling_time(
     values: Any, ts: Any, range: int, agg: str, min_periods: Optional[int] = None, algorithm: str = "auto"
 ) -> Any: ...
 
-class TimeStream:
-    """Spark-style time-window queries over one value column and an int64
-    event-time column (non-decreasing); same group id = one shared plan."""
+# A query: (agg, kind, a, b, min_periods, arg column); kind "count" (a =
+# range, b = slide, rows), "time" (a = range, b = slide) or "session" (a =
+# gap), times in the time column's unit.
+_Query = Tuple[str, str, int, int, Optional[int], Optional[str]]
+_QueryWindows = Tuple[Optional[pa.Array], pa.Int64Array, pa.Int64Array, pa.Array]  # keys, start, end, value
 
-    def __init__(
-        self, specs: Sequence[_Spec], dtype: str, algorithm: str, groups: Optional[Sequence[int]] = None
-    ) -> None: ...
-    @staticmethod
-    def load(
-        specs: Sequence[_Spec], dtype: str, algorithm: str, state: bytes, groups: Optional[Sequence[int]] = None
-    ) -> "TimeStream": ...
-    def save(self) -> bytes: ...
-    def push(self, values: Any, ts: Any) -> List[_Windows]: ...
-    def flush(self) -> List[_Windows]: ...
-    def plans(self) -> int: ...
-
-class LateStream:
-    """Time-window queries over an out-of-order stream: watermark = max event
-    time - lateness; rows behind it come back through take_late()."""
+class Stream:
+    """Every continuous query (count, time or session windows; keyed or
+    not; in order, or out of order with a lateness) over one stream
+    (slidewise-core ``stream``)."""
 
     def __init__(
         self,
-        specs: Sequence[_Spec],
-        lateness: int,
+        queries: Sequence[_Query],
         dtype: str,
-        algorithm: str,
+        algorithm: str = "auto",
+        lateness: Optional[int] = None,
+        keyed: bool = False,
+        partial: str = "pairs",
         groups: Optional[Sequence[int]] = None,
     ) -> None: ...
     @staticmethod
-    def load(
-        specs: Sequence[_Spec],
-        lateness: int,
-        dtype: str,
-        algorithm: str,
+    def restore(
         state: bytes,
+        queries: Sequence[_Query],
+        dtype: str,
+        algorithm: str = "auto",
+        lateness: Optional[int] = None,
+        keyed: bool = False,
+        partial: str = "pairs",
         groups: Optional[Sequence[int]] = None,
-    ) -> "LateStream": ...
-    def save(self) -> bytes: ...
-    def push(self, values: Any, ts: Any) -> List[_Windows]: ...
-    def flush(self) -> List[_Windows]: ...
-    def take_late(self) -> Tuple[Any, Any]: ...
-    def counts(self) -> Tuple[int, int, int]: ...
-    def watermark(self) -> Optional[int]: ...
-
-_KeyedWindows = Tuple[Any, Any, Any, Any]  # key, window_start, window_end, value
-
-class KeyedStream:
-    """Count-window (or, with ``time=True``, time-window) queries run per key
-    of a key column; same group id = one shared plan per key; ``partial``:
-    the count windows' partial aggregation (pairs, panes, cutty)."""
-
-    def __init__(
-        self, specs: Sequence[_Spec], dtype: str, algorithm: str, time: bool = False,
-        groups: Optional[Sequence[int]] = None, partial: str = "pairs",
-    ) -> None: ...
-    @staticmethod
-    def load(
-        specs: Sequence[_Spec], dtype: str, algorithm: str, state: bytes, time: bool = False,
-        groups: Optional[Sequence[int]] = None, partial: str = "pairs",
-    ) -> "KeyedStream": ...
+    ) -> "Stream": ...
     def save(self) -> bytes: ...
     def push(
-        self, keys: Any, values: Any, ts: Optional[Any] = None, args: Optional[Sequence[Optional[Any]]] = None
-    ) -> List[_KeyedWindows]: ...
-    def flush(self) -> List[_KeyedWindows]: ...
+        self,
+        values: Any,
+        time: Optional[Any] = None,
+        keys: Optional[Any] = None,
+        args: Optional[Sequence[Optional[Any]]] = None,
+    ) -> List[_QueryWindows]: ...
+    def flush(self) -> List[_QueryWindows]: ...
+    def take_late(self) -> Tuple[Optional[pa.Array], pa.Int64Array, pa.Array]: ...
+    def counts(self) -> Tuple[int, int, int]: ...
+    def watermark(self) -> Optional[int]: ...
     def num_keys(self) -> int: ...
+    def plans(self) -> int: ...
+    def out_type(self, q: int) -> pa.DataType: ...
 
 def rolling_keyed(
     keys: Any, values: Any, window: int, agg: str, min_periods: Optional[int] = None, algorithm: str = "auto"

@@ -4,12 +4,12 @@
 //! * [`ops`]: the aggregation operations, generic over the input dtype.
 //! * [`fifo`]: FIFO final aggregators, one file per algorithm.
 //! * [`rolling`]: per-row batch kernels (`rolling()` with slide 1).
-//! * [`window`]: count windows with Pairs partial aggregation (streams).
+//! * [`stream`]: the stream spine: count, time and session windows, keyed
+//!   or not, in order or out of order, behind one batch-level trait.
 //! * [`partial`]: partial aggregation: Panes, Pairs, Cutty slicing.
 //! * [`plan`]: shared execution plans for many queries over one stream.
 //! * [`optimizer`]: WeaveShare with F1 edge counting: which queries share a plan.
-//! * [`time_window`]: Spark-style time windows and per-row time rolling.
-//! * [`keyed`]: a key column with independent window state per key.
+//! * [`keys`]: key identity and the per-batch partition by key.
 //! * [`engine`]: run-time dispatch from (agg name, Arrow dtype, algorithm)
 //!   to one monomorphised implementation: one virtual call per batch.
 //!
@@ -20,16 +20,14 @@ pub mod engine;
 pub mod error;
 pub mod fifo;
 pub mod general;
-pub mod keyed;
-pub mod late_window;
+pub mod keys;
 pub mod monoid;
 pub mod ops;
 pub mod optimizer;
 pub mod partial;
 pub mod plan;
 pub mod rolling;
-pub mod time_window;
-pub mod window;
+pub mod stream;
 
 pub use error::{Error, Result};
 pub use fifo::{Algorithm, FifoAggregator};

@@ -10,12 +10,12 @@ use std::sync::Arc;
 use arrow_array::{Float64Array, Int64Array};
 use slidewise_core::engine::{AggKind, DType};
 use slidewise_core::fifo::{Algorithm, TwoStacks};
-use slidewise_core::keyed::{build_keyed_count, build_keyed_time, KeyOp};
 use slidewise_core::ops::arith::Sum;
 use slidewise_core::ops::order::Max;
 use slidewise_core::partial::Slicing;
-use slidewise_core::time_window::TimeSpec;
-use slidewise_core::window::{CountPlan, CountSpec, SharedWindow};
+use slidewise_core::stream::count::{CountPlan, CountSpec, SharedWindow};
+use slidewise_core::stream::op::WindowOp;
+use slidewise_core::stream::{self, Batch, QuerySpec, StreamSpec, Window};
 
 struct Counting;
 
@@ -48,17 +48,27 @@ static ALLOC: Counting = Counting;
 // Just under a power of two, so the states Vec has little slack.
 const KEYS: usize = 16_000;
 
+/// A keyed stream of the one query `q`.
+fn keyed(q: QuerySpec, algo: Algorithm) -> StreamSpec {
+    let mut s = StreamSpec::new(vec![q], DType::F64);
+    s.algorithm = algo.name().to_string();
+    s.keyed = true;
+    s
+}
+
 /// Heap bytes per key held by a keyed `agg` stream of one count window
 /// (`range`, slide 1) after every key got `rows` rows, fed as the memory
 /// benchmark does (all keys, then all keys again).
 fn count_bytes_per_key(agg: AggKind, range: u64, rows: usize, algo: Algorithm) -> f64 {
     let before = LIVE.load(Relaxed);
-    let spec = CountSpec { agg, range, slide: 1, min_periods: 0 };
-    let mut op = build_keyed_count(&[spec], DType::F64, algo, Slicing::Pairs).unwrap();
+    let q = QuerySpec { agg, window: Window::Count { range, slide: 1 }, min_periods: 0, arg: None };
+    let mut op = stream::build(&keyed(q, algo)).unwrap();
     for r in 0..rows {
         let keys = Int64Array::from_iter_values(0..KEYS as i64);
         let vals = Float64Array::from_iter_values((0..KEYS).map(|k| (k + r) as f64));
-        drop(op.push(&keys, &vals, None, None).unwrap());
+        let mut b = Batch::new(&vals);
+        b.keys = Some(&keys);
+        drop(op.push(&b).unwrap());
     }
     let per_key = (LIVE.load(Relaxed) - before) as f64 / KEYS as f64;
     drop(op);
@@ -67,13 +77,16 @@ fn count_bytes_per_key(agg: AggKind, range: u64, rows: usize, algo: Algorithm) -
 
 fn time_bytes_per_key(range: i64, rows: usize) -> f64 {
     let before = LIVE.load(Relaxed);
-    let spec = TimeSpec { agg: AggKind::Sum, range, slide: 1, min_periods: 0 };
-    let mut op = build_keyed_time(&[spec], DType::F64, Algorithm::Auto).unwrap();
+    let q = QuerySpec { agg: AggKind::Sum, window: Window::Time { range, slide: 1 }, min_periods: 0, arg: None };
+    let mut op = stream::build(&keyed(q, Algorithm::Auto)).unwrap();
     for r in 0..rows {
         let keys = Int64Array::from_iter_values(0..KEYS as i64);
         let vals = Float64Array::from_iter_values((0..KEYS).map(|k| k as f64));
         let ts = Int64Array::from_iter_values(std::iter::repeat_n(r as i64, KEYS));
-        drop(op.push(&keys, &vals, Some(&ts), None).unwrap());
+        let mut b = Batch::new(&vals);
+        b.keys = Some(&keys);
+        b.time = Some(&ts);
+        drop(op.push(&b).unwrap());
     }
     let per_key = (LIVE.load(Relaxed) - before) as f64 / KEYS as f64;
     drop(op);

@@ -20,10 +20,14 @@
 
 mod block;
 mod extreme;
+pub mod keyed;
 mod many;
 mod sum;
+pub mod time;
 
+pub use keyed::{rolling_keyed_dyn, rolling_many_keyed_dyn, rolling_time_keyed_dyn};
 pub use many::{rolling_many_dyn, rolling_many_tuned, Tuning};
+pub use time::rolling_time_dyn;
 
 use arrow_array::{Array, ArrayRef};
 use arrow_buffer::{BooleanBuffer, NullBuffer};
@@ -58,7 +62,16 @@ pub fn rolling_dyn(
 ) -> Result<ArrayRef> {
     check_window(window, min_periods)?;
     let dtype = DType::of(values.data_type())?;
+    // A window longer than the data is the whole prefix: cap it, so no
+    // algorithm sizes its buffers from an arbitrary user number.
+    let n = values.len();
+    let window = window.min(n.max(1));
     let mp = min_periods.unwrap_or(0);
+    if mp > window {
+        // Never enough values: all null, of the type the aggregate has.
+        let empty = rolling_dyn(&values.slice(0, 0), window, agg, None, algo)?;
+        return Ok(arrow_array::new_null_array(empty.data_type(), n));
+    }
     crate::with_dtype!(dtype, |T| {
         let col = <T as FromArrow>::column(values)?;
         if algo == Algorithm::Auto {

@@ -6,14 +6,16 @@
 use std::sync::Arc;
 
 use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
-use arrow_array::{Array, ArrayRef, Float64Array, PrimitiveArray};
+use arrow_array::{Array, ArrayRef, Float64Array, Int32Array, Int64Array, LargeStringArray, PrimitiveArray, StringArray};
 use arrow_buffer::{NullBuffer, ScalarBuffer};
 use arrow_schema::DataType;
 use proptest::prelude::*;
 use proptest::strategy::Union;
 use slidewise_core::engine::AggKind;
 use slidewise_core::ops::*;
-use slidewise_core::window::CountSpec;
+use slidewise_core::stream::count::CountSpec;
+use slidewise_core::stream::time::TimeSpec;
+use slidewise_core::stream::{self, Batch, Counts, QuerySpec, Stream, StreamSpec, Window};
 use slidewise_core::AggOp;
 
 // ---------------------------------------------------------------------------
@@ -555,4 +557,150 @@ pub fn plain_at(col: &[Option<Cell>], window: usize, agg: AggKind, min_periods: 
 /// [`plain_at`] for every row.
 pub fn plain_rolling(col: &[Option<Cell>], window: usize, agg: AggKind, min_periods: Option<usize>) -> Vec<(Val, f64)> {
     (0..col.len()).map(|i| plain_at(col, window, agg, min_periods, i)).collect()
+}
+
+// ---------------------------------------------------------------------------
+// Streams through the spine (`slidewise_core::stream`)
+
+/// A count-window query.
+pub fn count_query(s: &CountSpec) -> QuerySpec {
+    QuerySpec { agg: s.agg, window: Window::Count { range: s.range, slide: s.slide }, min_periods: s.min_periods, arg: None }
+}
+
+/// A time-window query.
+pub fn time_query(s: &TimeSpec) -> QuerySpec {
+    QuerySpec { agg: s.agg, window: Window::Time { range: s.range, slide: s.slide }, min_periods: s.min_periods, arg: None }
+}
+
+/// A stream of `queries` over `dtype` running `algorithm`, every other
+/// option at its default (in order, unkeyed, Pairs).
+pub fn stream_spec(queries: Vec<QuerySpec>, dtype: slidewise_core::engine::DType, algorithm: &str) -> StreamSpec {
+    let mut s = StreamSpec::new(queries, dtype);
+    s.algorithm = algorithm.to_string();
+    s
+}
+
+/// Row `i` of a key column as text (int32, int64, string, large string).
+pub fn key_text(a: &dyn Array, i: usize) -> String {
+    let any = a.as_any();
+    if let Some(x) = any.downcast_ref::<Int64Array>() {
+        x.value(i).to_string()
+    } else if let Some(x) = any.downcast_ref::<Int32Array>() {
+        x.value(i).to_string()
+    } else if let Some(x) = any.downcast_ref::<StringArray>() {
+        x.value(i).to_string()
+    } else if let Some(x) = any.downcast_ref::<LargeStringArray>() {
+        x.value(i).to_string()
+    } else {
+        panic!("unexpected key type {}", a.data_type())
+    }
+}
+
+/// One emitted window: its key (keyed streams), bounds, value (a 1-row
+/// array) and the batch that emitted it (the flush is batch `batches`).
+#[derive(Clone, Debug)]
+pub struct Emitted {
+    pub key: Option<String>,
+    pub start: i64,
+    pub end: i64,
+    pub value: ArrayRef,
+    pub batch: usize,
+}
+
+/// Everything a stream gave back over a run.
+#[derive(Debug)]
+pub struct Run {
+    /// Per query, its windows in emission order.
+    pub windows: Vec<Vec<Emitted>>,
+    /// Late rows in arrival order: key, time, value.
+    pub late: Vec<(Option<String>, i64, Val)>,
+    pub counts: Counts,
+    /// The watermark after each push.
+    pub watermarks: Vec<Option<i64>>,
+    /// Number of batches pushed (the flush's batch index).
+    pub batches: usize,
+}
+
+/// The input columns of a run.
+#[derive(Clone, Copy)]
+pub struct Cols<'a> {
+    pub values: &'a ArrayRef,
+    pub ts: Option<&'a ArrayRef>,
+    pub keys: Option<&'a ArrayRef>,
+}
+
+/// Append the windows of one push or flush.
+pub fn take_windows(into: &mut [Vec<Emitted>], res: Vec<stream::QueryWindows>, batch: usize) {
+    assert_eq!(into.len(), res.len(), "one result per query");
+    for (q, w) in res.into_iter().enumerate() {
+        assert_eq!(w.start.len(), w.end.len());
+        assert_eq!(w.start.len(), w.values.len());
+        if let Some(k) = &w.keys {
+            assert_eq!(k.len(), w.start.len());
+        }
+        for i in 0..w.start.len() {
+            into[q].push(Emitted {
+                key: w.keys.as_ref().map(|k| key_text(k.as_ref(), i)),
+                start: w.start[i],
+                end: w.end[i],
+                value: w.values.slice(i, 1),
+                batch,
+            });
+        }
+    }
+}
+
+/// The late rows a stream handed back.
+pub fn take_late(s: &mut Box<dyn Stream>, into: &mut Vec<(Option<String>, i64, Val)>) {
+    let l = s.take_late();
+    let ts = l.ts.as_any().downcast_ref::<Int64Array>().expect("late times are int64");
+    assert_eq!(ts.len(), l.values.len());
+    for i in 0..ts.len() {
+        into.push((l.keys.as_ref().map(|k| key_text(k.as_ref(), i)), ts.value(i), val_at(l.values.as_ref(), i)));
+    }
+}
+
+/// Push `cols` cut at `cuts` ([`batch_ranges`]) into a new stream of
+/// `spec`, then flush. With `restore = Some((b, spec2))` the stream is saved
+/// after batch `b` and replaced by its restore under `spec2`. The first
+/// error (building, pushing, restoring) is returned.
+pub fn run_stream(
+    spec: &StreamSpec,
+    cols: Cols<'_>,
+    cuts: &[usize],
+    restore: Option<(usize, &StreamSpec)>,
+) -> slidewise_core::Result<Run> {
+    let mut s = stream::build(spec)?;
+    let n = cols.values.len();
+    let mut windows: Vec<Vec<Emitted>> = vec![Vec::new(); spec.queries.len()];
+    let mut late = Vec::new();
+    let mut watermarks = Vec::new();
+    let ranges = batch_ranges(cuts, n);
+    for (b, r) in ranges.iter().enumerate() {
+        let (lo, len) = (r.start, r.end - r.start);
+        let v = cols.values.slice(lo, len);
+        let t = cols.ts.map(|t| t.slice(lo, len));
+        let k = cols.keys.map(|k| k.slice(lo, len));
+        let mut batch = Batch::new(v.as_ref());
+        batch.time = t.as_deref();
+        batch.keys = k.as_deref();
+        let res = s.push(&batch)?;
+        take_windows(&mut windows, res, b);
+        watermarks.push(s.watermark());
+        if b % 2 == 1 {
+            take_late(&mut s, &mut late);
+        }
+        if let Some((at, spec2)) = restore {
+            if at == b {
+                let bytes = s.save();
+                s = stream::restore(spec2, &bytes)?;
+            }
+        }
+    }
+    let res = s.flush()?;
+    take_windows(&mut windows, res, ranges.len());
+    take_late(&mut s, &mut late);
+    let counts = s.counts();
+    assert_eq!(counts.rows_in, counts.on_time + counts.late, "rows in = on time + late");
+    Ok(Run { windows, late, counts, watermarks, batches: ranges.len() })
 }

@@ -200,25 +200,32 @@ fn sliding_with_late_partials_long() {
 }
 
 // ---------------------------------------------------------------------------
-// Part 2: the out-of-order time-window operator against a naive model.
+// Part 2: out-of-order time windows (the stream spine with a lateness)
+// against a naive model.
 //
 // Streams: sorted times with random gaps, shuffled within distance d
 // (bounded disorder), values with nulls and NaN; random lateness, one or two
 // queries (slide above, equal to or below range), random batch cuts and a
-// save/restore at a random batch. The model replays the watermark row by
-// row, splits rows into on-time and late, and folds every window that holds
-// an on-time row from exactly those rows, in event-time order (ties by
-// arrival). Every emitted window must be one of them with the same value,
-// in order, each exactly once, emitted before flush only if the watermark
-// passed its end; after flush all of them; late rows handed back in order;
-// rows in == on time + late.
+// save/restore at a random batch. The model replays Spark's per-batch
+// watermark: a batch's rows are judged against the watermark W the batch
+// found (the largest time of every earlier batch minus the lateness); a row
+// is late when some query's last window holding it ends at or before W;
+// an on-time row joins each window holding it that ends after W (windows
+// ending at or before W were emitted, final). A window holding a row is
+// emitted by the first batch that leaves the watermark at or past its end,
+// else by the flush, its value the fold of its rows in event-time order
+// (ties by arrival). Every emitted window must be one of them with the same
+// value and batch, in order, each exactly once; late rows handed back in
+// order; rows in == on time + late.
 
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, Float32Array, Float64Array, Int32Array, Int64Array};
 use slidewise_core::engine::{DType, OutBuilder, ToArrow};
-use slidewise_core::late_window::{build_late, load_late, LateRows};
-use slidewise_core::time_window::TimeSpec;
+use slidewise_core::stream::time::TimeSpec;
+use slidewise_core::stream::{QuerySpec, StreamSpec, Window};
+
+use crate::common::{batch_ranges, run_stream, Cols, Val};
 
 #[derive(Clone, Debug)]
 struct Stream {
@@ -251,7 +258,10 @@ fn stream() -> impl Strategy<Value = Stream> {
     });
     let spec = (1i64..12, 1i64..8, prop::option::weighted(0.2, 1u64..4)).prop_map(|(r, s, mp)| (r, s, mp.unwrap_or(0)));
     (rows, 0i64..15, prop::collection::vec(spec, 1..3), prop::collection::vec(0usize..200, 0..6), 0usize..8)
-        .prop_map(|(rows, lateness, specs, cuts, save_at)| Stream { rows, lateness, specs, cuts, save_at })
+        .prop_map(|(rows, lateness, specs, mut cuts, save_at)| {
+            cuts.sort_unstable();
+            Stream { rows, lateness, specs, cuts, save_at }
+        })
 }
 
 fn f64s(a: &ArrayRef) -> Vec<Option<f64>> {
@@ -282,11 +292,11 @@ fn same(a: &ArrayRef, b: &ArrayRef) -> bool {
 
 use arrow_schema::DataType;
 
-/// The (time, value) pairs of late rows handed back, in order.
-fn late_rows(lr: LateRows) -> Vec<(i64, Option<f64>)> {
-    let tv = f64s(&lr.values);
-    let tt = lr.ts.as_any().downcast_ref::<Int64Array>().unwrap();
-    (0..tt.len()).map(|i| (tt.value(i), tv[i])).collect()
+/// The end of the last window of `sp` holding `t` (none in a gap of a slide
+/// larger than the range).
+fn last_end(sp: &TimeSpec, t: i64) -> Option<i64> {
+    let e = t.div_euclid(sp.slide) * sp.slide + sp.range;
+    (e > t).then_some(e)
 }
 
 fn late_run<M>(agg: AggKind, st: &Stream) -> Result<(), TestCaseError>
@@ -297,107 +307,98 @@ where
 {
     let specs: Vec<TimeSpec> =
         st.specs.iter().map(|&(range, slide, mp)| TimeSpec { agg, range, slide, min_periods: mp }).collect();
-    // The model.
-    let mut on_time: Vec<(i64, usize, Option<f64>)> = Vec::new();
+    let n = st.rows.len();
+    let batches = batch_ranges(&st.cuts, n);
+    // The model, batch by batch.
     let mut late: Vec<(i64, Option<f64>)> = Vec::new();
+    // Per query, window j -> its rows (time, arrival, value).
+    let mut wins: Vec<std::collections::BTreeMap<i64, Vec<(i64, usize, Option<f64>)>>> = vec![Default::default(); specs.len()];
     let mut max_ts: Option<i64> = None;
-    for (i, &(t, v)) in st.rows.iter().enumerate() {
-        if max_ts.is_some_and(|m| t < m - st.lateness) {
-            late.push((t, v));
-        } else {
-            on_time.push((t, i, v));
-            max_ts = Some(max_ts.map_or(t, |m| m.max(t)));
-        }
-    }
-    on_time.sort_by_key(|r| (r.0, r.1));
-    let mut want: Vec<(Vec<i64>, Vec<i64>, ArrayRef)> = Vec::new();
-    for sp in &specs {
-        let mut js: Vec<i64> = Vec::new();
-        for &(t, _, _) in &on_time {
-            let hi = t.div_euclid(sp.slide);
-            let mut j = (t - sp.range).div_euclid(sp.slide) + 1;
-            while j <= hi {
-                js.push(j);
-                j += 1;
+    let mut wm_after: Vec<Option<i64>> = Vec::new();
+    for r in &batches {
+        let wm = max_ts.map(|m| m - st.lateness);
+        for i in r.clone() {
+            let (t, v) = st.rows[i];
+            if wm.is_some_and(|wm| specs.iter().any(|sp| last_end(sp, t).is_some_and(|e| e <= wm))) {
+                late.push((t, v));
+                continue;
+            }
+            for (q, sp) in specs.iter().enumerate() {
+                for j in (t - sp.range).div_euclid(sp.slide) + 1..=t.div_euclid(sp.slide) {
+                    if wm.is_none_or(|wm| j * sp.slide + sp.range > wm) {
+                        wins[q].entry(j).or_default().push((t, i, v));
+                    }
+                }
             }
         }
-        js.sort_unstable();
-        js.dedup();
-        let mut out = OutBuilder::<M::Out>::with_capacity(js.len());
-        let (mut s, mut e) = (Vec::new(), Vec::new());
-        for &j in &js {
-            let (a, b) = (j * sp.slide, j * sp.slide + sp.range);
-            let rows: Vec<&(i64, usize, Option<f64>)> = on_time.iter().filter(|r| a <= r.0 && r.0 < b).collect();
-            let vals: Vec<M::Agg> =
-                rows.iter().filter_map(|r| r.2.map(|x| M::lift(M::In::from_f64(x), r.0))).collect();
+        max_ts = st.rows[r.clone()].iter().map(|x| x.0).chain(max_ts).max();
+        wm_after.push(max_ts.map(|m| m - st.lateness));
+    }
+    let mut want: Vec<(Vec<i64>, Vec<i64>, Vec<usize>, ArrayRef)> = Vec::new();
+    for (q, sp) in specs.iter().enumerate() {
+        let mut out = OutBuilder::<M::Out>::with_capacity(wins[q].len());
+        let (mut s, mut e, mut b) = (Vec::new(), Vec::new(), Vec::new());
+        for (&j, rows) in &wins[q] {
+            let (a, z) = (j * sp.slide, j * sp.slide + sp.range);
+            let mut rows = rows.clone();
+            rows.sort_by_key(|r| (r.0, r.1));
+            let vals: Vec<M::Agg> = rows.iter().filter_map(|r| r.2.map(|x| M::lift(M::In::from_f64(x), r.0))).collect();
             let ok = sp.min_periods == 0 || vals.len() as u64 >= sp.min_periods;
             out.push(if ok { M::lower(&slidewise_core::monoid::fold::<M>(&vals)) } else { None });
             s.push(a);
-            e.push(b);
+            e.push(z);
+            b.push(wm_after.iter().position(|w| w.is_some_and(|w| w >= z)).unwrap_or(batches.len()));
         }
-        want.push((s, e, out.finish()));
+        want.push((s, e, b, out.finish()));
     }
-    let n = st.rows.len();
-    let mut cuts: Vec<usize> = st.cuts.iter().map(|c| c % (n + 1)).collect();
-    cuts.push(0);
-    cuts.push(n);
-    cuts.sort_unstable();
-    cuts.dedup();
+    let queries: Vec<QuerySpec> = specs
+        .iter()
+        .map(|sp| QuerySpec { agg, window: Window::Time { range: sp.range, slide: sp.slide }, min_periods: sp.min_periods, arg: None })
+        .collect();
+    let vals: ArrayRef = Arc::new(Float64Array::from(st.rows.iter().map(|r| r.1).collect::<Vec<_>>()));
+    let ts: ArrayRef = Arc::new(Int64Array::from(st.rows.iter().map(|r| r.0).collect::<Vec<_>>()));
     for algo in [LateAlgorithm::Cbix, LateAlgorithm::FlatFat, LateAlgorithm::TwoStacks, LateAlgorithm::Recalc, LateAlgorithm::Auto] {
-        let op = build_late(&specs, st.lateness, DType::F64, algo);
+        let mut spec = StreamSpec::new(queries.clone(), DType::F64);
+        spec.algorithm = algo.name().into();
+        spec.lateness = Some(st.lateness);
         if algo.resolve::<M>().check::<M>().is_err() {
-            let e = op.err().expect("cbix must refuse an order-sensitive op").to_string();
+            let e = slidewise_core::stream::build(&spec).err().expect("cbix must refuse an order-sensitive op").to_string();
             prop_assert!(e.contains("cbix") && e.contains(M::NAME), "{e}");
             continue;
         }
-        let mut op = op.unwrap();
-        let mut got: Vec<(Vec<i64>, Vec<i64>, Vec<ArrayRef>)> = specs.iter().map(|_| (vec![], vec![], vec![])).collect();
-        let mut late_got: Vec<(i64, Option<f64>)> = Vec::new();
         let ctx = |what: &str| format!("{} on {}: {what}; {st:?}", algo.name(), M::NAME);
-        for (b, w) in cuts.windows(2).enumerate() {
-            if b == st.save_at % cuts.len() {
-                let mut bytes = Vec::new();
-                op.save(&mut bytes);
-                let mut inp = &bytes[..];
-                op = load_late(&specs, st.lateness, DType::F64, algo, &mut inp).unwrap();
-                prop_assert!(inp.is_empty(), "{}", ctx("trailing bytes"));
+        let save = Some((st.save_at % batches.len(), &spec));
+        let run = run_stream(&spec, Cols { values: &vals, ts: Some(&ts), keys: None }, &st.cuts, save).unwrap();
+        for (q, ws) in run.windows.iter().enumerate() {
+            for w in ws.iter().filter(|w| w.batch < run.batches) {
+                let wm = run.watermarks[w.batch];
+                prop_assert!(wm.is_some_and(|wm| w.end <= wm), "{}", ctx("emitted before the watermark passed"));
             }
-            let part = &st.rows[w[0]..w[1]];
-            let vals: ArrayRef = Arc::new(Float64Array::from(part.iter().map(|r| r.1).collect::<Vec<_>>()));
-            let ts: ArrayRef = Arc::new(Int64Array::from(part.iter().map(|r| r.0).collect::<Vec<_>>()));
-            let res = op.push(vals.as_ref(), ts.as_ref()).unwrap();
-            let wm = op.watermark();
-            for (q, r) in res.into_iter().enumerate() {
-                for &e in &r.end {
-                    prop_assert!(wm.is_some_and(|wm| e <= wm), "{}", ctx("emitted before the watermark passed"));
-                }
-                got[q].0.extend(r.start);
-                got[q].1.extend(r.end);
-                got[q].2.push(r.values);
-            }
-            if b % 2 == 0 {
-                late_got.extend(late_rows(op.take_late()));
-            }
+            let got_s: Vec<i64> = ws.iter().map(|w| w.start).collect();
+            let got_e: Vec<i64> = ws.iter().map(|w| w.end).collect();
+            let got_b: Vec<usize> = ws.iter().map(|w| w.batch).collect();
+            prop_assert_eq!(&got_s, &want[q].0, "{}", ctx("window starts"));
+            prop_assert_eq!(&got_e, &want[q].1, "{}", ctx("window ends"));
+            prop_assert_eq!(&got_b, &want[q].2, "{}", ctx("emitting batch"));
+            let parts: Vec<&dyn Array> = ws.iter().map(|w| w.value.as_ref()).collect();
+            let all = arrow_select_concat(&parts);
+            prop_assert!(same(&all, &want[q].3), "{}: got {:?} want {:?}", ctx("values"), all, want[q].3);
         }
-        for (q, r) in op.flush().unwrap().into_iter().enumerate() {
-            got[q].0.extend(r.start);
-            got[q].1.extend(r.end);
-            got[q].2.push(r.values);
-        }
-        late_got.extend(late_rows(op.take_late()));
-        let c = op.counts();
+        let c = run.counts;
         prop_assert_eq!(c.rows_in, n as u64, "{}", ctx("rows in"));
         prop_assert_eq!(c.rows_in, c.on_time + c.late, "{}", ctx("accounting"));
         prop_assert_eq!(c.late as usize, late.len(), "{}", ctx("late count"));
-        prop_assert!(late_got.len() == late.len() && late_got.iter().zip(&late).all(|(a, b)| a.0 == b.0 && a.1.close(&b.1)),
-            "{}", ctx("late rows"));
-        for q in 0..specs.len() {
-            prop_assert_eq!(&got[q].0, &want[q].0, "{}", ctx("window starts"));
-            prop_assert_eq!(&got[q].1, &want[q].1, "{}", ctx("window ends"));
-            let parts: Vec<&dyn Array> = got[q].2.iter().map(|a| a.as_ref()).collect();
-            let all = arrow_select_concat(&parts);
-            prop_assert!(same(&all, &want[q].2), "{}: got {:?} want {:?}", ctx("values"), all, want[q].2);
-        }
+        let late_ok = run.late.len() == late.len()
+            && run.late.iter().zip(&late).all(|(a, b)| {
+                a.0.is_none()
+                    && a.1 == b.0
+                    && match (&a.2, b.1) {
+                        (Val::Null, None) => true,
+                        (Val::F(x), Some(y)) => x.close(&y),
+                        _ => false,
+                    }
+            });
+        prop_assert!(late_ok, "{}", ctx("late rows"));
     }
     Ok(())
 }

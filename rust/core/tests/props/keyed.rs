@@ -10,14 +10,14 @@ use arrow_array::{Array, ArrayRef, Float64Array, Int64Array, StringArray};
 use proptest::prelude::*;
 use slidewise_core::engine::{AggKind, DType};
 use slidewise_core::fifo::Algorithm;
-use slidewise_core::keyed::{
-    build_keyed_count, build_keyed_time, load_keyed_count, load_keyed_time, partition, rolling_keyed_dyn, rolling_many_keyed_dyn,
-    rolling_time_keyed_dyn, KeyedWindowOp,
-};
-use slidewise_core::rolling::rolling_dyn;
-use slidewise_core::time_window::{build_time, rolling_time_dyn, TimeSpec};
+use slidewise_core::keys::partition;
 use slidewise_core::partial::Slicing;
-use slidewise_core::window::{build_shared_with, CountSpec};
+use slidewise_core::rolling::{rolling_dyn, rolling_keyed_dyn, rolling_many_keyed_dyn, rolling_time_dyn, rolling_time_keyed_dyn};
+use slidewise_core::stream::count::CountSpec;
+use slidewise_core::stream::time::TimeSpec;
+use slidewise_core::stream::{self, Batch, QueryWindows, StreamSpec};
+
+use crate::common::{count_query, run_stream, stream_spec, time_query, Cols, Run};
 
 fn column(xs: &[Option<f64>]) -> ArrayRef {
     Arc::new(Float64Array::from(xs.to_vec()))
@@ -71,46 +71,25 @@ type Win = (i64, i64, ArrayRef);
 /// Per query, per key name: the windows in emission order.
 type ByKey = Vec<HashMap<String, Vec<Win>>>;
 
-fn collect(out: &mut ByKey, res: Vec<slidewise_core::keyed::KeyedBatch>) {
-    for (q, b) in res.into_iter().enumerate() {
-        for i in 0..b.keys.len() {
-            out[q].entry(key_name(b.keys.as_ref(), i)).or_default().push((
-                b.windows.start[i],
-                b.windows.end[i],
-                b.windows.values.slice(i, 1),
-            ));
+/// A run's windows by query and key.
+fn by_key(run: Run) -> ByKey {
+    let mut out: ByKey = vec![HashMap::new(); run.windows.len()];
+    for (q, ws) in run.windows.into_iter().enumerate() {
+        for w in ws {
+            out[q].entry(w.key.expect("a keyed stream's windows carry keys")).or_default().push((w.start, w.end, w.value));
         }
     }
+    out
 }
 
-/// Push `rows` cut at `cuts`, saving and restoring (under `algo2`) after
-/// batch `save_at`; `load` rebuilds the operator from bytes.
-fn run_keyed(
-    op: &mut Box<dyn KeyedWindowOp>,
-    keys: &ArrayRef,
-    xs: &ArrayRef,
-    ts: Option<&ArrayRef>,
-    cuts: &[usize],
-    save_at: usize,
-    load: &dyn Fn(&[u8]) -> Box<dyn KeyedWindowOp>,
-    queries: usize,
-) -> ByKey {
-    let mut out: ByKey = vec![HashMap::new(); queries];
-    let mut prev = 0;
-    for (bi, &c) in cuts.iter().chain(std::iter::once(&xs.len())).enumerate() {
-        let c = c.clamp(prev, xs.len());
-        let (k, v) = (keys.slice(prev, c - prev), xs.slice(prev, c - prev));
-        let t = ts.map(|t| t.slice(prev, c - prev));
-        collect(&mut out, op.push(k.as_ref(), v.as_ref(), t.as_deref(), None).unwrap());
-        if bi == save_at {
-            let mut bytes = Vec::new();
-            op.save(&mut bytes);
-            *op = load(&bytes);
-        }
-        prev = c;
-    }
-    collect(&mut out, op.flush().unwrap());
-    out
+/// A run's windows of query `q`, unkeyed.
+fn alone_windows(run: &Run, q: usize) -> Vec<Win> {
+    run.windows[q].iter().map(|w| (w.start, w.end, w.value.clone())).collect()
+}
+
+fn keyed(mut s: StreamSpec) -> StreamSpec {
+    s.keyed = true;
+    s
 }
 
 fn compare(got: &ByKey, want: &ByKey) -> Result<(), TestCaseError> {
@@ -164,30 +143,25 @@ proptest! {
         cuts.sort();
         let specs: Vec<CountSpec> =
             qs.iter().map(|&(range, slide)| CountSpec { agg, range, slide, min_periods: min_periods.min(range) }).collect();
-        let Ok(mut op) = build_keyed_count(&specs, DType::F64, algo, slicing) else { return Ok(()) };
-        let load = |b: &[u8]| {
-            let mut inp = b;
-            let a2 = if algo2 == Algorithm::Soe { algo } else { algo2 };
-            let op = load_keyed_count(&specs, DType::F64, a2, slicing, &mut inp).unwrap();
-            assert!(inp.is_empty());
-            op
+        let with = |algo: Algorithm| {
+            let mut s = stream_spec(specs.iter().map(count_query).collect(), DType::F64, algo.name());
+            s.slicing = slicing;
+            s
         };
-        let got = run_keyed(&mut op, &key_column(&ks, strings), &column(&xs), None, &cuts, save_at, &load, specs.len());
+        let spec = keyed(with(algo));
+        if stream::build(&spec).is_err() {
+            return Ok(());
+        }
+        let spec2 = keyed(with(if algo2 == Algorithm::Soe { algo } else { algo2 }));
+        let (kc, vc) = (key_column(&ks, strings), column(&xs));
+        let got = by_key(run_stream(&spec, Cols { values: &vc, ts: None, keys: Some(&kc) }, &cuts, Some((save_at, &spec2))).unwrap());
         let mut want: ByKey = vec![HashMap::new(); specs.len()];
         for (k, rows) in rows_of(&ks) {
             let name = key_name(key_column(&[k], strings).as_ref(), 0);
-            let mut one = build_shared_with(&specs, DType::F64, Algorithm::Recalc, slicing).unwrap();
-            let mut res = one.push(&column(&take_f64(&xs, &rows)), None).unwrap();
-            for (r, f) in res.iter_mut().zip(one.flush().unwrap()) {
-                r.start.extend(f.start);
-                r.end.extend(f.end);
-                r.values = arrow_select::concat::concat(&[r.values.as_ref(), f.values.as_ref()]).unwrap();
-            }
-            for (q, r) in res.into_iter().enumerate() {
-                let v = want[q].entry(name.clone()).or_default();
-                for i in 0..r.start.len() {
-                    v.push((r.start[i], r.end[i], r.values.slice(i, 1)));
-                }
+            let v = column(&take_f64(&xs, &rows));
+            let one = run_stream(&with(Algorithm::Recalc), Cols { values: &v, ts: None, keys: None }, &[], None).unwrap();
+            for q in 0..specs.len() {
+                want[q].insert(name.clone(), alone_windows(&one, q));
             }
         }
         compare(&got, &want)?;
@@ -214,29 +188,22 @@ proptest! {
         }).collect();
         let xs: Vec<Option<f64>> = rows.iter().map(|r| r.2).collect();
         let specs: Vec<TimeSpec> = qs.iter().map(|&(range, slide)| TimeSpec { agg, range, slide, min_periods: 0 }).collect();
-        let Ok(mut op) = build_keyed_time(&specs, DType::F64, algo) else { return Ok(()) };
-        let load = |b: &[u8]| {
-            let mut inp = b;
-            load_keyed_time(&specs, DType::F64, algo, &mut inp).unwrap()
-        };
+        let with = |algo: Algorithm| stream_spec(specs.iter().map(time_query).collect(), DType::F64, algo.name());
+        let spec = keyed(with(algo));
+        if stream::build(&spec).is_err() {
+            return Ok(());
+        }
         let tcol: ArrayRef = Arc::new(Int64Array::from(ts.clone()));
-        let got = run_keyed(&mut op, &key_column(&ks, strings), &column(&xs), Some(&tcol), &cuts, save_at, &load, specs.len());
+        let (kc, vc) = (key_column(&ks, strings), column(&xs));
+        let got = by_key(run_stream(&spec, Cols { values: &vc, ts: Some(&tcol), keys: Some(&kc) }, &cuts, Some((save_at, &spec))).unwrap());
         let mut want: ByKey = vec![HashMap::new(); specs.len()];
         for (k, rows) in rows_of(&ks) {
             let name = key_name(key_column(&[k], strings).as_ref(), 0);
-            let mut one = build_time(&specs, DType::F64, Algorithm::Recalc).unwrap();
             let kts: ArrayRef = Arc::new(Int64Array::from(rows.iter().map(|&i| ts[i]).collect::<Vec<_>>()));
-            let mut res = one.push(&column(&take_f64(&xs, &rows)), kts.as_ref()).unwrap();
-            for (r, f) in res.iter_mut().zip(one.flush().unwrap()) {
-                r.start.extend(f.start);
-                r.end.extend(f.end);
-                r.values = arrow_select::concat::concat(&[r.values.as_ref(), f.values.as_ref()]).unwrap();
-            }
-            for (q, r) in res.into_iter().enumerate() {
-                let v = want[q].entry(name.clone()).or_default();
-                for i in 0..r.start.len() {
-                    v.push((r.start[i], r.end[i], r.values.slice(i, 1)));
-                }
+            let v = column(&take_f64(&xs, &rows));
+            let one = run_stream(&with(Algorithm::Recalc), Cols { values: &v, ts: Some(&kts), keys: None }, &[], None).unwrap();
+            for q in 0..specs.len() {
+                want[q].insert(name.clone(), alone_windows(&one, q));
             }
         }
         compare(&got, &want)?;
@@ -333,44 +300,62 @@ proptest! {
     }
 }
 
+/// Push one batch (values, keys, optional times) into a keyed stream.
+fn push_keyed(
+    s: &mut Box<dyn stream::Stream>,
+    keys: &dyn Array,
+    values: &dyn Array,
+    ts: Option<&dyn Array>,
+) -> slidewise_core::Result<Vec<QueryWindows>> {
+    let mut b = Batch::new(values);
+    b.keys = Some(keys);
+    b.time = ts;
+    s.push(&b)
+}
+
 #[test]
 fn null_keys_and_bad_key_types_are_refused() {
     let specs = [CountSpec { agg: AggKind::Sum, range: 3, slide: 1, min_periods: 0 }];
-    let mut op = build_keyed_count(&specs, DType::F64, Algorithm::Auto, Slicing::Pairs).unwrap();
+    let mut op = stream::build(&keyed(stream_spec(specs.iter().map(count_query).collect(), DType::F64, "auto"))).unwrap();
     let keys: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), None, Some(2)]));
-    let e = op.push(keys.as_ref(), column(&[Some(1.0); 3]).as_ref(), None, None).unwrap_err();
+    let e = push_keyed(&mut op, keys.as_ref(), column(&[Some(1.0); 3]).as_ref(), None).unwrap_err();
     assert!(e.to_string().contains("key of row 1 is null"), "{e}");
     let fkeys: ArrayRef = Arc::new(Float64Array::from(vec![1.0, 2.0]));
-    let e = op.push(fkeys.as_ref(), column(&[Some(1.0); 2]).as_ref(), None, None).unwrap_err();
+    let e = push_keyed(&mut op, fkeys.as_ref(), column(&[Some(1.0); 2]).as_ref(), None).unwrap_err();
     assert!(matches!(e, slidewise_core::Error::Type(_)), "{e}");
     // fixed by the first batch: ints, then strings is a type error
-    op.push(Arc::new(Int64Array::from(vec![1, 2])).as_ref(), column(&[Some(1.0); 2]).as_ref(), None, None).unwrap();
-    let e = op.push(key_column(&[1], true).as_ref(), column(&[Some(1.0)]).as_ref(), None, None).unwrap_err();
+    push_keyed(&mut op, Arc::new(Int64Array::from(vec![1, 2])).as_ref(), column(&[Some(1.0); 2]).as_ref(), None).unwrap();
+    let e = push_keyed(&mut op, key_column(&[1], true).as_ref(), column(&[Some(1.0)]).as_ref(), None).unwrap_err();
     assert!(e.to_string().contains("changed type"), "{e}");
+    // a keyed stream needs its key column
+    let e = op.push(&Batch::new(column(&[Some(1.0)]).as_ref())).unwrap_err();
+    assert!(e.to_string().contains("key column"), "{e}");
+    // refused batches changed nothing: 2 rows in, 2 keys
+    assert_eq!(op.counts().rows_in, 2);
+    assert_eq!(op.num_keys(), 2);
 }
 
 #[test]
 fn time_order_is_per_key_and_errors_name_the_first_row() {
     let specs = [TimeSpec { agg: AggKind::Sum, range: 5, slide: 5, min_periods: 0 }];
-    let mut op = build_keyed_time(&specs, DType::F64, Algorithm::Auto).unwrap();
+    let mut op = stream::build(&keyed(stream_spec(specs.iter().map(time_query).collect(), DType::F64, "auto"))).unwrap();
     let keys = Int64Array::from(vec![1, 2, 1, 2, 1]);
     // key 2 is behind key 1 in time: fine
     let ts = Int64Array::from(vec![10, 3, 11, 4, 12]);
-    op.push(&keys, column(&[Some(1.0); 5]).as_ref(), Some(&ts), None).unwrap();
+    push_keyed(&mut op, &keys, column(&[Some(1.0); 5]).as_ref(), Some(&ts)).unwrap();
     // key 2 goes back in time at row 3 (row 4 for key 1 too): row 3 is named
     let ts = Int64Array::from(vec![13, 5, 14, 4, 11]);
-    let e = op.push(&keys, column(&[Some(1.0); 5]).as_ref(), Some(&ts), None).unwrap_err();
+    let e = push_keyed(&mut op, &keys, column(&[Some(1.0); 5]).as_ref(), Some(&ts)).unwrap_err();
     assert!(e.to_string().contains("row 3 (key 2) has time 4, after 5"), "{e}");
     // the refused batch changed nothing: the same rows in order succeed
     let ts = Int64Array::from(vec![13, 5, 14, 6, 15]);
-    let pushed = op.push(&keys, column(&[Some(1.0); 5]).as_ref(), Some(&ts), None).unwrap();
+    let pushed = push_keyed(&mut op, &keys, column(&[Some(1.0); 5]).as_ref(), Some(&ts)).unwrap();
     let flushed = op.flush().unwrap();
     // Every one of the 10 accepted rows is in exactly one (tumbling) window:
     // this push closes key 1's [10, 15) (5 rows) and key 2's [0, 5) (2 rows),
     // the flush key 1's [15, 20) (1 row) and key 2's [5, 10) (2 rows).
-    let total = |b: &slidewise_core::keyed::KeyedBatch| {
-        b.windows.values.as_any().downcast_ref::<Float64Array>().unwrap().values().iter().sum::<f64>()
-    };
+    let total = |b: &QueryWindows| b.values.as_any().downcast_ref::<Float64Array>().unwrap().values().iter().sum::<f64>();
     assert_eq!(total(&pushed[0]), 7.0);
     assert_eq!(total(&flushed[0]), 3.0);
+    assert_eq!(op.counts().rows_in, 10);
 }

@@ -16,5 +16,6 @@ mod many;
 mod optimizer;
 mod partial;
 mod rolling;
+mod spine;
 mod time;
 mod window;

@@ -8,13 +8,14 @@
 //! Plus the paper's partials-per-window counts for each slicing.
 
 use arrow_array::{Array, ArrayRef, Float64Array};
-use crate::common::{agrees_row, batch_ranges, f64_column, naive, nullable_values, same_approx};
+use crate::common::{agrees_row, count_query, f64_column, naive, nullable_values, run_stream, same_approx, stream_spec, Cols};
 use proptest::prelude::*;
 use slidewise_core::engine::{AggKind, DType};
 use slidewise_core::fifo::Algorithm;
 use slidewise_core::partial::Slicing;
 use slidewise_core::plan::{SharedPlan, Slide};
-use slidewise_core::window::{build, build_shared_with, load_shared_with, CountSpec, SharedWindowOp};
+use slidewise_core::stream::count::CountSpec;
+use slidewise_core::stream::{self, StreamSpec};
 
 /// Exact equality except var/std (see the module comment).
 fn same_exact(agg: AggKind, a: &dyn Array, b: &dyn Array) -> bool {
@@ -33,8 +34,15 @@ fn same_exact(agg: AggKind, a: &dyn Array, b: &dyn Array) -> bool {
 
 type Windows = Vec<(Vec<i64>, Vec<i64>, Vec<ArrayRef>)>;
 
+fn count_stream(specs: &[CountSpec], algo: Algorithm, slicing: Slicing) -> StreamSpec {
+    let mut s = stream_spec(specs.iter().map(count_query).collect(), DType::F64, algo.name());
+    s.slicing = slicing;
+    s
+}
+
 /// Push `xs` in batches cut at `cuts`, optionally checkpoint-and-restore at
-/// `restore_at` (into `algo2`), flush; per query its windows.
+/// `restore_at` (into `algo2`, or recalc where `algo2` cannot run the
+/// operation), flush; per query its windows.
 #[allow(clippy::too_many_arguments)]
 fn run(
     specs: &[CountSpec],
@@ -45,28 +53,22 @@ fn run(
     cuts: &[usize],
     restore_at: Option<usize>,
 ) -> Option<Windows> {
-    let mut w: Box<dyn SharedWindowOp> = build_shared_with(specs, DType::F64, algo, slicing).ok()?;
-    let mut out: Windows = vec![(vec![], vec![], vec![]); specs.len()];
-    let mut take = |bs: Vec<slidewise_core::window::WindowBatch>| {
-        for (q, b) in bs.into_iter().enumerate() {
-            out[q].0.extend(b.start);
-            out[q].1.extend(b.end);
-            out[q].2.extend((0..b.values.len()).map(|i| b.values.slice(i, 1)));
-        }
+    let spec = count_stream(specs, algo, slicing);
+    stream::build(&spec).ok()?;
+    let spec2 = match stream::build(&count_stream(specs, algo2, slicing)) {
+        Ok(_) => count_stream(specs, algo2, slicing),
+        Err(_) => count_stream(specs, Algorithm::Recalc, slicing),
     };
-    for r in batch_ranges(cuts, xs.len()) {
-        take(w.push(&f64_column(&xs[r.clone()]), None).unwrap());
-        if restore_at == Some(r.end) {
-            let mut bytes = Vec::new();
-            w.save(&mut bytes);
-            w = match load_shared_with(specs, DType::F64, algo2, slicing, &mut bytes.as_slice()) {
-                Ok(w) => w,
-                Err(_) => load_shared_with(specs, DType::F64, Algorithm::Recalc, slicing, &mut bytes.as_slice()).unwrap(),
-            };
-        }
-    }
-    take(w.flush().unwrap());
-    Some(out)
+    // The batch that ends at `restore_at` (the first, among empty ones).
+    let b = restore_at.and_then(|at| crate::common::batch_ranges(cuts, xs.len()).iter().position(|r| r.end == at));
+    let v = f64_column(xs);
+    let r = run_stream(&spec, Cols { values: &v, ts: None, keys: None }, cuts, b.map(|b| (b, &spec2))).unwrap();
+    Some(
+        r.windows
+            .into_iter()
+            .map(|w| (w.iter().map(|e| e.start).collect(), w.iter().map(|e| e.end).collect(), w.into_iter().map(|e| e.value).collect()))
+            .collect(),
+    )
 }
 
 const AGGS: [AggKind; 10] = [
@@ -145,9 +147,11 @@ fn partials_per_window_as_the_paper() {
 
 #[test]
 fn single_query_build_is_pairs() {
-    // build() (one query) keeps using Pairs.
+    // A stream's partial aggregation is Pairs unless asked otherwise.
     let spec = CountSpec { agg: AggKind::Sum, range: 5, slide: 3, min_periods: 0 };
-    assert!(build(&spec, DType::F64, Algorithm::TwoStacks).is_ok());
+    let s = stream_spec(vec![count_query(&spec)], DType::F64, Algorithm::TwoStacks.name());
+    assert_eq!(s.slicing, Slicing::Pairs);
+    assert!(stream::build(&s).is_ok());
 }
 
 mod simd {

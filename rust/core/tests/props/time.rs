@@ -7,11 +7,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, Float64Array, Int64Array};
-use crate::common::batch_ranges;
+use crate::common::{run_stream, stream_spec, time_query, Cols};
 use proptest::prelude::*;
 use slidewise_core::engine::{AggKind, DType};
 use slidewise_core::fifo::Algorithm;
-use slidewise_core::time_window::{build_time, rolling_time_dyn, TimeSpec};
+use slidewise_core::rolling::rolling_time_dyn;
+use slidewise_core::stream::time::TimeSpec;
+use slidewise_core::stream::{self, Batch};
 
 fn rows() -> impl Strategy<Value = Vec<(i64, Option<f64>)>> {
     prop::collection::vec(
@@ -66,22 +68,16 @@ proptest! {
         cuts.sort();
         for agg in [AggKind::Max, AggKind::Count] {
             let specs: Vec<TimeSpec> = qs.iter().map(|&(range, slide)| TimeSpec { agg, range, slide, min_periods: 0 }).collect();
-            let mut w = build_time(&specs, DType::F64, algo).unwrap();
+            let spec = stream_spec(specs.iter().map(time_query).collect(), DType::F64, algo.name());
+            let ts: ArrayRef = Arc::new(Int64Array::from(rows.iter().map(|r| r.0).collect::<Vec<_>>()));
+            let vs: ArrayRef = Arc::new(Float64Array::from(rows.iter().map(|r| r.1).collect::<Vec<_>>()));
+            let run = run_stream(&spec, Cols { values: &vs, ts: Some(&ts), keys: None }, &cuts, None).unwrap();
             let mut got: Vec<BTreeMap<(i64, i64), ArrayRef>> = vec![BTreeMap::new(); specs.len()];
-            let mut batches = Vec::new();
-            for part in batch_ranges(&cuts, rows.len()) {
-                let ts: ArrayRef = Arc::new(Int64Array::from(rows[part.clone()].iter().map(|r| r.0).collect::<Vec<_>>()));
-                let vs: ArrayRef = Arc::new(Float64Array::from(rows[part].iter().map(|r| r.1).collect::<Vec<_>>()));
-                batches.push(w.push(vs.as_ref(), ts.as_ref()).unwrap());
-            }
-            batches.push(w.flush().unwrap());
-            for b in batches {
-                for (q, wb) in b.into_iter().enumerate() {
-                    for i in 0..wb.start.len() {
-                        let key = (wb.start[i], wb.end[i]);
-                        prop_assert!(!got[q].contains_key(&key), "window {:?} emitted twice", key);
-                        got[q].insert(key, wb.values.slice(i, 1));
-                    }
+            for (q, ws) in run.windows.iter().enumerate() {
+                for w in ws {
+                    let key = (w.start, w.end);
+                    prop_assert!(!got[q].contains_key(&key), "window {:?} emitted twice", key);
+                    got[q].insert(key, w.value.clone());
                 }
             }
             for (q, &(range, slide)) in qs.iter().enumerate() {
@@ -124,9 +120,23 @@ fn out_of_order_rows_are_refused_naming_the_row() {
     let vs: ArrayRef = Arc::new(Float64Array::from(vec![1.0, 2.0, 3.0]));
     let e = rolling_time_dyn(vs.as_ref(), ts.as_ref(), 3, AggKind::Sum, None, Algorithm::Auto).unwrap_err();
     assert!(e.to_string().contains("row 2"), "{e}");
-    let mut w = build_time(&[TimeSpec { agg: AggKind::Sum, range: 10, slide: 5, min_periods: 0 }], DType::F64, Algorithm::Auto).unwrap();
-    w.push(vs.slice(0, 2).as_ref(), ts.slice(0, 2).as_ref()).unwrap();
+    let spec = stream_spec(
+        vec![time_query(&TimeSpec { agg: AggKind::Sum, range: 10, slide: 5, min_periods: 0 })],
+        DType::F64,
+        "auto",
+    );
+    let mut w = stream::build(&spec).unwrap();
+    let (v, t) = (vs.slice(0, 2), ts.slice(0, 2));
+    let mut b = Batch::new(v.as_ref());
+    b.time = Some(t.as_ref());
+    w.push(&b).unwrap();
     let late: ArrayRef = Arc::new(Int64Array::from(vec![6]));
-    let e = w.push(vs.slice(2, 1).as_ref(), late.as_ref()).unwrap_err();
+    let v = vs.slice(2, 1);
+    let mut b = Batch::new(v.as_ref());
+    b.time = Some(late.as_ref());
+    let e = w.push(&b).unwrap_err();
     assert!(e.to_string().contains("non-decreasing"), "{e}");
+    // Without a time column, a time window refuses the batch.
+    let e = w.push(&Batch::new(v.as_ref())).unwrap_err();
+    assert!(e.to_string().contains("time column"), "{e}");
 }

@@ -5,30 +5,33 @@
 
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, Float64Array, Int64Array};
-use crate::common::{agrees_row, batch_ranges, f64_column, naive, nullable_values, same_approx};
+use arrow_array::{ArrayRef, Float64Array, Int64Array};
+use crate::common::{agrees_row, count_query, f64_column, naive, nullable_values, run_stream, same_approx, stream_spec, Cols, Run};
 use proptest::prelude::*;
 use slidewise_core::engine::{AggKind, DType};
 use slidewise_core::fifo::Algorithm;
-use slidewise_core::window::{build, build_shared, load, CountSpec, CountWindowOp};
+use slidewise_core::stream::count::CountSpec;
+use slidewise_core::stream::{self, Batch, StreamSpec};
 
 /// Every aggregation (the oracle is independent: `common::plain`).
 const AGGS: [AggKind; 18] = AggKind::ALL;
 
-fn run_stream(w: &mut Box<dyn CountWindowOp>, xs: &[Option<f64>], cuts: &[usize]) -> (Vec<i64>, Vec<i64>, Vec<ArrayRef>) {
-    let (mut st, mut en, mut vals) = (vec![], vec![], vec![]);
-    for r in batch_ranges(cuts, xs.len()) {
-        let b = w.push(&f64_column(&xs[r]), None).unwrap();
-        st.extend(b.start);
-        en.extend(b.end);
-        vals.push(b.values);
-    }
-    (st, en, vals)
+/// A stream of count-window queries `specs` running `algo`.
+fn count_stream(specs: &[CountSpec], algo: Algorithm) -> StreamSpec {
+    stream_spec(specs.iter().map(count_query).collect(), DType::F64, algo.name())
 }
 
-fn flat(vals: &[ArrayRef]) -> Vec<ArrayRef> {
-    // Split every batch result into single-row slices for comparison.
-    vals.iter().flat_map(|a| (0..a.len()).map(move |i| a.slice(i, 1))).collect()
+/// Push `xs` cut at `cuts` (saving and restoring under `restore` after that
+/// batch), flush.
+fn run(spec: &StreamSpec, xs: &[Option<f64>], cuts: &[usize], restore: Option<(usize, &StreamSpec)>) -> slidewise_core::Result<Run> {
+    let v = f64_column(xs);
+    run_stream(spec, Cols { values: &v, ts: None, keys: None }, cuts, restore)
+}
+
+/// Query `q`'s (starts, ends, values) over a run.
+fn query(r: &Run, q: usize) -> (Vec<i64>, Vec<i64>, Vec<ArrayRef>) {
+    let w = &r.windows[q];
+    (w.iter().map(|e| e.start).collect(), w.iter().map(|e| e.end).collect(), w.iter().map(|e| e.value.clone()).collect())
 }
 
 proptest! {
@@ -46,16 +49,12 @@ proptest! {
         cuts.sort();
         for agg in AGGS {
             let spec = CountSpec { agg, range, slide, min_periods: min_periods.min(range) };
-            let mut w = match build(&spec, DType::F64, algo) {
-                Ok(w) => w,
-                Err(_) => continue, // SoE with a non-invertible agg refuses
-            };
-            let (st, en, vals) = run_stream(&mut w, &xs, &cuts);
-            let fl = w.flush().unwrap();
-            let (mut st, mut en, mut vals) = (st, en, flat(&vals));
-            st.extend(fl.start);
-            en.extend(fl.end);
-            vals.extend(flat(&[fl.values]));
+            let stream = count_stream(&[spec.clone()], algo);
+            if stream::build(&stream).is_err() {
+                continue; // SoE with a non-invertible agg refuses
+            }
+            let run = run(&stream, &xs, &cuts, None).unwrap();
+            let (st, en, vals) = query(&run, 0);
             let (nst, nen, nvals) = naive(&spec, &xs, true);
             prop_assert_eq!(&st, &nst, "{:?} {}", agg, algo.name());
             prop_assert_eq!(&en, &nen);
@@ -75,19 +74,16 @@ proptest! {
         let cut = cut.min(xs.len());
         for agg in [AggKind::Sum, AggKind::Max, AggKind::Collect, AggKind::Std] {
             let spec = CountSpec { agg, range, slide, min_periods: 0 };
-            let mut a = build(&spec, DType::F64, Algorithm::TwoStacks).unwrap();
-            let whole = a.push(&f64_column(&xs), None).unwrap();
-            let mut b = build(&spec, DType::F64, Algorithm::TwoStacks).unwrap();
-            let first = b.push(&f64_column(&xs[..cut]), None).unwrap();
-            let mut bytes = Vec::new();
-            b.save(&mut bytes);
-            let mut c = load(&spec, DType::F64, Algorithm::FlatFat, &mut bytes.as_slice()).unwrap();
-            let second = c.push(&f64_column(&xs[cut..]), None).unwrap();
-            let mut got = flat(&[first.values]);
-            got.extend(flat(&[second.values]));
-            let want = flat(&[whole.values]);
-            prop_assert_eq!(got.len(), want.len());
-            for (g, w) in got.iter().zip(&want) {
+            let (two_stacks, flat_fat) = (count_stream(&[spec.clone()], Algorithm::TwoStacks), count_stream(&[spec], Algorithm::FlatFat));
+            // One batch, against two batches saved after the first and
+            // restored under another algorithm (the checkpoint holds the
+            // window, not an algorithm's layout).
+            let whole = run(&two_stacks, &xs, &[], None).unwrap();
+            let split = run(&two_stacks, &xs, &[cut], Some((0, &flat_fat))).unwrap();
+            let (got, want) = (query(&split, 0), query(&whole, 0));
+            prop_assert_eq!(&got.1, &want.1);
+            prop_assert_eq!(got.2.len(), want.2.len());
+            for (g, w) in got.2.iter().zip(&want.2) {
                 prop_assert!(same_approx(g.as_ref(), w.as_ref()));
             }
         }
@@ -108,28 +104,16 @@ proptest! {
     ) {
         cuts.sort();
         let specs: Vec<CountSpec> = qs.iter().map(|&(range, slide)| CountSpec { agg, range, slide, min_periods: 0 }).collect();
-        let mut shared = match build_shared(&specs, DType::F64, algo) { Ok(w) => w, Err(_) => return Ok(()) };
-        let mut per_query: Vec<Vec<ArrayRef>> = vec![Vec::new(); specs.len()];
-        let mut ends: Vec<Vec<i64>> = vec![Vec::new(); specs.len()];
-        for r in batch_ranges(&cuts, xs.len()) {
-            for (q, b) in shared.push(&f64_column(&xs[r]), None).unwrap().into_iter().enumerate() {
-                per_query[q].push(b.values);
-                ends[q].extend(b.end);
-            }
-        }
-        for (q, b) in shared.flush().unwrap().into_iter().enumerate() {
-            per_query[q].push(b.values);
-            ends[q].extend(b.end);
-        }
+        let shared_spec = count_stream(&specs, algo);
+        let Ok(shared) = run(&shared_spec, &xs, &cuts, None) else { return Ok(()) };
+        // One operator for every query of one aggregation.
+        prop_assert_eq!(stream::build(&shared_spec).unwrap().groups(), 1);
         for (q, spec) in specs.iter().enumerate() {
-            let mut alone = build(spec, DType::F64, Algorithm::Recalc).unwrap();
-            let mut want = vec![alone.push(&f64_column(&xs), None).unwrap()];
-            want.push(alone.flush().unwrap());
-            let want_ends: Vec<i64> = want.iter().flat_map(|b| b.end.clone()).collect();
-            prop_assert_eq!(&ends[q], &want_ends, "query {:?}", spec);
-            let got = flat(&per_query[q]);
-            let want = flat(&want.into_iter().map(|b| b.values).collect::<Vec<_>>());
-            for (g, w) in got.iter().zip(&want) {
+            let alone = run(&count_stream(&[spec.clone()], Algorithm::Recalc), &xs, &[], None).unwrap();
+            let (got, want) = (query(&shared, q), query(&alone, 0));
+            prop_assert_eq!(&got.1, &want.1, "query {:?}", spec);
+            prop_assert_eq!(got.2.len(), want.2.len());
+            for (g, w) in got.2.iter().zip(&want.2) {
                 prop_assert!(same_approx(g.as_ref(), w.as_ref()), "query {:?} {}: {:?} vs {:?}", spec, algo.name(), g, w);
             }
         }
@@ -138,17 +122,19 @@ proptest! {
 
 #[test]
 fn bad_specs_are_refused_with_a_message() {
-    let e = build(&CountSpec { agg: AggKind::Sum, range: 0, slide: 1, min_periods: 0 }, DType::F64, Algorithm::Auto)
-        .err()
-        .unwrap();
+    let one = |agg, range, algo: Algorithm, dtype| {
+        stream_spec(vec![count_query(&CountSpec { agg, range, slide: 1, min_periods: 0 })], dtype, algo.name())
+    };
+    let e = stream::build(&one(AggKind::Sum, 0, Algorithm::Auto, DType::F64)).err().unwrap();
     assert!(e.to_string().contains("range"));
-    let e = build(&CountSpec { agg: AggKind::Max, range: 5, slide: 1, min_periods: 0 }, DType::F64, Algorithm::Soe)
-        .err()
-        .unwrap();
+    let e = stream::build(&one(AggKind::Max, 5, Algorithm::Soe, DType::F64)).err().unwrap();
     assert!(e.to_string().contains("soe") && e.to_string().contains("max"), "{e}");
-    let mut w = build(&CountSpec { agg: AggKind::Sum, range: 5, slide: 1, min_periods: 0 }, DType::I64, Algorithm::Auto).unwrap();
-    let e = w.push(&(Arc::new(Float64Array::from(vec![1.0])) as ArrayRef), None).err().unwrap();
+    let mut w = stream::build(&one(AggKind::Sum, 5, Algorithm::Auto, DType::I64)).unwrap();
+    let f: ArrayRef = Arc::new(Float64Array::from(vec![1.0]));
+    let e = w.push(&Batch::new(f.as_ref())).err().unwrap();
     assert!(e.to_string().contains("int64") || e.to_string().contains("i64"), "{e}");
-    let ok = w.push(&(Arc::new(Int64Array::from(vec![1, 2, 3])) as ArrayRef), None).unwrap();
-    assert_eq!(ok.end, vec![1, 2, 3]);
+    let i: ArrayRef = Arc::new(Int64Array::from(vec![1, 2, 3]));
+    let ok = w.push(&Batch::new(i.as_ref())).unwrap();
+    assert_eq!(ok[0].end, vec![1, 2, 3]);
+    assert!(ok[0].keys.is_none(), "an unkeyed stream's windows carry no keys");
 }

@@ -6,8 +6,6 @@
 //!   only if it holds at least one row. Many queries share one plan
 //!   ([`crate::plan`], phases `range mod slide`), partials cut at every
 //!   window start and end.
-//! * Per-row time rolling as pandas' `rolling("5s")`: row `i` aggregates rows
-//!   `j <= i` with `ts[j] > ts[i] - range`, a variable-size FIFO window.
 //!
 //! Rows out of time order are refused with the first offending row named
 //! (out-of-order streams with watermarks are a separate mechanism).
@@ -17,15 +15,12 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef};
-use arrow_schema::DataType;
-
 use crate::codec::Codec;
-use crate::engine::{AggKind, Column, DType, FromArrow, OutBuilder, ToArrow};
-use crate::fifo::{Algorithm, AnyFifo, FifoAggregator, New};
+use crate::engine::{AggKind, Column, FromArrow, ToArrow};
+use crate::fifo::{FifoAggregator, Renew};
 use crate::monoid::AggOp;
 use crate::plan::{SharedPlan, Slide};
-use crate::window::{finish_emit, new_emit, Emit, WindowBatch};
+use crate::stream::op::{Clock, first_decrease, Emit, Rows, WindowOp};
 use crate::{invalid, Error, Result};
 
 /// A time-window query; times in the timestamp column's unit.
@@ -35,74 +30,6 @@ pub struct TimeSpec {
     pub range: i64,
     pub slide: i64,
     pub min_periods: u64,
-}
-
-/// Check that `ts` is non-null and non-decreasing, also across batches.
-pub fn check_order(ts: &Column<i64>, last: Option<i64>) -> Result<()> {
-    if let Some(n) = ts.nulls {
-        if let Some(i) = (0..ts.len()).find(|&i| n.is_null(i)) {
-            return invalid!("timestamp of row {i} is null; every row needs an event time");
-        }
-    }
-    let mut prev = last;
-    for (i, &t) in ts.values.iter().enumerate() {
-        if let Some(p) = prev {
-            if t < p {
-                return invalid!(
-                    "timestamps must be non-decreasing: row {i} has time {t}, after {p}; \
-                     sort the rows by time, or use a stream with lateness for out-of-order data"
-                );
-            }
-        }
-        prev = Some(t);
-    }
-    Ok(())
-}
-
-pub trait TimeWindowOp: Send {
-    /// One [`WindowBatch`] per query; `start`/`end` are times.
-    fn push(&mut self, values: &dyn Array, ts: &dyn Array) -> Result<Vec<WindowBatch>>;
-    fn flush(&mut self) -> Result<Vec<WindowBatch>>;
-    fn save(&self, out: &mut Vec<u8>);
-    fn out_type(&self) -> DataType;
-}
-
-pub fn build_time(specs: &[TimeSpec], dtype: DType, algo: Algorithm) -> Result<Box<dyn TimeWindowOp>> {
-    make(specs, dtype, algo, None)
-}
-
-pub fn load_time(specs: &[TimeSpec], dtype: DType, algo: Algorithm, bytes: &mut &[u8]) -> Result<Box<dyn TimeWindowOp>> {
-    make(specs, dtype, algo, Some(bytes))
-}
-
-fn make(specs: &[TimeSpec], dtype: DType, algo: Algorithm, saved: Option<&mut &[u8]>) -> Result<Box<dyn TimeWindowOp>> {
-    for s in specs {
-        if s.range <= 0 || s.slide <= 0 {
-            return invalid!("time range and slide must be positive, got range={} slide={}", s.range, s.slide);
-        }
-    }
-    let agg = crate::window::common_agg(specs.iter().map(|s| s.agg))?;
-    crate::with_dtype!(dtype, |T| crate::with_op!(agg, T, |Op| build_op::<Op>(specs, algo, saved)))
-}
-
-fn build_op<M>(specs: &[TimeSpec], algo: Algorithm, saved: Option<&mut &[u8]>) -> Result<Box<dyn TimeWindowOp>>
-where
-    M: AggOp,
-    M::In: FromArrow,
-    M::Out: ToArrow,
-{
-    // Several window sizes over one structure: `auto` picks a multi-query one.
-    let mut ranges: Vec<_> = specs.iter().map(|s| s.range).collect();
-    ranges.sort_unstable();
-    ranges.dedup();
-    let algo = algo.resolve_for::<M>(ranges.len());
-    let shared = TimePlan::new(specs)?;
-    let agg = AnyFifo::new(algo, crate::fifo::capacity_hint(shared.plan.w_size + 1))?;
-    let mut w = TimeWindow::<M, AnyFifo<M>>::with_agg(shared, agg)?;
-    if let Some(bytes) = saved {
-        w.restore(bytes)?;
-    }
-    Ok(Box::new(w))
 }
 
 /// The specs and plan every state of the same time queries shares (one
@@ -252,13 +179,10 @@ where
         }
     }
 
-    fn emitted(&self) -> Vec<Emit<M::Out>> {
-        new_emit(self.shared.specs.len())
-    }
-
     /// Push rows whose times are already checked (non-null, non-decreasing
-    /// from [`Self::last_time`]); windows they close go to `em`.
-    pub fn push_checked(&mut self, col: &Column<M::In>, ts: &[i64], em: &mut [Emit<M::Out>]) -> Result<()> {
+    /// from [`Self::last_time`]); windows they close go to `em`. argmax /
+    /// argmin report `args` (one per row) if given, else the row's time.
+    pub fn push_checked(&mut self, col: &Column<M::In>, ts: &[i64], args: Option<&[i64]>, em: &mut [Emit<M::Out>]) -> Result<()> {
         if self.flushed {
             return invalid!("this stream was flushed (end of stream); create a new one to push more rows");
         }
@@ -272,7 +196,7 @@ where
             }
             self.cur_count.0 += 1;
             if col.is_valid(i) {
-                M::combine_into(&mut self.cur, &M::lift(col.values[i], t));
+                M::combine_into(&mut self.cur, &M::lift(col.values[i], args.map_or(t, |a| a[i])));
                 self.cur_count.1 += 1;
             }
         }
@@ -310,34 +234,33 @@ where
     }
 }
 
-impl<M, A> TimeWindowOp for TimeWindow<M, A>
+impl<M, A> WindowOp for TimeWindow<M, A>
 where
     M: AggOp,
-    M::In: FromArrow,
+    M::In: FromArrow + ToArrow + Codec + Send,
     M::Out: ToArrow,
-    A: FifoAggregator<M>,
+    A: FifoAggregator<M> + Renew + Send,
 {
-    fn push(&mut self, values: &dyn Array, ts: &dyn Array) -> Result<Vec<WindowBatch>> {
-        if self.flushed {
-            return invalid!("this stream was flushed (end of stream); create a new one to push more rows");
-        }
-        let col = <M::In as FromArrow>::column(values)?;
-        let tcol = i64::column(ts)?;
-        if tcol.len() != col.len() {
-            return invalid!("time column has {} rows, value column {}", tcol.len(), col.len());
-        }
-        check_order(&tcol, self.last_ts)?;
-        let mut em = self.emitted();
-        self.push_checked(&col, tcol.values, &mut em)?;
-        Ok(finish_emit(em))
+    type In = M::In;
+    type Out = M::Out;
+    const TIMED: bool = true;
+    const WATERMARKED: bool = false;
+    fn queries(&self) -> usize {
+        self.shared.specs.len()
     }
-
-    fn flush(&mut self) -> Result<Vec<WindowBatch>> {
-        let mut em = self.emitted();
-        self.flush_into(&mut em);
-        Ok(finish_emit(em))
+    fn fresh(&self) -> Result<Self> {
+        let agg = self.agg.renew(self.shared.plan.w_size + 1)?;
+        TimeWindow::with_agg(Arc::clone(&self.shared), agg)
     }
-
+    fn check(&self, rows: &Rows<'_, M::In>) -> Option<(usize, i64)> {
+        first_decrease(rows.ts.unwrap_or(&[]), self.last_ts)
+    }
+    fn push(&mut self, rows: &Rows<'_, M::In>, _clock: Clock, em: &mut [Emit<M::Out>]) -> Result<()> {
+        self.push_checked(&rows.col, rows.ts.unwrap_or(&[]), rows.args, em)
+    }
+    fn flush(&mut self, em: &mut [Emit<M::Out>]) {
+        self.flush_into(em)
+    }
     fn save(&self, out: &mut Vec<u8>) {
         self.period_start.encode(out);
         self.edge_i.encode(out);
@@ -350,71 +273,7 @@ where
         self.cum.iter().copied().collect::<Vec<_>>().encode(out);
         self.agg.contents().encode(out);
     }
-
-    fn out_type(&self) -> DataType {
-        M::Out::data_type()
+    fn restore(&mut self, inp: &mut &[u8]) -> Result<()> {
+        TimeWindow::restore(self, inp)
     }
-}
-
-/// Per-row time rolling (pandas `rolling("5s")` semantics, see the module
-/// docs): `ts` non-decreasing, `range > 0` in the timestamps' unit.
-pub fn rolling_time_dyn(
-    values: &dyn Array,
-    ts: &dyn Array,
-    range: i64,
-    agg: AggKind,
-    min_periods: Option<usize>,
-    algo: Algorithm,
-) -> Result<ArrayRef> {
-    if range <= 0 {
-        return invalid!("time window must be positive, got {range}");
-    }
-    let tcol = i64::column(ts)?;
-    if tcol.len() != values.len() {
-        return invalid!("timestamps have {} rows, values {}", tcol.len(), values.len());
-    }
-    check_order(&tcol, None)?;
-    let dtype = DType::of(values.data_type())?;
-    crate::with_dtype!(dtype, |T| {
-        let col = <T as FromArrow>::column(values)?;
-        crate::with_op!(agg, T, |Op| rolling_time_op::<Op>(&col, tcol.values, range, min_periods.unwrap_or(0), algo))
-    })
-}
-
-fn rolling_time_op<M>(col: &Column<M::In>, ts: &[i64], range: i64, min_periods: usize, algo: Algorithm) -> Result<ArrayRef>
-where
-    M: AggOp,
-    M::Out: ToArrow,
-{
-    let algo = algo.resolve::<M>();
-    algo.check::<M>()?;
-    // A per-row hot loop: instantiated per algorithm, as `rolling`'s.
-    crate::with_fifo!(algo, M, rolling_time_with(col, ts, range, min_periods))
-}
-
-fn rolling_time_with<M, A>(col: &Column<M::In>, ts: &[i64], range: i64, min_periods: usize) -> Result<ArrayRef>
-where
-    M: AggOp,
-    M::Out: ToArrow,
-    A: FifoAggregator<M> + New,
-{
-    let mut agg = A::new_with_capacity(64)?;
-    let mut out = OutBuilder::<M::Out>::with_capacity(col.len());
-    let (mut oldest, mut valid) = (0usize, 0usize);
-    for i in 0..col.len() {
-        while oldest < i && ts[oldest] <= ts[i].saturating_sub(range) {
-            agg.evict();
-            valid -= col.is_valid(oldest) as usize;
-            oldest += 1;
-        }
-        if col.is_valid(i) {
-            agg.insert(M::lift(col.values[i], i as i64));
-            valid += 1;
-        } else {
-            agg.insert(M::identity());
-        }
-        let a = agg.query();
-        out.push(if min_periods == 0 || valid >= min_periods { M::lower(&a) } else { None });
-    }
-    Ok(out.finish())
 }

@@ -22,14 +22,12 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef};
-use arrow_schema::DataType;
-
 use crate::codec::Codec;
-use crate::engine::{AggKind, Column, DType, FromArrow, OutBuilder, ToArrow};
-use crate::fifo::{Algorithm, AnyFifo, FifoAggregator, New};
+use crate::engine::{AggKind, Column, FromArrow, ToArrow};
+use crate::fifo::{FifoAggregator, New, Renew};
 use crate::monoid::AggOp;
 use crate::plan::{SharedPlan, Slicing, Slide};
+use crate::stream::op::{Clock, Emit, Rows, WindowOp};
 use crate::{invalid, Error, Result};
 
 /// A count-window query.
@@ -63,157 +61,10 @@ impl CountSpec {
     }
 }
 
-/// The windows one push (or flush) completed.
-#[derive(Debug)]
-pub struct WindowBatch {
-    /// Row positions `[start, end)` counted from 0.
-    pub start: Vec<i64>,
-    pub end: Vec<i64>,
-    pub values: ArrayRef,
-}
-
-/// One query's state, behind one virtual call per batch.
-pub trait CountWindowOp: Send {
-    /// `args`: for argmax/argmin with an argument column, that column's values
-    /// (as i64) for each row of `values`; otherwise the row position is used.
-    fn push(&mut self, values: &dyn Array, args: Option<&[i64]>) -> Result<WindowBatch>;
-    fn flush(&mut self) -> Result<WindowBatch>;
-    fn save(&self, out: &mut Vec<u8>);
-    fn out_type(&self) -> DataType;
-    fn rows_seen(&self) -> u64;
-}
-
-/// The state of one or more count-window queries over one column, sharing
-/// partials; one virtual call per batch.
-pub trait SharedWindowOp: Send {
-    /// One [`WindowBatch`] per query, in the order given. `args`: for
-    /// argmax/argmin with an argument column, that column's values (as i64)
-    /// per row; otherwise the row position is reported.
-    fn push(&mut self, values: &dyn Array, args: Option<&[i64]>) -> Result<Vec<WindowBatch>>;
-    fn flush(&mut self) -> Result<Vec<WindowBatch>>;
-    fn save(&self, out: &mut Vec<u8>);
-    fn out_type(&self) -> DataType;
-    fn rows_seen(&self) -> u64;
-}
-
-/// Build the shared state of `specs` (all of the same aggregation).
-pub fn build_shared(specs: &[CountSpec], dtype: DType, algo: Algorithm) -> Result<Box<dyn SharedWindowOp>> {
-    make(specs, dtype, algo, Slicing::Pairs, None)
-}
-
-/// Restore what [`SharedWindowOp::save`] wrote, for the same specs.
-pub fn load_shared(specs: &[CountSpec], dtype: DType, algo: Algorithm, bytes: &mut &[u8]) -> Result<Box<dyn SharedWindowOp>> {
-    make(specs, dtype, algo, Slicing::Pairs, Some(bytes))
-}
-
-/// [`build_shared`] with a chosen partial aggregation ([`crate::partial`]).
-pub fn build_shared_with(specs: &[CountSpec], dtype: DType, algo: Algorithm, slicing: Slicing) -> Result<Box<dyn SharedWindowOp>> {
-    make(specs, dtype, algo, slicing, None)
-}
-
-/// [`load_shared`] for state saved under `slicing`.
-pub fn load_shared_with(
-    specs: &[CountSpec],
-    dtype: DType,
-    algo: Algorithm,
-    slicing: Slicing,
-    bytes: &mut &[u8],
-) -> Result<Box<dyn SharedWindowOp>> {
-    make(specs, dtype, algo, slicing, Some(bytes))
-}
-
-/// Build the state of one query over a column of `dtype`.
-pub fn build(spec: &CountSpec, dtype: DType, algo: Algorithm) -> Result<Box<dyn CountWindowOp>> {
-    Ok(Box::new(Single(build_shared(std::slice::from_ref(spec), dtype, algo)?)))
-}
-
-/// Restore what [`CountWindowOp::save`] wrote.
-pub fn load(spec: &CountSpec, dtype: DType, algo: Algorithm, bytes: &mut &[u8]) -> Result<Box<dyn CountWindowOp>> {
-    Ok(Box::new(Single(load_shared(std::slice::from_ref(spec), dtype, algo, bytes)?)))
-}
-
-fn make(specs: &[CountSpec], dtype: DType, algo: Algorithm, slicing: Slicing, saved: Option<&mut &[u8]>) -> Result<Box<dyn SharedWindowOp>> {
-    for s in specs {
-        s.check()?;
-    }
-    let agg = common_agg(specs.iter().map(|s| s.agg))?;
-    crate::with_dtype!(dtype, |T| crate::with_op!(agg, T, |Op| build_op::<Op>(specs, algo, slicing, saved)))
-}
-
-fn build_op<M>(specs: &[CountSpec], algo: Algorithm, slicing: Slicing, saved: Option<&mut &[u8]>) -> Result<Box<dyn SharedWindowOp>>
-where
-    M: AggOp,
-    M::In: FromArrow,
-    M::Out: ToArrow,
-{
-    // Several window sizes over one structure: `auto` picks a multi-query one.
-    let mut ranges: Vec<_> = specs.iter().map(|s| s.range).collect();
-    ranges.sort_unstable();
-    ranges.dedup();
-    let algo = algo.resolve_for::<M>(ranges.len());
-    let shared = CountPlan::new(specs, slicing)?;
-    let agg = AnyFifo::new(algo, crate::fifo::capacity_hint(shared.plan.w_size + 1))?;
-    let mut w = SharedWindow::<M, AnyFifo<M>>::with_agg(shared, agg)?;
-    if let Some(bytes) = saved {
-        w.restore(bytes)?;
-    }
-    Ok(Box::new(w))
-}
-
 /// Whether rows `[a, b)` are all non-null (no buffer clone: per pane).
 fn all_valid(nb: &arrow_buffer::NullBuffer, a: usize, b: usize) -> bool {
     let bits = arrow_buffer::bit_chunk_iterator::UnalignedBitChunk::new(nb.buffer().as_slice(), nb.offset() + a, b - a);
     bits.count_ones() == b - a
-}
-
-/// The one aggregation all queries of a shared plan use.
-pub(crate) fn common_agg(mut aggs: impl Iterator<Item = AggKind>) -> Result<AggKind> {
-    let Some(agg) = aggs.next() else {
-        return invalid!("a stream needs at least one query");
-    };
-    match aggs.find(|a| *a != agg) {
-        Some(other) => invalid!(
-            "queries sharing a plan must use the same aggregation, got '{}' and '{}'",
-            agg.name(),
-            other.name()
-        ),
-        None => Ok(agg),
-    }
-}
-
-/// One query seen through the shared machinery.
-struct Single(Box<dyn SharedWindowOp>);
-
-impl CountWindowOp for Single {
-    fn push(&mut self, values: &dyn Array, args: Option<&[i64]>) -> Result<WindowBatch> {
-        Ok(self.0.push(values, args)?.pop().expect("one query"))
-    }
-    fn flush(&mut self) -> Result<WindowBatch> {
-        Ok(self.0.flush()?.pop().expect("one query"))
-    }
-    fn save(&self, out: &mut Vec<u8>) {
-        self.0.save(out)
-    }
-    fn out_type(&self) -> DataType {
-        self.0.out_type()
-    }
-    fn rows_seen(&self) -> u64 {
-        self.0.rows_seen()
-    }
-}
-
-/// One query's results of a batch being built: values, window starts, ends.
-/// Operators append to a slice of these (one per query), so a keyed layer
-/// can collect many keys' windows into one set of builders.
-pub type Emit<O> = (OutBuilder<O>, Vec<i64>, Vec<i64>);
-
-/// Empty builders for `queries` queries.
-pub fn new_emit<O: ToArrow>(queries: usize) -> Vec<Emit<O>> {
-    (0..queries).map(|_| (OutBuilder::with_capacity(16), Vec::new(), Vec::new())).collect()
-}
-
-pub fn finish_emit<O: ToArrow>(em: Vec<Emit<O>>) -> Vec<WindowBatch> {
-    em.into_iter().map(|(b, start, end)| WindowBatch { start, end, values: b.finish() }).collect()
 }
 
 /// What every state of the same queries shares: the specs and the plan
@@ -470,29 +321,30 @@ where
     }
 }
 
-impl<M, A> SharedWindowOp for SharedWindow<M, A>
+impl<M, A> WindowOp for SharedWindow<M, A>
 where
     M: AggOp,
-    M::In: FromArrow,
+    M::In: FromArrow + ToArrow + Codec + Send,
     M::Out: ToArrow,
-    A: FifoAggregator<M>,
+    A: FifoAggregator<M> + Renew + Send,
 {
-    fn push(&mut self, values: &dyn Array, args: Option<&[i64]>) -> Result<Vec<WindowBatch>> {
-        if self.flushed {
-            return invalid!("this stream was flushed (end of stream); create a new one to push more rows");
-        }
-        let col = <M::In as FromArrow>::column(values)?;
-        let mut em = new_emit(self.shared.specs.len());
-        self.push_col(&col, args, &mut em)?;
-        Ok(finish_emit(em))
+    type In = M::In;
+    type Out = M::Out;
+    const TIMED: bool = false;
+    const WATERMARKED: bool = false;
+    fn queries(&self) -> usize {
+        self.shared.specs.len()
     }
-
-    fn flush(&mut self) -> Result<Vec<WindowBatch>> {
-        let mut em = new_emit(self.shared.specs.len());
-        self.flush_into(&mut em);
-        Ok(finish_emit(em))
+    fn fresh(&self) -> Result<Self> {
+        let agg = self.agg.renew(self.shared.plan.w_size + 1)?;
+        SharedWindow::with_agg(Arc::clone(&self.shared), agg)
     }
-
+    fn push(&mut self, rows: &Rows<'_, M::In>, _clock: Clock, em: &mut [Emit<M::Out>]) -> Result<()> {
+        self.push_col(&rows.col, rows.args, em)
+    }
+    fn flush(&mut self, em: &mut [Emit<M::Out>]) {
+        self.flush_into(em)
+    }
     fn save(&self, out: &mut Vec<u8>) {
         self.pos.encode(out);
         self.period_start.encode(out);
@@ -505,12 +357,7 @@ where
         self.cum.iter().copied().collect::<Vec<u64>>().encode(out);
         self.agg.contents().encode(out);
     }
-
-    fn out_type(&self) -> DataType {
-        M::Out::data_type()
-    }
-
-    fn rows_seen(&self) -> u64 {
-        self.pos
+    fn restore(&mut self, inp: &mut &[u8]) -> Result<()> {
+        SharedWindow::restore(self, inp)
     }
 }

@@ -1,0 +1,369 @@
+//! Key identity for keyed streams and keyed rolling: a key column
+//! partitions the rows, and every key has its own window state (RA paper
+//! §5.4: "a separate instance of FlatFAT for each active unique key").
+//!
+//! * [`KeyIndex`] keeps key identity across batches: key value -> a compact
+//!   id, ids given in order of first appearance in the stream.
+//! * Per batch, the rows are stably partitioned by key in one counting-sort
+//!   pass ([`partition`]); each key's values (and times / arguments) are
+//!   then gathered into one contiguous segment ([`gather`]).
+//!
+//! Null keys are refused with an error naming the first such row: every row
+//! belongs to exactly one key, so none is silently dropped.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+use arrow_array::types::{Int32Type, Int64Type};
+use arrow_array::{
+    Array, ArrayRef, GenericStringArray, LargeStringArray, OffsetSizeTrait, PrimitiveArray, StringArray,
+};
+use arrow_buffer::{BooleanBufferBuilder, NullBuffer};
+use arrow_schema::DataType;
+
+use crate::codec::Codec;
+use crate::{invalid, Error, Result};
+
+// ---------------------------------------------------------------------------
+// Key identity
+
+/// FxHash (rustc's): one multiply per word. Keys are user data but a
+/// collision attack only slows one stream down.
+#[derive(Default, Clone, Copy)]
+pub struct FxHasher(u64);
+
+const FX_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.write_u64(u64::from_le_bytes(c.try_into().unwrap()));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
+            self.write_u64(u64::from_le_bytes(b) ^ ((rest.len() as u64) << 56));
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(FX_SEED);
+    }
+    #[inline]
+    fn write_i64(&mut self, i: i64) {
+        self.write_u64(i as u64)
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        // Spread the high bits down: hashbrown takes control bits from the top
+        // and buckets from the bottom.
+        self.0 ^ (self.0 >> 29)
+    }
+}
+
+type FxBuild = BuildHasherDefault<FxHasher>;
+
+/// The key column types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyType {
+    I32,
+    I64,
+    Str,
+    LargeStr,
+}
+
+impl KeyType {
+    pub fn of(dt: &DataType) -> Result<KeyType> {
+        Ok(match dt {
+            DataType::Int32 => KeyType::I32,
+            DataType::Int64 => KeyType::I64,
+            DataType::Utf8 => KeyType::Str,
+            DataType::LargeUtf8 => KeyType::LargeStr,
+            other => {
+                return Err(Error::Type(format!(
+                    "unsupported key dtype {other}; keys must be int32, int64 or string columns \
+                     (cast other types, or decode dictionary columns, first)"
+                )))
+            }
+        })
+    }
+    fn is_int(self) -> bool {
+        matches!(self, KeyType::I32 | KeyType::I64)
+    }
+    fn tag(self) -> u8 {
+        self as u8
+    }
+    fn from_tag(t: u8) -> Result<KeyType> {
+        Ok(match t {
+            0 => KeyType::I32,
+            1 => KeyType::I64,
+            2 => KeyType::Str,
+            3 => KeyType::LargeStr,
+            _ => return Err(Error::Corrupt("unknown key type".into())),
+        })
+    }
+}
+
+/// Key value -> compact id (`0..len`, in order of first appearance), and
+/// back. The key type is fixed by the first batch (int32 and int64 mix, and
+/// so do string and large_string; the first batch's type is the output's).
+#[derive(Default)]
+pub struct KeyIndex {
+    ty: Option<KeyType>,
+    ints: HashMap<i64, u32, FxBuild>,
+    int_keys: Vec<i64>,
+    strs: HashMap<Arc<str>, u32, FxBuild>,
+    str_keys: Vec<Arc<str>>,
+}
+
+fn null_key_error(nulls: &NullBuffer) -> Result<()> {
+    if nulls.null_count() > 0 {
+        let i = (0..nulls.len()).find(|&i| nulls.is_null(i)).unwrap_or(0);
+        return invalid!(
+            "key of row {i} is null; every row needs a key (fill null keys with a value of their own, \
+             or drop those rows, first)"
+        );
+    }
+    Ok(())
+}
+
+impl KeyIndex {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.int_keys.len() + self.str_keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn key_type(&self) -> Option<KeyType> {
+        self.ty
+    }
+
+    /// The id of every row's key, adding new keys. Fails (changing nothing)
+    /// on a null key or a key column of another type.
+    pub fn ids(&mut self, keys: &dyn Array) -> Result<Vec<u32>> {
+        let ty = KeyType::of(keys.data_type())?;
+        if let Some(have) = self.ty {
+            if have.is_int() != ty.is_int() {
+                return Err(Error::Type(format!(
+                    "key column changed type: this stream's keys are {}, this batch's are {}",
+                    if have.is_int() { "integers" } else { "strings" },
+                    keys.data_type()
+                )));
+            }
+        }
+        if let Some(n) = keys.logical_nulls() {
+            null_key_error(&n)?;
+        }
+        if keys.is_empty() {
+            return Ok(Vec::new()); // an empty batch does not fix the key type
+        }
+        self.ty.get_or_insert(ty);
+        Ok(match keys.data_type() {
+            DataType::Int32 => {
+                let a = keys.as_any().downcast_ref::<PrimitiveArray<Int32Type>>().unwrap();
+                a.values().iter().map(|&k| self.int_id(k as i64)).collect()
+            }
+            DataType::Int64 => {
+                let a = keys.as_any().downcast_ref::<PrimitiveArray<Int64Type>>().unwrap();
+                a.values().iter().map(|&k| self.int_id(k)).collect()
+            }
+            DataType::Utf8 => self.str_ids(keys.as_any().downcast_ref::<StringArray>().unwrap()),
+            DataType::LargeUtf8 => self.str_ids(keys.as_any().downcast_ref::<LargeStringArray>().unwrap()),
+            _ => unreachable!("checked by KeyType::of"),
+        })
+    }
+
+    #[inline]
+    fn int_id(&mut self, k: i64) -> u32 {
+        let next = self.int_keys.len() as u32;
+        let id = *self.ints.entry(k).or_insert(next);
+        if id == next {
+            self.int_keys.push(k);
+        }
+        id
+    }
+
+    fn str_ids<O: OffsetSizeTrait>(&mut self, a: &GenericStringArray<O>) -> Vec<u32> {
+        (0..a.len())
+            .map(|i| {
+                let k = a.value(i);
+                match self.strs.get(k) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self.str_keys.len() as u32;
+                        let k: Arc<str> = Arc::from(k);
+                        self.strs.insert(Arc::clone(&k), id);
+                        self.str_keys.push(k);
+                        id
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// The key column of rows whose key ids are `ids`.
+    pub fn take(&self, ids: &[u32]) -> ArrayRef {
+        match self.ty.unwrap_or(KeyType::I64) {
+            KeyType::I32 => Arc::new(PrimitiveArray::<Int32Type>::new(
+                ids.iter().map(|&i| self.int_keys[i as usize] as i32).collect::<Vec<_>>().into(),
+                None,
+            )),
+            KeyType::I64 => Arc::new(PrimitiveArray::<Int64Type>::new(
+                ids.iter().map(|&i| self.int_keys[i as usize]).collect::<Vec<_>>().into(),
+                None,
+            )),
+            KeyType::Str => Arc::new(ids.iter().map(|&i| Some(&*self.str_keys[i as usize])).collect::<StringArray>()),
+            KeyType::LargeStr => {
+                Arc::new(ids.iter().map(|&i| Some(&*self.str_keys[i as usize])).collect::<LargeStringArray>())
+            }
+        }
+    }
+
+    /// Key `id` as text, for error messages.
+    pub fn describe(&self, id: u32) -> String {
+        match self.ty {
+            Some(t) if t.is_int() => self.int_keys[id as usize].to_string(),
+            _ => format!("{:?}", &*self.str_keys[id as usize]),
+        }
+    }
+
+    pub fn save(&self, out: &mut Vec<u8>) {
+        match self.ty {
+            None => {
+                out.push(255);
+                0usize.encode(out);
+                return;
+            }
+            Some(t) => out.push(t.tag()),
+        }
+        if self.ty.is_some_and(|t| t.is_int()) {
+            self.int_keys.encode(out);
+        } else {
+            self.str_keys.len().encode(out);
+            for k in &self.str_keys {
+                k.len().encode(out);
+                out.extend_from_slice(k.as_bytes());
+            }
+        }
+    }
+
+    pub fn load(inp: &mut &[u8]) -> Result<KeyIndex> {
+        let mut ix = KeyIndex::new();
+        let tag = u8_decode(inp)?;
+        if tag == 255 {
+            usize::decode(inp)?;
+            return Ok(ix);
+        }
+        let ty = KeyType::from_tag(tag)?;
+        ix.ty = Some(ty);
+        if ty.is_int() {
+            for k in Vec::<i64>::decode(inp)? {
+                ix.int_id(k);
+            }
+        } else {
+            let n = usize::decode(inp)?;
+            for _ in 0..n {
+                let len = usize::decode(inp)?;
+                if inp.len() < len {
+                    return Err(Error::Corrupt("truncated checkpoint".into()));
+                }
+                let (b, rest) = inp.split_at(len);
+                *inp = rest;
+                let s = std::str::from_utf8(b).map_err(|_| Error::Corrupt("key is not UTF-8".into()))?;
+                let id = ix.str_keys.len() as u32;
+                let k: Arc<str> = Arc::from(s);
+                ix.strs.insert(Arc::clone(&k), id);
+                ix.str_keys.push(k);
+            }
+        }
+        Ok(ix)
+    }
+}
+
+fn u8_decode(inp: &mut &[u8]) -> Result<u8> {
+    match inp.split_first() {
+        Some((&b, rest)) => {
+            *inp = rest;
+            Ok(b)
+        }
+        None => Err(Error::Corrupt("truncated checkpoint".into())),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Stable partition by key
+
+/// Rows of one batch grouped by key: `perm[bounds[s]..bounds[s+1]]` are the
+/// rows (in input order) of the key with id `seg_key[s]`; segments are in
+/// order of each key's first row in the batch.
+pub struct Partition {
+    pub perm: Vec<u32>,
+    pub bounds: Vec<usize>,
+    pub seg_key: Vec<u32>,
+}
+
+/// Counting sort of the row indices by key id: one pass to number the keys
+/// of the batch, one to count, one to place. `slot` is scratch indexed by
+/// key id (zero on entry and on return), so a batch costs O(rows + its
+/// distinct keys), never O(all keys).
+pub fn partition(ids: &[u32], slot: &mut Vec<u32>) -> Partition {
+    let max = ids.iter().copied().max().map_or(0, |m| m as usize + 1);
+    if slot.len() < max {
+        slot.resize(max, 0);
+    }
+    let mut seg_key = Vec::new();
+    let mut local = Vec::with_capacity(ids.len());
+    let mut counts: Vec<usize> = Vec::new();
+    for &g in ids {
+        let s = &mut slot[g as usize];
+        if *s == 0 {
+            seg_key.push(g);
+            counts.push(0);
+            *s = seg_key.len() as u32;
+        }
+        let l = *s - 1;
+        counts[l as usize] += 1;
+        local.push(l);
+    }
+    let mut bounds = Vec::with_capacity(counts.len() + 1);
+    let mut acc = 0;
+    bounds.push(0);
+    for c in &mut counts {
+        acc += *c;
+        bounds.push(acc);
+        *c = acc - *c; // next free position of the segment
+    }
+    let mut perm = vec![0u32; ids.len()];
+    for (i, &l) in local.iter().enumerate() {
+        let at = &mut counts[l as usize];
+        perm[*at] = i as u32;
+        *at += 1;
+    }
+    for &g in &seg_key {
+        slot[g as usize] = 0;
+    }
+    Partition { perm, bounds, seg_key }
+}
+
+pub fn gather<T: Copy>(xs: &[T], perm: &[u32]) -> Vec<T> {
+    perm.iter().map(|&i| xs[i as usize]).collect()
+}
+
+pub fn gather_nulls(nulls: Option<&NullBuffer>, perm: &[u32]) -> Option<NullBuffer> {
+    let n = nulls?;
+    let mut b = BooleanBufferBuilder::new(perm.len());
+    for &i in perm {
+        b.append(n.is_valid(i as usize));
+    }
+    Some(NullBuffer::new(b.finish())).filter(|n| n.null_count() > 0)
+}

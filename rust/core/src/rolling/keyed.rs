@@ -1,0 +1,194 @@
+//! Keyed per-row rolling (`rolling(..., keys=k)`): rows are grouped by key
+//! once, each key's segment runs the unkeyed kernel (window capped to the
+//! segment), and results are scattered back to input order, as pandas
+//! `groupby(k).rolling(...)` re-aligned to the input.
+
+use std::sync::Arc;
+
+use arrow_array::types::Int64Type;
+use arrow_array::{Array, ArrayRef, PrimitiveArray, UInt32Array};
+use arrow_buffer::ScalarBuffer;
+
+use crate::engine::{AggKind, DType, FromArrow, ToArrow};
+use crate::fifo::Algorithm;
+use crate::keys::{gather, gather_nulls, partition, KeyIndex, Partition};
+use crate::stream::op::first_decrease;
+use crate::{invalid, Error, Result};
+
+/// Rows grouped by key, values gathered: the input of a keyed rolling.
+struct Grouped {
+    index: KeyIndex,
+    ids: Vec<u32>,
+    part: Partition,
+    values: ArrayRef,
+}
+
+fn group_rows(keys: &dyn Array, values: &dyn Array) -> Result<Grouped> {
+    if keys.len() != values.len() {
+        return invalid!("keys have {} rows, values {}", keys.len(), values.len());
+    }
+    let dtype = DType::of(values.data_type())?;
+    let mut index = KeyIndex::new();
+    let ids = index.ids(keys)?;
+    let part = partition(&ids, &mut Vec::new());
+    let values: ArrayRef = crate::with_dtype!(dtype, |T| {
+        let col = <T as FromArrow>::column(values)?;
+        T::to_arrow(gather(col.values, &part.perm), gather_nulls(col.nulls, &part.perm))
+    });
+    Ok(Grouped { index, ids, part, values })
+}
+
+/// Run `f` on every key's segment of the grouped values and put the results
+/// back in input row order.
+fn per_segment(g: &Grouped, mut f: impl FnMut(&dyn Array, usize, usize) -> Result<ArrayRef>) -> Result<ArrayRef> {
+    let mut out = per_segment_many(g, 1, |seg, lo, hi| Ok(vec![f(seg, lo, hi)?]))?;
+    Ok(out.pop().expect("one output"))
+}
+
+/// [`per_segment`] for `f` returning `n_out` arrays per segment (one per
+/// window of a `rolling_many`): each output put back in input row order.
+fn per_segment_many(
+    g: &Grouped,
+    n_out: usize,
+    mut f: impl FnMut(&dyn Array, usize, usize) -> Result<Vec<ArrayRef>>,
+) -> Result<Vec<ArrayRef>> {
+    let segs = g.part.seg_key.len();
+    if segs == 0 {
+        return f(g.values.as_ref(), 0, 0);
+    }
+    let mut outs: Vec<Vec<ArrayRef>> = (0..n_out).map(|_| Vec::with_capacity(segs)).collect();
+    for s in 0..segs {
+        let (lo, hi) = (g.part.bounds[s], g.part.bounds[s + 1]);
+        let res = f(&g.values.slice(lo, hi - lo), lo, hi)?;
+        debug_assert_eq!(res.len(), n_out);
+        for (o, a) in outs.iter_mut().zip(res) {
+            o.push(a);
+        }
+    }
+    // grouped[p] is the result of input row perm[p]: scatter back.
+    let mut inv = vec![0u32; g.part.perm.len()];
+    for (p, &i) in g.part.perm.iter().enumerate() {
+        inv[i as usize] = p as u32;
+    }
+    let idx = UInt32Array::new(ScalarBuffer::from(inv), None);
+    outs.into_iter()
+        .map(|mut o| {
+            let grouped = if o.len() == 1 {
+                o.pop().unwrap()
+            } else {
+                let refs: Vec<&dyn Array> = o.iter().map(|a| a.as_ref()).collect();
+                arrow_select::concat::concat(&refs).map_err(|e| Error::Invalid(e.to_string()))?
+            };
+            arrow_select::take::take(grouped.as_ref(), &idx, None).map_err(|e| Error::Invalid(e.to_string()))
+        })
+        .collect()
+}
+
+/// Per-row rolling within each key: row `i` aggregates the last `window`
+/// rows of its key up to and including `i` (pandas
+/// `groupby(k).rolling(window)`, re-aligned to the input rows).
+pub fn rolling_keyed_dyn(
+    keys: &dyn Array,
+    values: &dyn Array,
+    window: usize,
+    agg: AggKind,
+    min_periods: Option<usize>,
+    algo: Algorithm,
+) -> Result<ArrayRef> {
+    crate::rolling::check_window(window, min_periods)?;
+    let g = group_rows(keys, values)?;
+    per_segment(&g, |seg, lo, _| {
+        let out = crate::rolling::rolling_dyn(seg, window, agg, min_periods, algo)?;
+        Ok(input_rows(&g, agg, out, lo))
+    })
+}
+
+/// argmax / argmin report row positions: within a key's segment they count
+/// from the segment; map them to the input row index.
+fn input_rows(g: &Grouped, agg: AggKind, out: ArrayRef, lo: usize) -> ArrayRef {
+    if !matches!(agg, AggKind::ArgMax | AggKind::ArgMin) {
+        return out;
+    }
+    let Some(a) = out.as_any().downcast_ref::<PrimitiveArray<Int64Type>>() else {
+        return out;
+    };
+    let vals: Vec<i64> = a.values().iter().map(|&p| g.part.perm[lo + p.max(0) as usize] as i64).collect();
+    Arc::new(PrimitiveArray::<Int64Type>::new(ScalarBuffer::from(vals), a.nulls().cloned()))
+}
+
+
+/// Many windows at once, keyed: one array per window, in the order given.
+/// Each key's segment runs [`crate::rolling::rolling_many_dyn`] (the shared
+/// max / min pass, windows capped to the segment), as an unkeyed
+/// `rolling_many` over that key's rows alone would.
+pub fn rolling_many_keyed_dyn(
+    keys: &dyn Array,
+    values: &dyn Array,
+    windows: &[usize],
+    agg: AggKind,
+    min_periods: Option<usize>,
+    algo: Algorithm,
+) -> Result<Vec<ArrayRef>> {
+    for &w in windows {
+        crate::rolling::check_window(w, min_periods)?;
+    }
+    let g = group_rows(keys, values)?;
+    per_segment_many(&g, windows.len(), |seg, lo, _| {
+        let outs = crate::rolling::rolling_many_dyn(seg, windows, agg, min_periods, algo)?;
+        Ok(outs.into_iter().map(|o| input_rows(&g, agg, o, lo)).collect())
+    })
+}
+
+/// Per-row time rolling within each key (pandas
+/// `groupby(k).rolling("5s", on=ts)`): row `i` aggregates the rows `j` of its
+/// key with `ts[j] > ts[i] - range`, up to and including `i`. Times must be
+/// non-null and non-decreasing within each key (keys may interleave).
+pub fn rolling_time_keyed_dyn(
+    keys: &dyn Array,
+    values: &dyn Array,
+    ts: &dyn Array,
+    range: i64,
+    agg: AggKind,
+    min_periods: Option<usize>,
+    algo: Algorithm,
+) -> Result<ArrayRef> {
+    if range <= 0 {
+        return invalid!("time window must be positive, got {range}");
+    }
+    let tcol = i64::column(ts)?;
+    if tcol.len() != values.len() {
+        return invalid!("timestamps have {} rows, values {}", tcol.len(), values.len());
+    }
+    if let Some(nb) = tcol.nulls {
+        if let Some(i) = (0..tcol.len()).find(|&i| nb.is_null(i)) {
+            return invalid!("timestamp of row {i} is null; every row needs an event time");
+        }
+    }
+    let g = group_rows(keys, values)?;
+    let tsg = gather(tcol.values, &g.part.perm);
+    // The first offending row in input order, over all keys.
+    let mut worst: Option<(usize, usize, i64)> = None;
+    for s in 0..g.part.seg_key.len() {
+        let (lo, hi) = (g.part.bounds[s], g.part.bounds[s + 1]);
+        if let Some((j, prev)) = first_decrease(&tsg[lo..hi], None) {
+            let row = g.part.perm[lo + j] as usize;
+            if worst.is_none_or(|w| row < w.0) {
+                worst = Some((row, lo + j, prev));
+            }
+        }
+    }
+    if let Some((row, p, prev)) = worst {
+        return invalid!(
+            "timestamps must be non-decreasing within each key: row {row} (key {}) has time {}, after {prev}; \
+             sort the rows by (key, time) or by time first",
+            g.index.describe(g.ids[row]),
+            tsg[p]
+        );
+    }
+    let ts_arr = PrimitiveArray::<Int64Type>::new(ScalarBuffer::from(tsg), None);
+    per_segment(&g, |seg, lo, hi| {
+        let out = crate::rolling::time::rolling_time_dyn(seg, &ts_arr.slice(lo, hi - lo), range, agg, min_periods, algo)?;
+        Ok(input_rows(&g, agg, out, lo))
+    })
+}
+

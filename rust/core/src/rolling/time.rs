@@ -1,0 +1,96 @@
+//! Per-row time rolling as pandas' `rolling("5s")`: row `i` aggregates rows
+//! `j <= i` with `ts[j] > ts[i] - range`, a variable-size FIFO window run by
+//! a FIFO aggregator.
+
+use arrow_array::{Array, ArrayRef};
+
+use crate::engine::{AggKind, Column, DType, FromArrow, OutBuilder, ToArrow};
+use crate::fifo::{Algorithm, FifoAggregator, New};
+use crate::monoid::AggOp;
+use crate::{invalid, Result};
+
+/// Check that `ts` is non-null and non-decreasing, also across batches.
+pub fn check_order(ts: &Column<i64>, last: Option<i64>) -> Result<()> {
+    if let Some(n) = ts.nulls {
+        if let Some(i) = (0..ts.len()).find(|&i| n.is_null(i)) {
+            return invalid!("timestamp of row {i} is null; every row needs an event time");
+        }
+    }
+    let mut prev = last;
+    for (i, &t) in ts.values.iter().enumerate() {
+        if let Some(p) = prev {
+            if t < p {
+                return invalid!(
+                    "timestamps must be non-decreasing: row {i} has time {t}, after {p}; \
+                     sort the rows by time, or use a stream with lateness for out-of-order data"
+                );
+            }
+        }
+        prev = Some(t);
+    }
+    Ok(())
+}
+
+/// Per-row time rolling (pandas `rolling("5s")` semantics, see the module
+/// docs): `ts` non-decreasing, `range > 0` in the timestamps' unit.
+pub fn rolling_time_dyn(
+    values: &dyn Array,
+    ts: &dyn Array,
+    range: i64,
+    agg: AggKind,
+    min_periods: Option<usize>,
+    algo: Algorithm,
+) -> Result<ArrayRef> {
+    if range <= 0 {
+        return invalid!("time window must be positive, got {range}");
+    }
+    let tcol = i64::column(ts)?;
+    if tcol.len() != values.len() {
+        return invalid!("timestamps have {} rows, values {}", tcol.len(), values.len());
+    }
+    check_order(&tcol, None)?;
+    let dtype = DType::of(values.data_type())?;
+    crate::with_dtype!(dtype, |T| {
+        let col = <T as FromArrow>::column(values)?;
+        crate::with_op!(agg, T, |Op| rolling_time_op::<Op>(&col, tcol.values, range, min_periods.unwrap_or(0), algo))
+    })
+}
+
+fn rolling_time_op<M>(col: &Column<M::In>, ts: &[i64], range: i64, min_periods: usize, algo: Algorithm) -> Result<ArrayRef>
+where
+    M: AggOp,
+    M::Out: ToArrow,
+{
+    let algo = algo.resolve::<M>();
+    algo.check::<M>()?;
+    // A per-row hot loop: instantiated per algorithm, as `rolling`'s.
+    crate::with_fifo!(algo, M, rolling_time_with(col, ts, range, min_periods))
+}
+
+fn rolling_time_with<M, A>(col: &Column<M::In>, ts: &[i64], range: i64, min_periods: usize) -> Result<ArrayRef>
+where
+    M: AggOp,
+    M::Out: ToArrow,
+    A: FifoAggregator<M> + New,
+{
+    let mut agg = A::new_with_capacity(64)?;
+    let mut out = OutBuilder::<M::Out>::with_capacity(col.len());
+    let (mut oldest, mut valid) = (0usize, 0usize);
+    for i in 0..col.len() {
+        while oldest < i && ts[oldest] <= ts[i].saturating_sub(range) {
+            agg.evict();
+            valid -= col.is_valid(oldest) as usize;
+            oldest += 1;
+        }
+        if col.is_valid(i) {
+            agg.insert(M::lift(col.values[i], i as i64));
+            valid += 1;
+        } else {
+            agg.insert(M::identity());
+        }
+        let a = agg.query();
+        out.push(if min_periods == 0 || valid >= min_periods { M::lower(&a) } else { None });
+    }
+    Ok(out.finish())
+}
+

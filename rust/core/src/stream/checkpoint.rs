@@ -1,0 +1,102 @@
+//! Every checkpoint format of a stream, in one place (docs/DESIGN.md §4).
+//!
+//! What is saved is the window state, never an algorithm's internal layout
+//! (a FIFO aggregator contributes its partials, oldest first). The bytes
+//! carry no spec: the reader is built from the same [`StreamSpec`].
+//!
+//! Format 41 (today): the tag byte, then `flushed`, the largest event time
+//! seen (`Option<i64>`, the watermark's basis), the counts
+//! (rows in, on time, late), the key index (keyed streams), then each
+//! group's driver state in group order: the first group of an out-of-order
+//! stream starts with the late rows not yet taken (key ids, times, values),
+//! then a keyed driver writes its number of states, then each state.
+//!
+//! Older formats still read: 1 (count windows) and 17 (in-order time
+//! windows) are each group's one state; 33 (keyed) is per group a key index,
+//! a number of states and the states. Format 23 (out-of-order windows
+//! before the watermark moved per batch) is refused: its late rows were
+//! judged by another rule, so restoring it would mix the two.
+
+use super::{Spine, StreamSpec};
+use crate::codec::Codec;
+use crate::keys::KeyIndex;
+use crate::{Error, Result};
+
+pub const COUNT_V1: u8 = 1;
+pub const TIME_V1: u8 = 17;
+pub const LATE_V1: u8 = 23;
+pub const KEYED_V1: u8 = 33;
+pub const STREAM: u8 = 41;
+
+pub(crate) fn save(s: &Spine) -> Vec<u8> {
+    let mut out = vec![STREAM];
+    s.flushed.encode(&mut out);
+    s.max_ts.encode(&mut out);
+    (s.counts.rows_in, (s.counts.on_time, s.counts.late)).encode(&mut out);
+    if s.spec.keyed {
+        s.index.save(&mut out);
+    }
+    for g in &s.groups {
+        g.op.save(&mut out);
+    }
+    out
+}
+
+fn corrupt(what: &str) -> Error {
+    Error::Corrupt(what.into())
+}
+
+pub(crate) fn restore(s: &mut Spine, bytes: &[u8]) -> Result<()> {
+    let (&tag, mut inp) = bytes.split_first().ok_or_else(|| corrupt("empty checkpoint"))?;
+    let inp = &mut inp;
+    let spec: &StreamSpec = &s.spec;
+    match tag {
+        STREAM => {
+            s.flushed = bool::decode(inp)?;
+            s.max_ts = Option::<i64>::decode(inp)?;
+            let c = <(u64, (u64, u64))>::decode(inp)?;
+            s.counts = super::Counts { rows_in: c.0, on_time: c.1 .0, late: c.1 .1 };
+            if s.counts.rows_in != s.counts.on_time + s.counts.late {
+                return Err(corrupt("row counts do not add up"));
+            }
+            if spec.keyed {
+                s.index = KeyIndex::load(inp)?;
+            }
+            let keys = s.index.len();
+            for g in &mut s.groups {
+                g.op.restore(keys, inp)?;
+            }
+        }
+        COUNT_V1 | TIME_V1 if !spec.keyed && spec.lateness.is_none() => {
+            let want = if spec.timed() { TIME_V1 } else { COUNT_V1 };
+            if tag != want {
+                return Err(corrupt("checkpoint of another window kind"));
+            }
+            for g in &mut s.groups {
+                g.op.restore(1, inp)?;
+            }
+        }
+        KEYED_V1 if spec.keyed && spec.lateness.is_none() => {
+            for (i, g) in s.groups.iter_mut().enumerate() {
+                let index = KeyIndex::load(inp)?;
+                if i == 0 {
+                    s.index = index;
+                }
+                let keys = s.index.len();
+                g.op.restore(keys, inp)?;
+            }
+        }
+        LATE_V1 => {
+            return Err(Error::Corrupt(
+                "this out-of-order stream was saved by an older slidewise whose watermark moved row by row; \
+                 it cannot be restored under today's per-batch watermark: replay its input into a new stream"
+                    .into(),
+            ))
+        }
+        t => return Err(Error::Corrupt(format!("unknown or mismatched checkpoint format {t}"))),
+    }
+    if !inp.is_empty() {
+        return Err(corrupt("trailing bytes"));
+    }
+    Ok(())
+}

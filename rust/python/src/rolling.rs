@@ -1,0 +1,158 @@
+//! Per-row rolling: convert, call the core with the GIL released, wrap.
+//! Arguments are checked by the core (`rolling::check_window`, which also
+//! caps a window at the data length) and, with messages for users, by the
+//! Python package first.
+
+use pyo3::prelude::*;
+use pyo3_arrow::PyArray;
+
+use slidewise_core::engine::AggKind;
+use slidewise_core::fifo::Algorithm;
+use slidewise_core::rolling as core_rolling;
+
+use slidewise_core::Error;
+
+use crate::error::SwResult;
+use crate::to_pyarrow;
+
+/// A window from Python; 0 is refused by the core.
+fn size(v: i64) -> SwResult<usize> {
+    usize::try_from(v).map_err(|_| Error::Invalid(format!("window must be a positive number of rows, got {v}")).into())
+}
+
+fn min_periods(mp: Option<i64>) -> SwResult<Option<usize>> {
+    mp.map(|m| usize::try_from(m).map_err(|_| Error::Invalid(format!("min_periods must be >= 0, got {m}")).into()))
+        .transpose()
+}
+
+/// Per-row rolling aggregate of an int32/int64/float32/float64 array.
+#[pyfunction]
+#[pyo3(signature = (values, window, agg, min_periods=None, algorithm="auto"))]
+pub fn rolling<'py>(
+    py: Python<'py>,
+    values: PyArray,
+    window: i64,
+    agg: &str,
+    min_periods: Option<i64>,
+    algorithm: &str,
+) -> SwResult<Bound<'py, PyAny>> {
+    let (agg, algo) = (AggKind::parse(agg)?, Algorithm::parse(algorithm)?);
+    let arr = values.array().clone();
+    let w = size(window)?;
+    let mp = self::min_periods(min_periods)?;
+    let out = py.detach(|| core_rolling::rolling_dyn(arr.as_ref(), w, agg, mp, algo))?;
+    Ok(to_pyarrow(py, out)?)
+}
+
+/// Per-row rolling of one array for each window: a list of arrays.
+#[pyfunction]
+#[pyo3(signature = (values, windows, agg, min_periods=None, algorithm="auto"))]
+pub fn rolling_many<'py>(
+    py: Python<'py>,
+    values: PyArray,
+    windows: Vec<i64>,
+    agg: &str,
+    min_periods: Option<i64>,
+    algorithm: &str,
+) -> SwResult<Vec<Bound<'py, PyAny>>> {
+    let ws: Vec<usize> = windows.into_iter().map(size).collect::<SwResult<_>>()?;
+    let (agg, algo) = (AggKind::parse(agg)?, Algorithm::parse(algorithm)?);
+    let arr = values.array().clone();
+    let mp = self::min_periods(min_periods)?;
+    let out = py.detach(|| core_rolling::rolling_many_dyn(arr.as_ref(), &ws, agg, mp, algo))?;
+    Ok(out.into_iter().map(|a| to_pyarrow(py, a)).collect::<PyResult<_>>()?)
+}
+
+/// Per-row time rolling: row i aggregates rows j <= i with
+/// ts[j] > ts[i] - range (pandas `rolling("5s")`); `ts` int64 in the unit of
+/// `range`.
+#[pyfunction]
+#[pyo3(signature = (values, ts, range, agg, min_periods=None, algorithm="auto"))]
+pub fn rolling_time<'py>(
+    py: Python<'py>,
+    values: PyArray,
+    ts: PyArray,
+    range: i64,
+    agg: &str,
+    min_periods: Option<i64>,
+    algorithm: &str,
+) -> SwResult<Bound<'py, PyAny>> {
+    let (agg, algo) = (AggKind::parse(agg)?, Algorithm::parse(algorithm)?);
+    let (arr, ts) = (values.array().clone(), ts.array().clone());
+    let mp = self::min_periods(min_periods)?;
+    let out = py.detach(|| core_rolling::rolling_time_dyn(arr.as_ref(), ts.as_ref(), range, agg, mp, algo))?;
+    Ok(to_pyarrow(py, out)?)
+}
+
+/// Per-row rolling within each key (pandas `groupby(k).rolling(window)`,
+/// aligned with the input rows).
+#[pyfunction]
+#[pyo3(signature = (keys, values, window, agg, min_periods=None, algorithm="auto"))]
+pub fn rolling_keyed<'py>(
+    py: Python<'py>,
+    keys: PyArray,
+    values: PyArray,
+    window: i64,
+    agg: &str,
+    min_periods: Option<i64>,
+    algorithm: &str,
+) -> SwResult<Bound<'py, PyAny>> {
+    let (agg, algo) = (AggKind::parse(agg)?, Algorithm::parse(algorithm)?);
+    let (k, v) = (keys.array().clone(), values.array().clone());
+    let w = size(window)?;
+    let mp = self::min_periods(min_periods)?;
+    let out = py.detach(|| core_rolling::rolling_keyed_dyn(k.as_ref(), v.as_ref(), w, agg, mp, algo))?;
+    Ok(to_pyarrow(py, out)?)
+}
+
+/// Many windows, keyed: one array per window.
+#[pyfunction]
+#[pyo3(signature = (keys, values, windows, agg, min_periods=None, algorithm="auto"))]
+pub fn rolling_many_keyed<'py>(
+    py: Python<'py>,
+    keys: PyArray,
+    values: PyArray,
+    windows: Vec<i64>,
+    agg: &str,
+    min_periods: Option<i64>,
+    algorithm: &str,
+) -> SwResult<Vec<Bound<'py, PyAny>>> {
+    let ws: Vec<usize> = windows.into_iter().map(size).collect::<SwResult<_>>()?;
+    let (agg, algo) = (AggKind::parse(agg)?, Algorithm::parse(algorithm)?);
+    let (k, v) = (keys.array().clone(), values.array().clone());
+    let mp = self::min_periods(min_periods)?;
+    let out = py.detach(|| core_rolling::rolling_many_keyed_dyn(k.as_ref(), v.as_ref(), &ws, agg, mp, algo))?;
+    Ok(out.into_iter().map(|a| to_pyarrow(py, a)).collect::<PyResult<_>>()?)
+}
+
+/// Per-row time rolling within each key (pandas
+/// `groupby(k).rolling("5s", on=ts)`); `ts` int64, non-decreasing per key.
+#[pyfunction]
+#[pyo3(signature = (keys, values, ts, range, agg, min_periods=None, algorithm="auto"))]
+#[allow(clippy::too_many_arguments)]
+pub fn rolling_time_keyed<'py>(
+    py: Python<'py>,
+    keys: PyArray,
+    values: PyArray,
+    ts: PyArray,
+    range: i64,
+    agg: &str,
+    min_periods: Option<i64>,
+    algorithm: &str,
+) -> SwResult<Bound<'py, PyAny>> {
+    let (agg, algo) = (AggKind::parse(agg)?, Algorithm::parse(algorithm)?);
+    let (k, v, t) = (keys.array().clone(), values.array().clone(), ts.array().clone());
+    let mp = self::min_periods(min_periods)?;
+    let out = py.detach(|| core_rolling::rolling_time_keyed_dyn(k.as_ref(), v.as_ref(), t.as_ref(), range, agg, mp, algo))?;
+    Ok(to_pyarrow(py, out)?)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(rolling, m)?)?;
+    m.add_function(wrap_pyfunction!(rolling_many, m)?)?;
+    m.add_function(wrap_pyfunction!(rolling_time, m)?)?;
+    m.add_function(wrap_pyfunction!(rolling_keyed, m)?)?;
+    m.add_function(wrap_pyfunction!(rolling_many_keyed, m)?)?;
+    m.add_function(wrap_pyfunction!(rolling_time_keyed, m)?)?;
+    Ok(())
+}
