@@ -1,6 +1,6 @@
 """Out-of-order streams (``Stream(..., time="ts", lateness=...)``): argument
 checks and the late-row side output. The windowing itself is in Rust
-(slidewise-core ``late_window``)."""
+(slidewise-core ``stream``)."""
 
 from __future__ import annotations
 

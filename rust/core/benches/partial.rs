@@ -13,7 +13,7 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use slidewise_core::monoid::AggOp;
 use slidewise_core::ops::{Max, Sum};
-use slidewise_core::partial::reduce::{available, reduce_panes, PaneReduce};
+use slidewise_core::ops::reduce::{available, reduce_panes, PaneReduce};
 
 const N: usize = 4 << 20;
 

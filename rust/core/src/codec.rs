@@ -127,6 +127,3 @@ macro_rules! codec_struct {
     };
 }
 
-crate::codec_struct!(crate::ops::FSum { s, c, n, nan, pinf, ninf });
-crate::codec_struct!(crate::ops::ISum { s, n });
-crate::codec_struct!(crate::ops::Moments { n, mean, m2, bad });

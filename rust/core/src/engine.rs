@@ -186,6 +186,49 @@ macro_rules! with_dtype {
     }};
 }
 
+/// An event-time column as int64 values: `n` rows, none null (every row
+/// needs a time; the error names the first null one).
+pub fn event_times(ts: &dyn Array, n: usize) -> Result<&[i64]> {
+    let t = i64::column(ts)?;
+    if t.len() != n {
+        return Err(Error::Invalid(format!("time column has {} rows, value column {n}", t.len())));
+    }
+    if let Some(nb) = t.nulls {
+        if let Some(i) = (0..n).find(|&i| nb.is_null(i)) {
+            return Err(Error::Invalid(format!("timestamp of row {i} is null; every row needs an event time")));
+        }
+    }
+    Ok(t.values)
+}
+
+/// First `i` with `ts[i]` below the time before it (`last` before `ts[0]`).
+pub fn first_decrease(ts: &[i64], last: Option<i64>) -> Option<(usize, i64)> {
+    let mut prev = match last {
+        Some(l) => l,
+        None => *ts.first()?,
+    };
+    for (i, &t) in ts.iter().enumerate() {
+        if t < prev {
+            return Some((i, prev));
+        }
+        prev = t;
+    }
+    None
+}
+
+/// The error for a row whose time is below the time before it (within its
+/// key, when `key` names one).
+pub fn time_order_error(row: usize, key: Option<String>, t: i64, prev: i64) -> Error {
+    let (within, which) = match key {
+        Some(k) => (" within each key", format!(" (key {k})")),
+        None => ("", String::new()),
+    };
+    Error::Invalid(format!(
+        "timestamps must be non-decreasing{within}: row {row}{which} has time {t}, after {prev}; \
+         sort the rows by time, or use a stream with lateness for out-of-order data"
+    ))
+}
+
 /// A borrowed column: its values and its validity, no copy.
 pub struct Column<'a, T> {
     pub values: &'a [T],

@@ -26,6 +26,7 @@ pub mod ops;
 pub mod optimizer;
 pub mod partial;
 pub mod plan;
+pub mod slide;
 pub mod rolling;
 pub mod stream;
 

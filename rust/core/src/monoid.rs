@@ -21,12 +21,11 @@
 
 use std::fmt::Debug;
 
-use crate::codec::Codec;
 
 /// An associative operation with an identity, over partial aggregates.
 pub trait Monoid: 'static {
     /// A partial aggregate.
-    type Agg: Clone + Debug + Send + Sync + Codec + 'static;
+    type Agg: Clone + Debug + Send + Sync + 'static;
 
     /// Short name used in error messages ("max", "sum", ...).
     const NAME: &'static str;
@@ -75,7 +74,7 @@ pub trait AggOp: Monoid {
     /// Fold the null-free rows `xs` (row positions from `pos0`) into `acc`,
     /// oldest first: what partial aggregation does per batch. sum / count /
     /// mean / min / max override it with a SIMD pane reduction
-    /// ([`crate::partial::reduce`]).
+    /// ([`crate::ops::reduce`]).
     #[inline]
     fn fold_rows(acc: &mut Self::Agg, xs: &[Self::In], pos0: i64) {
         for (k, &x) in xs.iter().enumerate() {

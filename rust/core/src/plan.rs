@@ -11,27 +11,8 @@
 //! largest `k`: the final aggregator never needs more partials than that.
 
 pub use crate::partial::Slicing;
+pub use crate::slide::{gcd, Slide, MAX_EDGES};
 use crate::{invalid, Result};
-
-/// A query as the planner sees it, in rows (count windows) or time units.
-/// Its windows end at `phase + j * slide`: count windows end at slide
-/// multiples (`phase` 0); Spark's time windows start at slide multiples, so
-/// they end at `range mod slide` past one (`phase = range % slide`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Slide {
-    pub range: u64,
-    pub slide: u64,
-    pub phase: u64,
-}
-
-impl Slide {
-    pub fn count(range: u64, slide: u64) -> Slide {
-        Slide { range, slide, phase: 0 }
-    }
-    pub fn time(range: u64, slide: u64) -> Slide {
-        Slide { range, slide, phase: if slide == 0 { 0 } else { range % slide } }
-    }
-}
 
 /// Which query fires at an edge, and over how many of the newest closed
 /// partials.
@@ -61,10 +42,6 @@ pub struct SharedPlan {
     pub w_size: usize,
 }
 
-pub fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 { a } else { gcd(b, a % b) }
-}
-
 /// LCM, or an error naming the bound when it would not fit.
 pub fn lcm(a: u64, b: u64) -> Result<u64> {
     match (a / gcd(a, b)).checked_mul(b) {
@@ -72,10 +49,6 @@ pub fn lcm(a: u64, b: u64) -> Result<u64> {
         None => invalid!("the composite slide (LCM of the slides) overflows 64 bits"),
     }
 }
-
-/// Edges of one period can be enumerated only if the period is not huge;
-/// a plan over more edges than this is refused (a clear error, not an OOM).
-pub const MAX_EDGES: u64 = 1 << 24;
 
 impl SharedPlan {
     /// The plan under Pairs (the paper's choice).

@@ -5,7 +5,7 @@
 //! per-row rolling with a named algorithm) were generic over (operation,
 //! algorithm), so each was compiled 72 x 8 = 576 times; they are now
 //! compiled once per (operation, dtype) over `AnyFifo<M>`. The per-row
-//! rolling loops (`rolling::rolling_with`, `time_window::rolling_time_with`)
+//! rolling loops (`rolling::rolling_with`, `rolling::time::rolling_time_with`)
 //! stay instantiated per algorithm: they are small, and there a match per
 //! row measured 1.75x slower. The algorithms
 //! themselves are still monomorphised per operation, and a call reaches

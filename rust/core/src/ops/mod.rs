@@ -15,6 +15,7 @@ pub mod arith;
 pub mod list;
 pub mod moments;
 pub mod order;
+pub mod reduce;
 
 pub use arith::{Count, FSum, Geomean, ISum, Mean, Sum, SumAcc};
 pub use list::{Collect, First, Last};
@@ -46,7 +47,7 @@ pub trait Num: Copy + Send + Sync + Debug + PartialEq + Default + Codec + crate:
     fn to_f64(self) -> f64;
     fn range(max: Self, min: Self) -> Self::Wide;
 
-    /// Pane reductions of a null-free slice (SIMD, [`crate::partial::reduce`]):
+    /// Pane reductions of a null-free slice (SIMD, [`crate::ops::reduce`]):
     /// the max / min key (the identity when empty) and the sum accumulator.
     fn pane_max(xs: &[Self]) -> Self::Key;
     fn pane_min(xs: &[Self]) -> Self::Key;
@@ -58,15 +59,15 @@ macro_rules! pane_methods {
     () => {
         #[inline]
         fn pane_max(xs: &[Self]) -> Self::Key {
-            crate::partial::reduce::PaneReduce::max_key(crate::partial::reduce::detected(), xs)
+            crate::ops::reduce::PaneReduce::max_key(crate::ops::reduce::detected(), xs)
         }
         #[inline]
         fn pane_min(xs: &[Self]) -> Self::Key {
-            crate::partial::reduce::PaneReduce::min_key(crate::partial::reduce::detected(), xs)
+            crate::ops::reduce::PaneReduce::min_key(crate::ops::reduce::detected(), xs)
         }
         #[inline]
         fn pane_sum(xs: &[Self]) -> Self::Acc {
-            crate::partial::reduce::PaneReduce::sum(crate::partial::reduce::detected(), xs)
+            crate::ops::reduce::PaneReduce::sum(crate::ops::reduce::detected(), xs)
         }
     };
 }
@@ -191,3 +192,8 @@ mod tests {
         assert!((-1.5f32).key() < 2.5f32.key() && f32::NAN.key() > f32::INFINITY.key());
     }
 }
+
+// Checkpoint layout of the partials (docs/DESIGN.md §4): field by field.
+crate::codec_struct!(crate::ops::FSum { s, c, n, nan, pinf, ninf });
+crate::codec_struct!(crate::ops::ISum { s, n });
+crate::codec_struct!(crate::ops::Moments { n, mean, m2, bad });

@@ -6,7 +6,7 @@
 //! partials of Pairs; the price is one extra combine per such answer.
 
 use super::{window_ends, window_starts, Points};
-use crate::plan::Slide;
+use crate::slide::Slide;
 
 /// Points of one period: every window start (a cut) and every window end
 /// (a fire point, a cut only if some window starts there too).

@@ -19,15 +19,15 @@
 //! rows it covers, only the grouping differs); they differ in partials per
 //! window (final-aggregation work, memory) and cuts per row.
 //!
-//! [`reduce`]: folding a batch's rows into the open partial, SIMD with
+//! [`crate::ops::reduce`]: folding a batch's rows into the open partial, SIMD with
 //! run-time CPU-feature dispatch for sum / count / min / max / mean.
 
 pub mod cutty;
 pub mod pairs;
 pub mod panes;
-pub mod reduce;
 
-use crate::plan::Slide;
+
+use crate::slide::Slide;
 use crate::{invalid, Result};
 
 /// Which partial aggregation a shared plan uses.

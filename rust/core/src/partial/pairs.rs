@@ -4,7 +4,7 @@
 //! Over many queries: the union of their cuts.
 
 use super::{window_ends, window_starts};
-use crate::plan::Slide;
+use crate::slide::Slide;
 
 /// Cut offsets of one period (unsorted, may repeat).
 pub fn cuts(queries: &[Slide], composite: u64) -> Vec<u64> {

@@ -4,7 +4,7 @@
 //! the gcd of all their ranges, slides (and phases): more partials than
 //! Pairs when a range is not a multiple of its slide, none of them uneven.
 
-use crate::plan::{gcd, Slide, MAX_EDGES};
+use crate::slide::{gcd, Slide, MAX_EDGES};
 use crate::{invalid, Result};
 
 /// The pane length shared by all queries.

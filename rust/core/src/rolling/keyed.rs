@@ -12,7 +12,7 @@ use arrow_buffer::ScalarBuffer;
 use crate::engine::{AggKind, DType, FromArrow, ToArrow};
 use crate::fifo::Algorithm;
 use crate::keys::{gather, gather_nulls, partition, KeyIndex, Partition};
-use crate::stream::op::first_decrease;
+use crate::engine::first_decrease;
 use crate::{invalid, Error, Result};
 
 /// Rows grouped by key, values gathered: the input of a keyed rolling.
@@ -155,17 +155,9 @@ pub fn rolling_time_keyed_dyn(
     if range <= 0 {
         return invalid!("time window must be positive, got {range}");
     }
-    let tcol = i64::column(ts)?;
-    if tcol.len() != values.len() {
-        return invalid!("timestamps have {} rows, values {}", tcol.len(), values.len());
-    }
-    if let Some(nb) = tcol.nulls {
-        if let Some(i) = (0..tcol.len()).find(|&i| nb.is_null(i)) {
-            return invalid!("timestamp of row {i} is null; every row needs an event time");
-        }
-    }
+    let times = crate::engine::event_times(ts, values.len())?;
     let g = group_rows(keys, values)?;
-    let tsg = gather(tcol.values, &g.part.perm);
+    let tsg = gather(times, &g.part.perm);
     // The first offending row in input order, over all keys.
     let mut worst: Option<(usize, usize, i64)> = None;
     for s in 0..g.part.seg_key.len() {
@@ -178,12 +170,7 @@ pub fn rolling_time_keyed_dyn(
         }
     }
     if let Some((row, p, prev)) = worst {
-        return invalid!(
-            "timestamps must be non-decreasing within each key: row {row} (key {}) has time {}, after {prev}; \
-             sort the rows by (key, time) or by time first",
-            g.index.describe(g.ids[row]),
-            tsg[p]
-        );
+        return Err(crate::engine::time_order_error(row, Some(g.index.describe(g.ids[row])), tsg[p], prev));
     }
     let ts_arr = PrimitiveArray::<Int64Type>::new(ScalarBuffer::from(tsg), None);
     per_segment(&g, |seg, lo, hi| {

@@ -9,28 +9,6 @@ use crate::fifo::{Algorithm, FifoAggregator, New};
 use crate::monoid::AggOp;
 use crate::{invalid, Result};
 
-/// Check that `ts` is non-null and non-decreasing, also across batches.
-pub fn check_order(ts: &Column<i64>, last: Option<i64>) -> Result<()> {
-    if let Some(n) = ts.nulls {
-        if let Some(i) = (0..ts.len()).find(|&i| n.is_null(i)) {
-            return invalid!("timestamp of row {i} is null; every row needs an event time");
-        }
-    }
-    let mut prev = last;
-    for (i, &t) in ts.values.iter().enumerate() {
-        if let Some(p) = prev {
-            if t < p {
-                return invalid!(
-                    "timestamps must be non-decreasing: row {i} has time {t}, after {p}; \
-                     sort the rows by time, or use a stream with lateness for out-of-order data"
-                );
-            }
-        }
-        prev = Some(t);
-    }
-    Ok(())
-}
-
 /// Per-row time rolling (pandas `rolling("5s")` semantics, see the module
 /// docs): `ts` non-decreasing, `range > 0` in the timestamps' unit.
 pub fn rolling_time_dyn(
@@ -44,15 +22,14 @@ pub fn rolling_time_dyn(
     if range <= 0 {
         return invalid!("time window must be positive, got {range}");
     }
-    let tcol = i64::column(ts)?;
-    if tcol.len() != values.len() {
-        return invalid!("timestamps have {} rows, values {}", tcol.len(), values.len());
+    let times = crate::engine::event_times(ts, values.len())?;
+    if let Some((i, p)) = crate::engine::first_decrease(times, None) {
+        return Err(crate::engine::time_order_error(i, None, times[i], p));
     }
-    check_order(&tcol, None)?;
     let dtype = DType::of(values.data_type())?;
     crate::with_dtype!(dtype, |T| {
         let col = <T as FromArrow>::column(values)?;
-        crate::with_op!(agg, T, |Op| rolling_time_op::<Op>(&col, tcol.values, range, min_periods.unwrap_or(0), algo))
+        crate::with_op!(agg, T, |Op| rolling_time_op::<Op>(&col, times, range, min_periods.unwrap_or(0), algo))
     })
 }
 

@@ -25,9 +25,8 @@ use std::sync::Arc;
 use crate::codec::Codec;
 use crate::engine::{AggKind, Column, FromArrow, ToArrow};
 use crate::fifo::{FifoAggregator, New, Renew};
-use crate::monoid::AggOp;
 use crate::plan::{SharedPlan, Slicing, Slide};
-use crate::stream::op::{Clock, Emit, Rows, WindowOp};
+use crate::stream::op::{Saved, Clock, Emit, Rows, WindowOp};
 use crate::{invalid, Error, Result};
 
 /// A count-window query.
@@ -89,7 +88,7 @@ impl CountPlan {
     }
 }
 
-pub struct SharedWindow<M: AggOp, A: FifoAggregator<M>> {
+pub struct SharedWindow<M: Saved, A: FifoAggregator<M>> {
     shared: Arc<CountPlan>,
     agg: A,
     /// Cumulative non-null row count at the end of each partial in the
@@ -109,7 +108,7 @@ pub struct SharedWindow<M: AggOp, A: FifoAggregator<M>> {
     flushed: bool,
 }
 
-impl<M: AggOp, A: FifoAggregator<M> + New> SharedWindow<M, A> {
+impl<M: Saved, A: FifoAggregator<M> + New> SharedWindow<M, A> {
     /// A fresh state for one key of a keyed stream: no allocation until it
     /// has rows, then room for its window ([`New::lazy`]).
     pub fn lazy(shared: Arc<CountPlan>) -> Result<Self> {
@@ -118,7 +117,7 @@ impl<M: AggOp, A: FifoAggregator<M> + New> SharedWindow<M, A> {
     }
 }
 
-impl<M: AggOp, A: FifoAggregator<M>> SharedWindow<M, A> {
+impl<M: Saved, A: FifoAggregator<M>> SharedWindow<M, A> {
     /// A fresh state of these queries over the empty aggregator `agg`.
     pub fn with_agg(shared: Arc<CountPlan>, agg: A) -> Result<Self> {
         Ok(SharedWindow {
@@ -137,7 +136,7 @@ impl<M: AggOp, A: FifoAggregator<M>> SharedWindow<M, A> {
     }
 }
 
-impl<M: AggOp, A: FifoAggregator<M>> SharedWindow<M, A>
+impl<M: Saved, A: FifoAggregator<M>> SharedWindow<M, A>
 where
     M::Out: ToArrow,
 {
@@ -257,7 +256,7 @@ where
             let (a, b) = (i as usize, (i + take) as usize);
             if args.is_none() && col.nulls.is_none_or(|nb| all_valid(nb, a, b)) {
                 // Null-free rows: one pane reduction (SIMD for sum / count /
-                // mean / min / max, crate::partial::reduce).
+                // mean / min / max, crate::ops::reduce).
                 M::fold_rows(&mut self.cur, &col.values[a..b], self.pos as i64);
                 self.cur_count += take;
             } else {
@@ -323,7 +322,7 @@ where
 
 impl<M, A> WindowOp for SharedWindow<M, A>
 where
-    M: AggOp,
+    M: Saved,
     M::In: FromArrow + ToArrow + Codec + Send,
     M::Out: ToArrow,
     A: FifoAggregator<M> + Renew + Send,

@@ -18,7 +18,7 @@ use crate::keys::{gather, gather_nulls, Partition};
 use super::op::{new_emit, Clock, Emit, Rows, WindowOp};
 use crate::codec::Codec;
 use crate::engine::{Column, FromArrow, ToArrow};
-use crate::{invalid, Error, Result};
+use crate::{Error, Result};
 
 /// One batch as a group sees it.
 pub(crate) struct GroupBatch<'a> {
@@ -315,19 +315,4 @@ impl<K: WindowOp> GroupOp for Driver<K> {
     fn out_type(&self) -> DataType {
         K::Out::data_type()
     }
-}
-
-/// The error for a row out of time order.
-pub(crate) fn order_error(row: usize, key: Option<String>, t: i64, prev: i64) -> Error {
-    let r: Result<()> = match key {
-        Some(k) => invalid!(
-            "timestamps must be non-decreasing within each key: row {row} (key {k}) has time {t}, after {prev}; \
-             sort the rows by time, or use a stream with lateness for out-of-order data"
-        ),
-        None => invalid!(
-            "timestamps must be non-decreasing: row {row} has time {t}, after {prev}; \
-             sort the rows by time, or use a stream with lateness for out-of-order data"
-        ),
-    };
-    r.unwrap_err()
 }

@@ -33,9 +33,8 @@ use std::sync::Arc;
 use crate::codec::Codec;
 use crate::engine::{FromArrow, ToArrow};
 use crate::general::{AnyGeneral, GeneralAggregator, LateAlgorithm};
-use crate::monoid::AggOp;
 use crate::plan::{SharedPlan, Slide};
-use crate::stream::op::{Clock, Emit, Rows, WindowOp};
+use crate::stream::op::{Saved, Clock, Emit, Rows, WindowOp};
 use crate::stream::time::TimeSpec;
 use crate::{Error, Result};
 
@@ -43,9 +42,9 @@ use crate::{Error, Result};
 /// holds one per key, mostly with a slice or two: a `BTreeMap`'s first node
 /// alone costs about a kilobyte. New slices mostly come last; a late one
 /// shifts the few slices after it.
-struct SliceStore<M: AggOp>(VecDeque<(i64, Slice<M>)>);
+struct SliceStore<M: Saved>(VecDeque<(i64, Slice<M>)>);
 
-impl<M: AggOp> SliceStore<M> {
+impl<M: Saved> SliceStore<M> {
     fn new() -> Self {
         SliceStore(VecDeque::new())
     }
@@ -101,7 +100,7 @@ impl LatePlan {
 
 /// One slice of event time: rows, non-null rows, the ⊕ of its values, and
 /// for order-sensitive operations its lifted values sorted by event time.
-struct Slice<M: AggOp> {
+struct Slice<M: Saved> {
     rows: u64,
     valid: u64,
     agg: M::Agg,
@@ -111,7 +110,7 @@ struct Slice<M: AggOp> {
 /// One query: its next window `j` (`[j*slide, j*slide + range)`), whose
 /// slices `lo..hi` are in `agg` (made when first positioned), and the
 /// window's row counts.
-struct QState<M: AggOp> {
+struct QState<M: Saved> {
     agg: Option<AnyGeneral<M>>,
     j: Option<i64>,
     lo: i64,
@@ -123,7 +122,7 @@ struct QState<M: AggOp> {
     pending: Vec<(u64, M::Agg)>,
 }
 
-pub struct LateWindow<M: AggOp> {
+pub struct LateWindow<M: Saved> {
     shared: Arc<LatePlan>,
     store: SliceStore<M>,
     queries: Vec<QState<M>>,
@@ -140,7 +139,7 @@ fn uid(id: i64) -> u64 {
 
 impl<M> LateWindow<M>
 where
-    M: AggOp,
+    M: Saved,
     M::In: ToArrow + Codec,
     M::Out: ToArrow,
 {
@@ -281,7 +280,7 @@ where
             }
             // The next window if it holds a row, else jump to the first
             // window that can hold the next row (runs of empty windows
-            // cost nothing, as in time_window).
+            // cost nothing, as in `time`).
             let (s1, e1) = self.win(q, j + 1);
             let (lo1, hi1) = (self.slice_of(s1), self.slice_of(e1 - 1) + 1);
             let next_row = self.store.first_from(lo1);
@@ -344,7 +343,7 @@ where
     }
 }
 
-impl<M: AggOp> QState<M> {
+impl<M: Saved> QState<M> {
     fn agg(&mut self) -> &mut AnyGeneral<M> {
         self.agg.as_mut().expect("a positioned query has an aggregator")
     }
@@ -352,7 +351,7 @@ impl<M: AggOp> QState<M> {
 
 impl<M> WindowOp for LateWindow<M>
 where
-    M: AggOp,
+    M: Saved,
     M::In: FromArrow + ToArrow + Codec + Send,
     M::Out: ToArrow,
 {

@@ -46,6 +46,7 @@ use crate::fifo::AnyFifo;
 use crate::general::LateAlgorithm;
 use crate::keys::{partition, KeyIndex, Partition};
 use crate::monoid::AggOp;
+use op::Saved;
 use crate::{invalid, Error, Result};
 use count::{CountPlan, CountSpec, SharedWindow};
 use driver::{Driver, GroupBatch, GroupOp};
@@ -219,18 +220,7 @@ impl Stream for Spine {
             )));
         }
         let ts = match (self.spec.timed(), b.time) {
-            (true, Some(t)) => {
-                let t = i64::column(t)?;
-                if t.len() != n {
-                    return invalid!("time column has {} rows, value column {n}", t.len());
-                }
-                if let Some(nb) = t.nulls {
-                    if let Some(i) = (0..n).find(|&i| nb.is_null(i)) {
-                        return invalid!("timestamp of row {i} is null; every row needs an event time");
-                    }
-                }
-                Some(t.values)
-            }
+            (true, Some(t)) => Some(crate::engine::event_times(t, n)?),
             (true, None) => return invalid!("time and session windows need a time column"),
             (false, _) => None,
         };
@@ -290,7 +280,7 @@ impl Stream for Spine {
         for g in &self.groups {
             if let Some((row, key, t, prev)) = g.op.check(&gb)? {
                 let k = self.spec.keyed.then(|| self.index.describe(key));
-                return Err(driver::order_error(row, k, t, prev));
+                return Err(crate::engine::time_order_error(row, k, t, prev));
             }
         }
         let mut per_group = Vec::with_capacity(self.groups.len());
@@ -378,7 +368,7 @@ fn build_group(spec: &StreamSpec, queries: &[usize], algo: Algo, first: bool) ->
 
 fn group_op<M>(spec: &StreamSpec, qs: &[&QuerySpec], algo: Algo, keeps_late: bool) -> Result<Box<dyn GroupOp>>
 where
-    M: AggOp,
+    M: Saved,
     M::In: FromArrow + ToArrow + crate::codec::Codec + Send,
     M::Out: ToArrow,
 {

@@ -4,6 +4,7 @@
 //! not.
 
 use crate::codec::Codec;
+use crate::monoid::AggOp;
 use crate::engine::{Column, FromArrow, OutBuilder, ToArrow};
 use crate::Result;
 
@@ -25,6 +26,13 @@ pub type Emit<O> = (OutBuilder<O>, Vec<i64>, Vec<i64>);
 pub fn new_emit<O: ToArrow>(queries: usize) -> Vec<Emit<O>> {
     (0..queries).map(|_| (OutBuilder::with_capacity(16), Vec::new(), Vec::new())).collect()
 }
+
+/// An operation whose partials a checkpoint can hold: every stream runs
+/// one. (The algebra itself, `monoid`, `fifo/`, `general/`, knows nothing
+/// of checkpoints.)
+pub trait Saved: AggOp<Agg: Codec> {}
+
+impl<M: AggOp<Agg: Codec>> Saved for M {}
 
 /// The watermark as a batch found it and as it left it (out-of-order
 /// streams; `None` before the first row and for in-order streams). Every
@@ -70,17 +78,4 @@ pub trait WindowOp: Send + Sized {
     fn restore(&mut self, inp: &mut &[u8]) -> Result<()>;
 }
 
-/// First `i` with `ts[i]` below the time before it (`last` before `ts[0]`).
-pub fn first_decrease(ts: &[i64], last: Option<i64>) -> Option<(usize, i64)> {
-    let mut prev = match last {
-        Some(l) => l,
-        None => *ts.first()?,
-    };
-    for (i, &t) in ts.iter().enumerate() {
-        if t < prev {
-            return Some((i, prev));
-        }
-        prev = t;
-    }
-    None
-}
+pub use crate::engine::first_decrease;

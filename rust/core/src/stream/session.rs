@@ -25,8 +25,7 @@ use std::sync::Arc;
 
 use crate::codec::Codec;
 use crate::engine::{AggKind, FromArrow, ToArrow};
-use crate::monoid::AggOp;
-use crate::stream::op::{first_decrease, Clock, Emit, Rows, WindowOp};
+use crate::stream::op::{Saved, first_decrease, Clock, Emit, Rows, WindowOp};
 use crate::{Error, Result};
 
 /// A session query; times in the timestamp column's unit.
@@ -51,7 +50,7 @@ impl SessionPlan {
     }
 }
 
-struct Session<M: AggOp> {
+struct Session<M: Saved> {
     start: i64,
     last: i64,
     rows: u64,
@@ -61,7 +60,7 @@ struct Session<M: AggOp> {
     items: Vec<(i64, M::Agg)>,
 }
 
-pub struct SessionWindow<M: AggOp> {
+pub struct SessionWindow<M: Saved> {
     shared: Arc<SessionPlan>,
     /// Open sessions of each query, sorted by start.
     open: Vec<Vec<Session<M>>>,
@@ -69,7 +68,7 @@ pub struct SessionWindow<M: AggOp> {
     last_ts: Option<i64>,
 }
 
-impl<M: AggOp> SessionWindow<M>
+impl<M: Saved> SessionWindow<M>
 where
     M::Out: ToArrow,
 {
@@ -195,7 +194,7 @@ where
 
 impl<M> WindowOp for SessionWindow<M>
 where
-    M: AggOp,
+    M: Saved,
     M::In: FromArrow + ToArrow + Codec + Send,
     M::Out: ToArrow,
 {

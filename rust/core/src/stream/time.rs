@@ -18,9 +18,8 @@ use std::sync::Arc;
 use crate::codec::Codec;
 use crate::engine::{AggKind, Column, FromArrow, ToArrow};
 use crate::fifo::{FifoAggregator, Renew};
-use crate::monoid::AggOp;
 use crate::plan::{SharedPlan, Slide};
-use crate::stream::op::{Clock, first_decrease, Emit, Rows, WindowOp};
+use crate::stream::op::{Saved, Clock, first_decrease, Emit, Rows, WindowOp};
 use crate::{invalid, Error, Result};
 
 /// A time-window query; times in the timestamp column's unit.
@@ -50,7 +49,7 @@ impl TimePlan {
 
 /// Counts are (rows, non-null rows): a window is emitted if it holds a row;
 /// min_periods counts non-null values.
-pub struct TimeWindow<M: AggOp, A: FifoAggregator<M>> {
+pub struct TimeWindow<M: Saved, A: FifoAggregator<M>> {
     shared: Arc<TimePlan>,
     agg: A,
     cum: VecDeque<(u64, u64)>,
@@ -64,7 +63,7 @@ pub struct TimeWindow<M: AggOp, A: FifoAggregator<M>> {
     flushed: bool,
 }
 
-impl<M: AggOp, A: FifoAggregator<M>> TimeWindow<M, A> {
+impl<M: Saved, A: FifoAggregator<M>> TimeWindow<M, A> {
     /// A fresh state of these queries over the empty aggregator `agg`.
     pub fn with_agg(shared: Arc<TimePlan>, agg: A) -> Result<Self> {
         Ok(TimeWindow {
@@ -83,7 +82,7 @@ impl<M: AggOp, A: FifoAggregator<M>> TimeWindow<M, A> {
     }
 }
 
-impl<M: AggOp, A: FifoAggregator<M>> TimeWindow<M, A>
+impl<M: Saved, A: FifoAggregator<M>> TimeWindow<M, A>
 where
     M::Out: ToArrow,
 {
@@ -236,7 +235,7 @@ where
 
 impl<M, A> WindowOp for TimeWindow<M, A>
 where
-    M: AggOp,
+    M: Saved,
     M::In: FromArrow + ToArrow + Codec + Send,
     M::Out: ToArrow,
     A: FifoAggregator<M> + Renew + Send,

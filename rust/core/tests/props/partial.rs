@@ -159,7 +159,7 @@ mod simd {
     use slidewise_core::monoid::{AggOp, Monoid};
     use slidewise_core::ops::arith::{FSum, SumAcc};
     use slidewise_core::ops::{Max, Min, Num, Sum};
-    use slidewise_core::partial::reduce::{available, Level, PaneReduce};
+    use slidewise_core::ops::reduce::{available, Level, PaneReduce};
 
     fn fold<M: AggOp>(xs: &[M::In]) -> M::Agg {
         let mut acc = M::identity();
