@@ -2,7 +2,7 @@
 
 A tumbling count window (range = slide = pane) over one batch makes the
 window operator reduce every pane of the batch into one partial (SIMD, run-
-time dispatched: slidewise_core::partial::reduce) and emit it; numpy does the
+time dispatched: slidewise_core::ops::reduce) and emit it; numpy does the
 same slices with ``np.add.reduceat`` / ``np.maximum.reduceat``. Same data,
 same run, so the ratio is what to read. Each setup first checks slidewise's
 panes against numpy's, so a wrong result fails the benchmark instead of
