@@ -518,6 +518,64 @@ def _same_windows(got, want, keys, what, same_type=True):
         _same_values(g[c], w[c], f"{what}.{c}", same_type=same_type)
 
 
+def _spark_sessions(sdf, keys, time, value, fn, gap):
+    """Spark's groupBy(keys, session_window(time, gap)).agg(fn(value))."""
+    return (sdf.groupBy(*keys, F.session_window(time, gap)).agg(fn(value).alias("value"))
+            .select(*keys, F.col("session_window.start").alias("window_start"),
+                    F.col("session_window.end").alias("window_end"), "value"))
+
+
+SESSION_AGGS = [("sum", F.sum), ("count", F.count), ("min", F.min), ("max", F.max), ("mean", F.avg),
+                ("std", F.stddev)]
+
+
+@pytest.mark.parametrize("case", ["int_keys", "string_keys", "unkeyed"])
+def test_aggregate_sessions_equal_session_window(spark, case):
+    """Session windows: the same sessions (start = first row, end = last
+    row + gap; rows exactly a gap apart share one) and values as
+    groupBy(key, session_window(ts, gap)). Times on a 5 s grid: tied times,
+    gaps of exactly 30 s; nulls and NaN in a double column (string keys,
+    with null keys: a group of their own), nulls in an int column (int
+    keys: min/max stay int, sum bigint); rows with a null time belong to no
+    session, as in Spark."""
+    n = 150 if case == "unkeyed" else 900  # over an hour: rows 16 s apart per key on average, 24 s unkeyed
+    pdf, nulls, nans = _data(n, 4, 720, seed=21, dtype="float64" if case != "int_keys" else "int32")
+    pdf["ts"] = pd.to_datetime(pdf["t"] * 5, unit="s") + pd.Timedelta("1h")
+    if case == "int_keys":
+        pdf["v"] = pdf["v"].astype(np.int32)
+        pdf["k"] = pdf["k"].astype(np.int32)
+    sdf = _sdf(spark, pdf, nulls, nans, parts=3)
+    keys = ["k"]
+    if case == "string_keys":
+        k = F.concat(F.lit("key-"), F.col("k").cast("string"))
+        sdf = sdf.withColumn("k", F.when(F.col("id") % 41 == 3, F.lit(None)).otherwise(k))
+    elif case == "unkeyed":
+        keys = []
+    sdf = sdf.withColumn("ts", F.when(F.col("id") % 97 == 5, F.lit(None)).otherwise(F.col("ts")))
+    qs = [sw.Query(a, session="30s", name=a) for a, _ in SESSION_AGGS] + [sw.Query("sum", session="2m", name="long")]
+    res = ss.aggregate(sdf, qs, "v", "ts", key=keys or None)
+    assert set(res) == {q.name for q in qs}
+    want = (sdf.groupBy(*keys, F.session_window("ts", "30 seconds"))
+            .agg(*[fn("v").alias(a) for a, fn in SESSION_AGGS])
+            .select(*keys, F.col("session_window.start").alias("window_start"),
+                    F.col("session_window.end").alias("window_end"), *[a for a, _ in SESSION_AGGS]).toArrow())
+    for name, _ in SESSION_AGGS:
+        ref = want.select(keys + ["window_start", "window_end", name]).rename_columns(
+            keys + ["window_start", "window_end", "value"])
+        _same_windows(res[name].toArrow(), ref, keys, name)
+    # non-trivial sessions: several per key, some of one row, some of many
+    assert want.num_rows > 10 * max(1, len(keys))
+    counts = want["count"].to_numpy()
+    assert counts.min() <= 1 and counts.max() >= 5
+    _same_windows(res["long"], _spark_sessions(sdf, keys, "ts", "v", F.sum, "2 minutes"), keys, "long")
+    # a session query next to a time window query, one pass
+    mixed = ss.aggregate(sdf, [sw.Query("max", session="30s", name="s"), sw.Query("max", "1m", name="w")], "v",
+                         "ts", key=keys or None)
+    _same_windows(mixed["s"], want.select(keys + ["window_start", "window_end", "max"]).rename_columns(
+        keys + ["window_start", "window_end", "value"]), keys, "mixed.s")
+    _same_windows(mixed["w"], _spark_windows(sdf, keys, "ts", "v", F.max, "1 minute", "1 minute"), keys, "mixed.w")
+
+
 # ---------------------------------------------------------------------------
 # shipping: executors on a Python without slidewise
 
@@ -756,3 +814,282 @@ def test_stream_aggregate_restart_from_checkpoint(spark, tmp_path):
 def _us(col):
     """A timestamp column as int64 microseconds since the epoch (any unit/zone)."""
     return np.asarray(col.to_numpy(zero_copy_only=False)).astype("datetime64[us]").astype(np.int64).tolist()
+
+
+# ---------------------------------------------------------------------------
+# out of order: micro-batch by micro-batch against Spark's own streaming
+# aggregation (withWatermark("ts", "30 seconds"), append mode)
+
+# (key, event time in s, value; None: null), one list per micro-batch. W: the
+# watermark a batch finds (max time of the earlier batches - 30 s; Spark: 0
+# in its first batch). Late rows are each alone in their (key, window) of
+# their batch: Spark counts dropped (key, window) partial aggregates.
+_TIME_BATCHES = [
+    # W none
+    [("a", 1000, 1.5), ("a", 1003, 2.25), ("b", 1001, -1.0), ("b", 1012, 4.0), ("c", 1005, 0.5), ("a", 1025, 3.0)],
+    # W 995: rows behind the max, in windows still open
+    [("a", 1041, 7.0), ("b", 1030, 0.25), ("a", 998, -2.0), ("c", 996, 6.0), ("b", 992, 1.25), ("c", 1010.5, 2.0)],
+    # W 1011: a@1009, b@1005, c@1000 late ([1000, 1010) ends at 1010 <= W);
+    # b@1011 (t == W) and c@1010.5 (t < W) on time: [1010, 1020) is open;
+    # key e has only a null
+    [("a", 1009, 9.0), ("b", 1011, 3.5), ("c", 1012.5, -4.0), ("b", 1005, 8.0), ("c", 1000, 5.0),
+     ("a", 1060, 1.0), ("a", 1020, -0.5), ("b", 1035, None), ("e", 1022, None)],
+    # W 1030: a@1029.9 and c@1021 late (window end == W); b@1030 (t == W) on
+    # time; a new key's d@1027 late (sliding windows of 5 s: late for [1020,
+    # 1030), on time for [1025, 1035))
+    [("a", 1029.9, 6.5), ("b", 1030, 2.0), ("c", 1021, -3.0), ("b", 1039, float("nan")), ("c", 1070, 0.75),
+     ("d", 1027, 3.25)],
+    # W 1040: b@1038 late
+    [("b", 1038, 5.5), ("a", 1045, 1.75), ("c", 1050, -1.5), ("c", 1058, 2.5), ("a", 1090, 4.5)],
+]
+
+# the same for session windows of gap 10 s: a row's own window [t, t + 10]
+_SESSION_BATCHES = [
+    # W none: b@1000 and b@1010 exactly a gap apart: one session
+    [("a", 1000, 1.5), ("a", 1005, 2.25), ("b", 1000, -1.0), ("b", 1010, 4.0), ("c", 1002, 0.5), ("a", 1030, 3.0)],
+    # W 1000: c@991 on time ([991, 1001]); b@1020 touches b's [1000, 1020]
+    [("a", 1016, 7.0), ("c", 991, 6.0), ("b", 1020, 0.25), ("a", 1055, -2.0)],
+    # W 1025: a@1014, c@1012 late; b@1015 late ([1015, 1025] ends at W) though
+    # b's session [1000, 1030] is open; a@1017 extends a's [1016, 1026]; key
+    # e has only a null
+    [("a", 1014, 9.0), ("a", 1017, 3.5), ("c", 1012, -4.0), ("b", 1015, 8.0), ("c", 1040, 5.0), ("b", 1070, 1.0),
+     ("e", 1022, None)],
+    # W 1040: a@1029 late; c@1031 merges into c's [1040, 1050], a@1047 into
+    # a's [1055, 1065], a null b@1065 into b's [1070, 1080]
+    [("a", 1029, 6.5), ("c", 1031, 2.0), ("a", 1047, -3.0), ("b", 1065, None), ("a", 1080, 0.75)],
+    # W 1050: c@1039 late; b@1060 (NaN) merges into b's [1065, 1080]; then W 1085
+    [("c", 1039, 5.5), ("b", 1060, float("nan")), ("a", 1115, 1.75)],
+]
+
+
+def _frames(batches):
+    """One Arrow table (id, k, ts, v) per micro-batch; ids count from 0."""
+    out, i = [], 0
+    for b in batches:
+        n = len(b)
+        out.append(pa.table({
+            "id": pa.array(range(i, i + n), pa.int64()),
+            "k": pa.array([r[0] for r in b], pa.string()),
+            "ts": pa.array([int(round(r[1] * 1e6)) for r in b], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+            "v": pa.array([r[2] for r in b], pa.float64(), from_pandas=False)}))
+        i += n
+    return out
+
+
+_ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+def _start_stream(spark, src, build, out=None):
+    """Start ``build(df)`` over the Parquet files of ``src`` (one file per
+    micro-batch: maxFilesPerTrigger=1) in append mode, into a memory sink
+    or, with ``out``, Parquet in ``out/sink`` with its checkpoint in
+    ``out/ck``. Returns the query and a function reading its sink."""
+    import uuid
+
+    os.makedirs(src, exist_ok=True)
+    sdf = (spark.readStream.schema("id bigint, k string, ts timestamp, v double")
+           .option("maxFilesPerTrigger", 1).parquet(src))
+    name = f"slidewise_{uuid.uuid4().hex}"
+    # one state partition: quicker batches; transformWithState needs RocksDB
+    parts = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "1")
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass", _ROCKSDB)
+    try:
+        w = build(sdf).writeStream.outputMode("append")
+        if out is None:
+            w = w.format("memory").queryName(name)
+        else:
+            w = w.format("parquet").option("path", os.path.join(out, "sink")).option(
+                "checkpointLocation", os.path.join(out, "ck"))
+        q = w.start()
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", parts)
+        spark.conf.unset("spark.sql.streaming.stateStore.providerClass")
+    if out is None:
+        return q, lambda: spark.table(name).toArrow()
+    return q, lambda: pq.read_table(os.path.join(out, "sink"))
+
+
+def _feed(src, frames, queries, first=0, together=False):
+    """Frame i (from ``first``) becomes Parquet file i in ``src``, then
+    processAllAvailable() on each query runs its micro-batch and the
+    no-data batch Spark adds when the watermark moved (it emits the windows
+    the new watermark closed, and the next batch judges late rows against
+    it: slidewise's rule per push). Returns, per query, its
+    numRowsDroppedByWatermark per frame. ``together``: all files first
+    (modification times in order), then one processAllAvailable(): data
+    batches back to back, each judging late rows by the watermark of the
+    one before; one count for them all."""
+    import time
+
+    drops = [[] for _ in queries]
+    todo = list(enumerate(frames[first:], first))
+    for group in ([todo] if together else [[x] for x in todo]):
+        seen = [len(q.recentProgress) for q in queries]
+        for i, f in group:
+            # whole files only (Spark skips names starting with "."), in order
+            tmp, path = os.path.join(src, f".part-{i:03d}"), os.path.join(src, f"part-{i:03d}.parquet")
+            pq.write_table(f, tmp)
+            os.utime(tmp, (1_000_000 + i, 1_000_000 + i))
+            os.replace(tmp, path)
+        want = [f.num_rows for _, f in group]
+        for q, n, d in zip(queries, seen, drops):
+            deadline = time.time() + 120
+            while True:
+                # a trigger that listed the directory just before the files
+                # came can end processAllAvailable() early
+                q.processAllAvailable()
+                new = q.recentProgress[n:]
+                rows = [p["numInputRows"] for p in new if p["numInputRows"]]
+                if sum(rows) >= sum(want) or time.time() > deadline:
+                    break
+                time.sleep(0.2)
+            assert rows == want, ("one file per micro-batch", rows, want)
+            d.append(sum(p["stateOperators"][0]["numRowsDroppedByWatermark"] for p in new if p["stateOperators"]))
+    for q in queries:
+        assert q.exception() is None, q.exception()
+    return drops
+
+
+def _spark_micro_batches(spark, src, frames, build):
+    """``build(df)`` (append mode) over ``frames``, one micro-batch each
+    (see _feed): the sink's rows and numRowsDroppedByWatermark per frame."""
+    q, read = _start_stream(spark, src, build)
+    try:
+        (drops,) = _feed(src, frames, [q])
+    finally:
+        q.stop()
+    return read(), drops
+
+
+def _reference_query(window, aggs=None):
+    """Spark's own append-mode streaming aggregate by (k, ``window``): the
+    windows with ``aggs`` of their values ({column: function}; default the
+    sum as "value") and the ids of their rows."""
+    aggs = aggs or {"value": F.sum}
+
+    def build(sdf):
+        return (sdf.withWatermark("ts", "30 seconds").groupBy("k", window.alias("w"))
+                .agg(*[fn("v").alias(c) for c, fn in aggs.items()], F.collect_list("id").alias("ids"))
+                .select("k", F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"),
+                        *aggs, "ids"))
+    return build
+
+
+def _late_ids(frame, late):
+    """The ids of a frame's rows that ``late`` (k, ts, v) holds."""
+    at = {(k, t): i for i, k, t in zip(frame["id"].to_pylist(), frame["k"].to_pylist(), _us(frame["ts"]))}
+    assert len(at) == frame.num_rows, "(k, ts) identifies a row of a frame"
+    return [at[(k, t)] for k, t in zip(late["k"].to_pylist(), _us(late["ts"]))]
+
+
+@pytest.mark.parametrize("kind", ["time", "session"])
+def test_stream_keyed_out_of_order_equals_spark_streaming(spark, tmp_path, kind):
+    """sw.Stream(key="k", lateness="30s") pushed the micro-batches Spark
+    runs: the windows its pushes emit (no flush: Spark never emits an open
+    window) are Spark's append-mode output of withWatermark("ts", "30
+    seconds").groupBy("k", window or session_window(ts, "10 seconds")), with
+    the same values; per push, as many late rows as Spark dropped in that
+    batch, and no window of Spark's holds one of them. The data has rows
+    behind the watermark in windows still open (on time in both), late rows
+    at the boundary (window end == watermark), a late row next to an open
+    session it would touch, sessions merged by a later row, a null and a NaN."""
+    frames = _frames(_TIME_BATCHES if kind == "time" else _SESSION_BATCHES)
+    if kind == "time":
+        q, window = sw.Query("sum", "10 seconds", name="q"), F.window("ts", "10 seconds")
+    else:
+        q, window = sw.Query("sum", session="10 seconds", name="q"), F.session_window("ts", "10 seconds")
+    want, drops = _spark_micro_batches(spark, str(tmp_path / "src"), frames, _reference_query(window))
+    stream = sw.Stream(q, value="v", time="ts", key="k", lateness="30s")
+    got, late = [], []
+    for f in frames:
+        got.append(stream.push(f)["q"])
+        late.append(_late_ids(f, stream.late_rows()))
+    assert stream.row_counts == {"rows_in": sum(f.num_rows for f in frames),
+                                 "on_time": sum(f.num_rows for f in frames) - sum(map(len, late)),
+                                 "late": sum(map(len, late))}
+    assert [len(x) for x in late] == drops, ("late rows per batch", [len(x) for x in late], drops)
+    assert sum(drops) >= 5
+    in_windows = [i for ids in want["ids"].to_pylist() for i in ids]
+    assert len(in_windows) == len(set(in_windows))
+    assert not set(in_windows) & {i for x in late for i in x}
+    _same_windows(pa.concat_tables(got), want.select(["k", "window_start", "window_end", "value"]), ["k"], kind)
+    assert want.num_rows >= 8 and pc.sum(pc.is_nan(want["value"])).as_py() == 1 and want["value"].null_count == 1
+
+
+@pytest.mark.parametrize("kind", ["time", "sliding", "session"])
+def test_stream_aggregate_equals_spark_streaming(spark, tmp_path, kind):
+    """stream_aggregate (transformWithStateInPandas) against Spark's own
+    streaming withWatermark("ts", "30 seconds").groupBy("k", window) in
+    append mode over the same micro-batches, both queries side by side over
+    one source; stream_aggregate stopped after two batches and restarted
+    from its checkpoint: the same windows (none extra, none missing) and
+    values (sum, count, max, mean; sliding: sum), NaN and null apart, and
+    (tumbling, sessions) the same rows dropped as late per batch: Spark
+    drops them before the processor, whose input carries the end of a
+    row's last window as its event-time column. Rows behind the watermark
+    in windows still open count (time windows: [t - t mod slide, ... +
+    range) ends after the watermark; sessions: t + gap does); a sliding
+    window whose rows all came late for it is dropped."""
+    if kind == "session":
+        frames, window = _frames(_SESSION_BATCHES), F.session_window("ts", "10 seconds")
+        aggs = {"sum": F.sum, "count": F.count, "max": F.max, "mean": F.avg}
+        qs = [sw.Query(a, session="10s", name=a) for a in aggs]
+    elif kind == "time":
+        frames, window = _frames(_TIME_BATCHES), F.window("ts", "10 seconds")
+        aggs = {"sum": F.sum, "count": F.count, "max": F.max, "mean": F.avg}
+        qs = [sw.Query(a, "10s", name=a) for a in aggs]
+    else:
+        frames, window = _frames(_TIME_BATCHES), F.window("ts", "10 seconds", "5 seconds")
+        aggs = {"sum": F.sum}
+        qs = [sw.Query("sum", "10s", "5s", name="sum")]
+
+    def build(sdf):
+        return ss.stream_aggregate(sdf, qs, "v", "ts", key="k", watermark="30 seconds")
+
+    src, out = str(tmp_path / "src"), str(tmp_path / "out")
+    ref, read_ref = _start_stream(spark, src, _reference_query(window, aggs))
+    try:
+        mine, _ = _start_stream(spark, src, build, out=out)
+        try:
+            drops, d1 = _feed(src, frames[:2], [ref, mine])
+        finally:
+            mine.stop()
+        mine, read = _start_stream(spark, src, build, out=out)  # from its checkpoint
+        try:
+            # sliding: the last batches back to back (the watermark moves
+            # between data batches: Spark keeps a row's windows that end
+            # after the previous batch's watermark)
+            d, d2 = _feed(src, frames, [ref, mine], first=2, together=kind == "sliding")
+        finally:
+            mine.stop()
+    finally:
+        ref.stop()
+    drops += d
+    want, got = read_ref(), read()
+    if kind != "sliding":  # sliding: Spark counts the (row, window) pairs it drops
+        assert d1 + d2 == drops and sum(drops) >= 5
+    assert got.column_names == ["k", "query", "window_start", "window_end", "value"]
+    assert pc.sum(pc.is_nan(want["sum"])).as_py() >= 1 and want["sum"].null_count >= 1
+    for a in aggs:
+        g = got.filter(pc.equal(got["query"], a)).select(["k", "window_start", "window_end", "value"])
+        w = want.select(["k", "window_start", "window_end", a]).rename_columns(
+            ["k", "window_start", "window_end", "value"])
+        _same_windows(g, w, ["k"], a, same_type=False)
+
+
+def test_stream_aggregate_errors(spark):
+    sdf = spark.createDataFrame(pd.DataFrame({"k": [1], "ts": pd.to_datetime([1], unit="s"), "v": [1.0]}))
+    with pytest.raises(ValueError, match="once per kind"):
+        ss.stream_aggregate(sdf, [sw.Query("sum", "10s"), sw.Query("sum", session="5s")], "v", "ts", "k",
+                            watermark="1 minute")
+    with pytest.raises(ValueError, match="watermark on 'ts'"):
+        ss.stream_aggregate(sdf, sw.Query("sum", session="5s"), "v", "ts", "k")
+    with pytest.raises(ValueError, match="watermark on 'ts'"):
+        ss.stream_aggregate(sdf.withColumn("t2", F.col("ts")).withWatermark("t2", "1 minute"),
+                            sw.Query("sum", "10s"), "v", "ts", "k")
+    with pytest.raises(ValueError, match="time windows .* or session windows"):
+        ss.stream_aggregate(sdf, sw.Query("sum", 10), "v", "ts", "k", watermark="1 minute")
+    with pytest.raises(ValueError, match="must be unique"):
+        ss.stream_aggregate(sdf, [sw.Query("sum", "10s", name="a"), sw.Query("max", "10s", name="a")], "v", "ts",
+                            "k", watermark="1 minute")

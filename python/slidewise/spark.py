@@ -33,7 +33,9 @@
     expensive input is computed twice on the ordered path: cache it.
 
 * :func:`aggregate` gives one row per (key, window) like
-  ``df.groupBy(key, F.window(time, range, slide)).agg(F.<agg>(value))``.
+  ``df.groupBy(key, F.window(time, range, slide)).agg(F.<agg>(value))``, or
+  per (key, session) like ``df.groupBy(key, F.session_window(time,
+  gap)).agg(...)`` for ``Query(agg, session=gap)``.
 
 Order within duplicate order keys: rows are ordered by ``(order_by,
 tiebreak)``; ``tiebreak`` defaults to the input order
@@ -1202,9 +1204,14 @@ def aggregate(df: Any, query_or_queries: Any, value: str, time: str, key: Union[
               tiebreak: Union[None, str, Sequence[str]] = None, algorithm: str = "auto") -> Any:
     """One row per (key, window): like ``df.groupBy(key, F.window(time,
     range, slide)).agg(F.<agg>(value))`` with columns ``key..., window_start,
-    window_end, value``. A list of queries gives ``{query.name: DataFrame}``.
-    Count-window queries (range/slide in rows) run over each key's rows in
-    ``(time, tiebreak)`` order; their window bounds are row positions.
+    window_end, value``; session queries (``Query(agg, session="30s")``) like
+    ``df.groupBy(key, F.session_window(time, "30 seconds")).agg(...)``: a
+    session from its first row to its last row plus the gap, rows at most a
+    gap apart in one session. Time and session queries can share a call;
+    rows with a null time belong to no window (as in Spark). A list of
+    queries gives ``{query.name: DataFrame}``. Count-window queries
+    (range/slide in rows) run over each key's rows in ``(time, tiebreak)``
+    order; their window bounds are row positions.
     """
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -1254,6 +1261,10 @@ def aggregate(df: Any, query_or_queries: Any, value: str, time: str, key: Union[
     schema = T.StructType(fields + [T.StructField(n, _arrow_to_spark_type(t), True) for n, t in vcols])
     cols = keys + [value, time] + [c for c in tb if c not in keys + [value, time]]
     parts = df.select(*cols)
+    if is_time:
+        # Spark's window() and session_window() put a row with a null time
+        # in no window
+        parts = parts.filter(F.col(time).isNotNull())
     if keys:
         parts = parts.repartition(*keys)
     else:
@@ -1319,9 +1330,11 @@ def _agg_fn(qspec, keys, value, time, is_time, algorithm, vcols):
 
 def stream_aggregate(df: Any, queries: Any, value: str, time: str, key: Union[str, Sequence[str]],
                      watermark: Optional[str] = None) -> Any:
-    """Structured Streaming: time-window queries per key with each key's
-    slidewise.Stream kept in Spark state (transformWithStateInPandas);
-    see :mod:`slidewise._spark_stream`."""
+    """Structured Streaming: time-window or session-window queries per key,
+    as Spark's own streaming ``groupBy(key, F.window(...))`` /
+    ``groupBy(key, F.session_window(...))`` in append mode, with each key's
+    state in Spark (transformWithStateInPandas); see
+    :mod:`slidewise._spark_stream`."""
     from slidewise import _spark_stream
 
     return _spark_stream.stream_aggregate(df, queries, value, time, key, watermark)
