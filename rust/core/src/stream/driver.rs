@@ -175,7 +175,7 @@ impl<K: WindowOp> GroupOp for Driver<K> {
         if !K::TIMED {
             return Ok(None);
         }
-        let col = <K::In as FromArrow>::column(b.values)?;
+        let Some(ts) = b.ts else { return Ok(None) };
         let mut worst: Option<(usize, u32, i64, i64)> = None;
         let mut see = |row: usize, key: u32, t: i64, prev: i64| {
             if worst.is_none_or(|w| row < w.0) {
@@ -184,22 +184,21 @@ impl<K: WindowOp> GroupOp for Driver<K> {
         };
         match b.part {
             None => {
-                let rows = Rows { col, ts: b.ts, args: None };
-                if let Some((i, prev)) = self.states[0].check(&rows) {
-                    see(i, 0, b.ts.unwrap()[i], prev);
+                if let Some((i, prev)) = self.states[0].check(ts) {
+                    see(i, 0, ts[i], prev);
                 }
             }
             Some(part) => {
-                let g = gathered(&col, b, part);
+                // Only the times are needed here; push gathers the rest.
+                let tsg = gather(ts, &part.perm);
                 // A key new in this batch has no rows before (allocates nothing).
                 let probe = self.proto.fresh()?;
                 for s in 0..part.seg_key.len() {
                     let (lo, hi) = (part.bounds[s], part.bounds[s + 1]);
                     let key = part.seg_key[s];
                     let st = self.states.get(key as usize).unwrap_or(&probe);
-                    let nb = None;
-                    if let Some((j, prev)) = st.check(&g.rows(lo, hi, &nb)) {
-                        see(part.perm[lo + j] as usize, key, g.ts.as_ref().unwrap()[lo + j], prev);
+                    if let Some((j, prev)) = st.check(&tsg[lo..hi]) {
+                        see(part.perm[lo + j] as usize, key, tsg[lo + j], prev);
                     }
                 }
             }

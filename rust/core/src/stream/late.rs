@@ -148,7 +148,7 @@ where
         let queries = shared
             .specs
             .iter()
-            .map(|_| QState { agg: None, j: None, lo: 0, hi: 0, rows: 0, valid: 0, pending: Vec::new() })
+            .map(|_| QState::empty())
             .collect();
         LateWindow { shared, store: SliceStore::new(), queries }
     }
@@ -344,6 +344,11 @@ where
 }
 
 impl<M: Saved> QState<M> {
+    /// Not positioned, no aggregator: allocates nothing.
+    fn empty() -> Self {
+        QState { agg: None, j: None, lo: 0, hi: 0, rows: 0, valid: 0, pending: Vec::new() }
+    }
+
     fn agg(&mut self) -> &mut AnyGeneral<M> {
         self.agg.as_mut().expect("a positioned query has an aggregator")
     }
@@ -432,9 +437,7 @@ where
         // positions each query afresh at the first window still open, which
         // is where it stands now.
         if self.store.0.is_empty() && self.queries.iter().all(|q| q.rows == 0) {
-            for q in self.queries.iter_mut() {
-                *q = QState { agg: None, j: None, lo: 0, hi: 0, rows: 0, valid: 0, pending: Vec::new() };
-            }
+            self.queries.iter_mut().for_each(|q| *q = QState::empty());
             self.store = SliceStore::new();
         }
     }

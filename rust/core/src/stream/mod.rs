@@ -258,13 +258,12 @@ impl Stream for Spine {
         } else {
             None
         };
-        let wm_after = match (self.spec.lateness, ts) {
-            (Some(l), Some(ts)) => {
-                let m = ts.iter().copied().max().into_iter().chain(self.max_ts).max();
-                m.map(|m| m.saturating_sub(l))
-            }
-            _ => None,
+        // The largest time so far, and the watermark after this batch.
+        let max_ts = match (self.spec.lateness, ts) {
+            (Some(_), Some(ts)) => ts.iter().copied().max().into_iter().chain(self.max_ts).max(),
+            _ => self.max_ts,
         };
+        let wm_after = self.spec.lateness.and_then(|l| max_ts.map(|m| m.saturating_sub(l)));
         let gb = GroupBatch {
             values: b.values,
             ts,
@@ -289,11 +288,7 @@ impl Stream for Spine {
             let gb = GroupBatch { args, ..gb };
             per_group.push(g.op.push(&gb)?);
         }
-        if let Some(ts) = ts {
-            if self.spec.lateness.is_some() {
-                self.max_ts = ts.iter().copied().max().into_iter().chain(self.max_ts).max();
-            }
-        }
+        self.max_ts = max_ts;
         self.counts.rows_in += n as u64;
         self.counts.late += late.len() as u64;
         self.counts.on_time += (n - late.len()) as u64;

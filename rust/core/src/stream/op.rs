@@ -60,10 +60,10 @@ pub trait WindowOp: Send + Sized {
     /// An empty state of the same queries, sharing their plan; allocates
     /// nothing until it has rows.
     fn fresh(&self) -> Result<Self>;
-    /// Where `rows` break this partition's order rule: the index of the
+    /// Where the times `ts` of this partition's rows break its order rule: the index of the
     /// first offending row and the time it came after. Checked for every
     /// partition before any is pushed, so a refused batch changes nothing.
-    fn check(&self, _rows: &Rows<'_, Self::In>) -> Option<(usize, i64)> {
+    fn check(&self, _ts: &[i64]) -> Option<(usize, i64)> {
         None
     }
     /// Add rows (watermarked operators: every row is on time under

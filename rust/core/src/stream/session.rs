@@ -211,11 +211,11 @@ where
         Ok(SessionWindow::new(Arc::clone(&self.shared)))
     }
 
-    fn check(&self, rows: &Rows<'_, M::In>) -> Option<(usize, i64)> {
+    fn check(&self, ts: &[i64]) -> Option<(usize, i64)> {
         if self.shared.watermarked {
             return None;
         }
-        first_decrease(rows.ts.unwrap_or(&[]), self.last_ts)
+        first_decrease(ts, self.last_ts)
     }
 
     fn push(&mut self, rows: &Rows<'_, M::In>, _clock: Clock, em: &mut [Emit<M::Out>]) -> Result<()> {

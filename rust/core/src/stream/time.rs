@@ -251,8 +251,8 @@ where
         let agg = self.agg.renew(self.shared.plan.w_size + 1)?;
         TimeWindow::with_agg(Arc::clone(&self.shared), agg)
     }
-    fn check(&self, rows: &Rows<'_, M::In>) -> Option<(usize, i64)> {
-        first_decrease(rows.ts.unwrap_or(&[]), self.last_ts)
+    fn check(&self, ts: &[i64]) -> Option<(usize, i64)> {
+        first_decrease(ts, self.last_ts)
     }
     fn push(&mut self, rows: &Rows<'_, M::In>, _clock: Clock, em: &mut [Emit<M::Out>]) -> Result<()> {
         self.push_checked(&rows.col, rows.ts.unwrap_or(&[]), rows.args, em)
