@@ -44,6 +44,7 @@ def main(argv=None) -> None:
     from pyspark.sql import functions as F
 
     import slidewise.spark as ss
+    from slidewise.spark import _kernels, _order, _specs
 
     spark = (SparkSession.builder.master("local[2]").appName("slidewise-compare")
              .config("spark.ui.enabled", "false").config("spark.driver.memory", "3g")
@@ -79,10 +80,10 @@ def main(argv=None) -> None:
     # The keyed ordered path's compute pass alone, its halos found beforehand
     # (not timed): a floor for any keyed design that passes every row
     # through Python once.
-    specs = ss._make_specs(pa.float64(), w, "max", None, None, "auto")
-    tails = ss._check_pass(df, "v", "t", specs, [], ["k"])
+    specs = _specs._make_specs(pa.float64(), w, "max", None, None, "auto")
+    tails = _order._check_pass(df, "v", "t", specs, [], ["k"])
     halos = spark.sparkContext.broadcast(
-        ss._halos([(r.pid, r.n, r.tail) for r in tails], specs, pa.float64(), keyed=True))
+        _order._halos([(r.pid, r.n, r.tail) for r in tails], specs, pa.float64(), keyed=True))
 
     # The slidewise jobs timed below: (keyed, job).
     jobs = {
@@ -94,7 +95,8 @@ def main(argv=None) -> None:
         "slidewise keyed (applyInArrow)": (
             True, lambda: ss.rolling(df, "v", "t", w, "max", partition_by="k", method="apply")),
         "slidewise keyed, compute pass only (halos given)": (
-            True, lambda: df.mapInArrow(ss._roll_fn(specs, "v", "t", ["k"], [], halos), ss._schema_with(df, specs, []))),
+            True, lambda: df.mapInArrow(_kernels._roll_fn(specs, "v", "t", ["k"], [], halos),
+                                        _specs._schema_with(df, specs, []))),
     }
 
     # Before timing: each slidewise job's result against Spark's frames on
@@ -128,12 +130,14 @@ def main(argv=None) -> None:
         lambda: df.repartitionByRange(2, "t").sortWithinPartitions("t").mapInArrow(lambda it: it, df.schema))
     for name in ("slidewise unkeyed", "slidewise unkeyed (tiebreak=t)", "slidewise unkeyed (assume_sorted=True)"):
         res[name] = run(jobs[name][1])
-    assumed_path = ss._last_unkeyed_path  # "assumed": one JVM job for the partitions' first rows
+    # "assumed": one JVM job for the partitions' first rows (planned again, not timed)
+    assumed_path = ss.plan_rolling(df, "v", "t", w, "max", assume_sorted=True).path
     res["spark segment tree unkeyed"] = run(lambda: frame(False, True))
     if not args.skip_default:
         res["spark default frame unkeyed"] = run(lambda: frame(False, False))
     res["slidewise keyed (auto)"] = run(jobs["slidewise keyed (auto)"][1])
-    keyed_path = ss._last_keyed_path  # "ordered": no shuffle (spark.range is in t order)
+    # "ordered": no shuffle (spark.range is in t order; planned again, not timed)
+    keyed_path = ss.plan_rolling(df, "v", "t", w, "max", partition_by="k").path
     for name in ("slidewise keyed (mapInArrow)", "slidewise keyed (applyInArrow)",
                  "slidewise keyed, compute pass only (halos given)"):
         res[name] = run(jobs[name][1])

@@ -29,6 +29,7 @@ from pyspark.sql import Window  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
 import slidewise.spark as ss  # noqa: E402
+from slidewise.spark import _kernels, _order, _ship  # noqa: E402
 
 SPARK_FN = {"max": F.max, "min": F.min, "sum": F.sum, "mean": F.avg, "count": F.count, "std": F.stddev,
             "var": F.var_samp}
@@ -73,6 +74,20 @@ def _collect(spark, batch, job):
         return job().toArrow()
     finally:
         spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+
+
+def _planned(spark, batch, make):
+    """``make()`` (a slidewise.spark.plan_rolling call) made and run inside
+    _collect, so its check pass sees the same batch size: (the plan, its
+    result as a pyarrow Table)."""
+    plans = []
+
+    def job():
+        plans.append(make())
+        return plans[0].run()
+
+    got = _collect(spark, batch, job)
+    return plans[0], got
 
 
 def _table(x):
@@ -245,8 +260,8 @@ def test_rolling_unkeyed_ordered_input_skips_the_shuffle(spark, n, w, parts, bat
     checked), exact against Spark with ties in input order, halos across
     Arrow batches, across several short partitions and empty ones."""
     sdf = _ordered_sdf(spark, n, parts, ties=3)
-    got = _collect(spark, batch, lambda: ss.rolling(sdf, "v", "t", [w, 1, 7], AGGS))
-    assert ss._last_unkeyed_path == "ordered"
+    plan, got = _planned(spark, batch, lambda: ss.plan_rolling(sdf, "v", "t", [w, 1, 7], AGGS))
+    assert (plan.path, plan.keyed) == ("ordered", False)
     want = _spark_rows(sdf, [w, 1, 7], AGGS, None, ["t", "id"]).toArrow()
     _compare(got, want, [(f"{a}_{x}", f"ref_{a}_{x}") for x in [w, 1, 7] for a in AGGS])
 
@@ -259,8 +274,9 @@ def test_rolling_unkeyed_out_of_order_input_takes_the_range_path(spark):
     reversed_parts = sdf.withColumn("t", 1000 - F.spark_partition_id() * 100 + F.col("id") % 100)
     for df in [swapped, reversed_parts]:
         df = df.localCheckpoint()
-        got = ss.rolling(df, "v", "t", 9, ["sum", "max"], tiebreak="id").toArrow()
-        assert ss._last_unkeyed_path == "range"
+        plan = ss.plan_rolling(df, "v", "t", 9, ["sum", "max"], tiebreak="id")
+        assert plan.path == "range"
+        got = plan.run().toArrow()
         want = _spark_rows(df, [9], ["sum", "max"], None, ["t", "id"]).toArrow()
         _compare(got, want, [("sum_9", "ref_sum_9"), ("max_9", "ref_max_9")])
 
@@ -271,20 +287,22 @@ def test_rolling_unkeyed_assume_sorted(spark):
     order is an error when the job runs, not a wrong answer; partitions
     whose first rows are out of sequence take the shuffle path."""
     sdf = _ordered_sdf(spark, 700, 4, ties=3)
-    got = _collect(spark, "64", lambda: ss.rolling(sdf, "v", "t", [150, 4], ["sum", "max"], assume_sorted=True))
-    assert ss._last_unkeyed_path == "assumed"
+    plan, got = _planned(spark, "64", lambda: ss.plan_rolling(sdf, "v", "t", [150, 4], ["sum", "max"],
+                                                              assume_sorted=True))
+    assert plan.path == "assumed"
     want = _spark_rows(sdf, [150, 4], ["sum", "max"], None, ["t", "id"]).toArrow()
     _compare(got, want, [(f"{a}_{w}", f"ref_{a}_{w}") for w in [150, 4] for a in ["sum", "max"]])
 
     swapped = sdf.withColumn("t", F.when(F.col("id") == 100, F.lit(5)).otherwise(F.col("t"))).localCheckpoint()
-    out = ss.rolling(swapped, "v", "t", 9, "sum", assume_sorted=True)
-    assert ss._last_unkeyed_path == "assumed"  # the partition ranges still follow one another
+    plan = ss.plan_rolling(swapped, "v", "t", 9, "sum", assume_sorted=True)
+    assert plan.path == "assumed"  # the partition ranges still follow one another
     with pytest.raises(Exception, match="assume_sorted=True, but the rows"):
-        out.toPandas()
+        plan.run().toPandas()
 
     reversed_parts = sdf.withColumn("t", 1000 - F.spark_partition_id() * 300 + F.col("id") % 200).localCheckpoint()
-    got = ss.rolling(reversed_parts, "v", "t", 9, "sum", tiebreak="id", assume_sorted=True).toArrow()
-    assert ss._last_unkeyed_path == "range"
+    plan = ss.plan_rolling(reversed_parts, "v", "t", 9, "sum", tiebreak="id", assume_sorted=True)
+    assert plan.path == "range"
+    got = plan.run().toArrow()
     want = _spark_rows(reversed_parts, [9], ["sum"], None, ["t", "id"]).toArrow()
     _compare(got, want, [("sum_9", "ref_sum_9")])
 
@@ -296,8 +314,9 @@ def test_rolling_unkeyed_assume_sorted_partition_shapes(spark, ws, path):
     than a partition take the two-job tails path; window 1 needs no halo."""
     sdf = _ordered_sdf(spark, 700, 4, ties=3)  # 175 rows per partition
     sdf = sdf.filter((F.col("id") < 175) | ((F.col("id") >= 350) & (F.col("id") < 540))).localCheckpoint()
-    got = _collect(spark, "64", lambda: ss.rolling(sdf, "v", "t", ws, ["sum", "max", "count"], assume_sorted=True))
-    assert ss._last_unkeyed_path == path
+    plan, got = _planned(spark, "64", lambda: ss.plan_rolling(sdf, "v", "t", ws, ["sum", "max", "count"],
+                                                              assume_sorted=True))
+    assert plan.path == path
     want = _spark_rows(sdf, ws, ["sum", "max", "count"], None, ["t", "id"]).toArrow()
     _compare(got, want, [(f"{a}_{x}", f"ref_{a}_{x}") for x in ws for a in ["sum", "max", "count"]])
 
@@ -308,10 +327,10 @@ def test_rolling_unkeyed_assume_sorted_errors(spark):
     is an input whose rows change between the two jobs."""
     sdf = _ordered_sdf(spark, 700, 4, ties=3)
     late_end = sdf.withColumn("t", F.when(F.col("id") == 174, F.lit(10_000)).otherwise(F.col("t"))).localCheckpoint()
-    out = ss.rolling(late_end, "v", "t", 150, "sum", assume_sorted=True)
-    assert ss._last_unkeyed_path == "assumed"
+    plan = ss.plan_rolling(late_end, "v", "t", 150, "sum", assume_sorted=True)
+    assert plan.path == "assumed"
     with pytest.raises(Exception, match="assume_sorted=True, but the rows"):
-        out.toPandas()
+        plan.run().toPandas()
 
     def coin(i):
         # a fixed draw per (stage, row): each job's stages draw anew, so the
@@ -324,10 +343,10 @@ def test_rolling_unkeyed_assume_sorted_errors(spark):
 
     coin = F.udf(coin, "double").asNondeterministic()
     flaky = _ordered_sdf(spark, 2000, 4, ties=3).filter(coin(F.col("id")) < 0.8)
-    out = ss.rolling(flaky, "v", "t", 150, "sum", assume_sorted=True)
-    assert ss._last_unkeyed_path == "assumed"
+    plan = ss.plan_rolling(flaky, "v", "t", 150, "sum", assume_sorted=True)
+    assert plan.path == "assumed"
     with pytest.raises(Exception, match="rows differ between the two jobs"):
-        out.toPandas()
+        plan.run().toPandas()
 
 
 def test_rolling_unkeyed_order_known_to_spark(spark, tmp_path):
@@ -336,18 +355,19 @@ def test_rolling_unkeyed_order_known_to_spark(spark, tmp_path):
     it does not know, or that a null could break, still takes the check
     pass."""
     sdf = _ordered_sdf(spark, 900, 4, ties=3).filter(F.col("id") % 7 != 2)
-    assert ss._plan_sorted(sdf, ["id"]) and ss._plan_sorted(sdf.cache(), ["id"])
-    got = _collect(spark, "64", lambda: ss.rolling(sdf, "v", "id", [100, 5], ["sum", "max"]))
-    assert ss._last_unkeyed_path == "planned"
+    assert _order._plan_sorted(sdf, ["id"]) and _order._plan_sorted(sdf.cache(), ["id"])
+    plan, got = _planned(spark, "64", lambda: ss.plan_rolling(sdf, "v", "id", [100, 5], ["sum", "max"]))
+    assert plan.path == "planned"
     want = _spark_rows(sdf, [100, 5], ["sum", "max"], None, ["id"]).toArrow()
     _compare(got, want, [(f"{a}_{w}", f"ref_{a}_{w}") for w in [100, 5] for a in ["sum", "max"]])
     sdf.write.parquet(str(tmp_path / "p"))
     not_known = [sdf.withColumn("id", F.col("id") * -1), sdf.withColumn("id", F.when(F.col("id") > 0, F.col("id"))),
                  spark.read.parquet(str(tmp_path / "p")), sdf.orderBy("id")]
-    assert not any(ss._plan_sorted(d, ["id"]) for d in not_known)
-    assert not ss._plan_sorted(sdf, ["t"]) and not ss._plan_sorted(sdf, ["id", "t"])
-    got = ss.rolling(not_known[2], "v", "id", [5, 60], ["sum", "max"]).toArrow()
-    assert ss._last_unkeyed_path in ("ordered", "range")  # Parquet splits come largest first
+    assert not any(_order._plan_sorted(d, ["id"]) for d in not_known)
+    assert not _order._plan_sorted(sdf, ["t"]) and not _order._plan_sorted(sdf, ["id", "t"])
+    plan = ss.plan_rolling(not_known[2], "v", "id", [5, 60], ["sum", "max"])
+    assert plan.path in ("ordered", "range")  # Parquet splits come largest first
+    got = plan.run().toArrow()
     _compare(got, _spark_rows(not_known[2], [5, 60], ["sum", "max"], None, ["id"]),
              [(f"{a}_{w}", f"ref_{a}_{w}") for w in [5, 60] for a in ["sum", "max"]])
 
@@ -376,15 +396,15 @@ def test_rolling_keyed_ordered_input_skips_the_shuffle(spark, monkeypatch, n, w,
     across partition boundaries (partitions of n/parts rows, t = id // 3),
     per-key halos across chunks (small chunks, 50-row Arrow batches),
     across partitions, from several partitions back, empty partitions."""
-    monkeypatch.setattr(ss, "_CHUNK_ROWS", 1)  # chunks of 4*(w-1) rows, then 4x the halo
+    monkeypatch.setattr(_kernels, "_CHUNK_ROWS", 1)  # chunks of 4*(w-1) rows, then 4x the halo
     sdf = _keyed_ordered_sdf(spark, n, parts, ties=3, key_type=key_type)
     keys = ["k"]
     if two_keys:
         sdf = sdf.withColumn("k2", (F.col("id") / 7).cast("int") % 2)
         keys = ["k", "k2"]
-    got = _collect(spark, "50",
-                   lambda: ss.rolling(sdf, "v", "t", [w, 1, 7], AGGS, partition_by=keys, tiebreak=tiebreak))
-    assert ss._last_keyed_path == "ordered"
+    plan, got = _planned(spark, "50",
+                         lambda: ss.plan_rolling(sdf, "v", "t", [w, 1, 7], AGGS, partition_by=keys, tiebreak=tiebreak))
+    assert (plan.path, plan.keyed) == ("ordered", True)
     want = _spark_rows(sdf, [w, 1, 7], AGGS, keys, ["t", "id"]).toArrow()
     _compare(got, want, [(f"{a}_{x}", f"ref_{a}_{x}") for x in [w, 1, 7] for a in AGGS])
 
@@ -392,8 +412,9 @@ def test_rolling_keyed_ordered_input_skips_the_shuffle(spark, monkeypatch, n, w,
 def test_rolling_keyed_out_of_order_input_takes_the_shuffle(spark):
     """One partition out of order, partitions out of sequence, a tiebreak
     the partitions do not follow: the check sees it and the shuffle path
-    gives the exact result. Float keys and method="map" take the shuffle
-    path without a check."""
+    gives the exact result. method="map" takes the shuffle path without a
+    check; float keys (grouped as Spark groups them) the ordered path when
+    the input is in order."""
     sdf = _keyed_ordered_sdf(spark, 1200, 4, ties=2)
     swapped = sdf.withColumn("t", F.when(F.col("id") == 450, F.lit(10_000)).otherwise(F.col("t")))
     reversed_parts = sdf.withColumn("t", 5000 - F.spark_partition_id() * 1000 + F.col("id") % 300)
@@ -404,18 +425,21 @@ def test_rolling_keyed_out_of_order_input_takes_the_shuffle(spark):
     cases = [(swapped, "id", ["t", "id"]), (reversed_parts, "id", ["t", "id"]), (tie_back, "tb", ["t", "tb"])]
     for df, tb, order in cases:
         df = df.localCheckpoint()
-        got = ss.rolling(df, "v", "t", 9, ["sum", "max"], partition_by="k", tiebreak=tb).toArrow()
-        assert ss._last_keyed_path == "shuffle"
+        plan = ss.plan_rolling(df, "v", "t", 9, ["sum", "max"], partition_by="k", tiebreak=tb)
+        assert (plan.path, plan.keyed) == ("shuffle", True)
+        got = plan.run().toArrow()
         want = _spark_rows(df, [9], ["sum", "max"], ["k"], order).toArrow()
         _compare(got, want, [("sum_9", "ref_sum_9"), ("max_9", "ref_max_9")])
     # the default tiebreak is the input order: (t, id) here
     fk = sdf.withColumn("k", F.col("k").cast("double"))
-    got = ss.rolling(fk, "v", "t", [9, 1], ["sum", "max", "count"], partition_by="k").toArrow()
-    assert ss._last_keyed_path == "shuffle"
+    plan = ss.plan_rolling(fk, "v", "t", [9, 1], ["sum", "max", "count"], partition_by="k")
+    assert plan.path == "ordered"
+    got = plan.run().toArrow()
     _compare(got, _spark_rows(fk, [9, 1], ["sum", "max", "count"], ["k"], ["t", "id"]),
              [(f"{a}_{w}", f"ref_{a}_{w}") for w in [9, 1] for a in ["sum", "max", "count"]])
-    got = ss.rolling(sdf, "v", "t", 9, ["sum", "min"], partition_by="k", method="map").toArrow()
-    assert ss._last_keyed_path == "shuffle"
+    plan = ss.plan_rolling(sdf, "v", "t", 9, ["sum", "min"], partition_by="k", method="map")
+    assert plan.path == "shuffle"
+    got = plan.run().toArrow()
     _compare(got, _spark_rows(sdf, [9], ["sum", "min"], ["k"], ["t", "id"]),
              [("sum_9", "ref_sum_9"), ("min_9", "ref_min_9")])
 
@@ -427,15 +451,15 @@ def test_rolling_keyed_time_ordered_input(spark, monkeypatch, boundary_tie):
     partitions; ties inside a key are peers; a tie across a partition
     boundary takes the shuffle path. The reference orders by unix_micros
     (a double cast rounds 3.6 s to 3599999 us)."""
-    monkeypatch.setattr(ss, "_CHUNK_ROWS", 1)
+    monkeypatch.setattr(_kernels, "_CHUNK_ROWS", 1)
     sdf = _keyed_ordered_sdf(spark, 2400, 4, ties=4)  # partitions of 600 rows, t 0..149, 150..299, ...
     if boundary_tie:
         sdf = sdf.withColumn("t", F.when(F.col("id") == 600, F.lit(149)).otherwise(F.col("t")))
     sdf = sdf.withColumn("k", F.when(F.col("id") % 3 == 0, F.lit(1)).otherwise(F.col("k")))  # ties within key 1
     sdf = sdf.withColumn("ts", F.timestamp_millis(F.col("t") * 300))
-    got = _collect(spark, "50",
-                   lambda: ss.rolling(sdf, "v", "ts", ["2s", "30s"], ["sum", "max", "count"], partition_by="k"))
-    assert ss._last_keyed_path == ("shuffle" if boundary_tie else "ordered")
+    plan, got = _planned(spark, "50", lambda: ss.plan_rolling(sdf, "v", "ts", ["2s", "30s"], ["sum", "max", "count"],
+                                                              partition_by="k"))
+    assert plan.path == ("shuffle" if boundary_tie else "ordered")
     cols = []
     for name, r in [("2s", 2_000_000), ("30s", 30_000_000)]:
         win = Window.partitionBy("k").orderBy(F.unix_micros("ts")).rangeBetween(-(r - 1), 0)
@@ -452,8 +476,9 @@ def test_rolling_time_ordered_input(spark, boundary_tie):
     if boundary_tie:
         sdf = sdf.withColumn("t", F.when(F.col("id") == 200, F.lit(49)).otherwise(F.col("t")))
     sdf = sdf.withColumn("ts", F.timestamp_millis(F.col("t") * 300))
-    got = ss.rolling(sdf, "v", "ts", ["2s", "10s"], ["sum", "max", "count"]).toArrow()
-    assert ss._last_unkeyed_path == ("range" if boundary_tie else "ordered")
+    plan = ss.plan_rolling(sdf, "v", "ts", ["2s", "10s"], ["sum", "max", "count"])
+    assert plan.path == ("range" if boundary_tie else "ordered")
+    got = plan.run().toArrow()
     us = (F.col("ts").cast("double") * 1e6).cast("long")
     cols = []
     for name, r in [("2s", 2_000_000), ("10s", 10_000_000)]:
@@ -609,7 +634,7 @@ _SHIP_SCRIPT = textwrap.dedent(r'''
                           os.path.join(out, "keyed.arrow"))
     feather.write_feather(ss.rolling(sdf, "v", "t", 50, ["sum", "max"], num_partitions=3).toArrow(),
                           os.path.join(out, "unkeyed.arrow"))
-    imp = ss._import_slidewise  # pickled by value since ship()
+    from slidewise.spark._ship import _import_slidewise as imp  # pickled by value since ship()
     used = sc.parallelize([0], 1).map(lambda _: imp().__file__).collect()[0]
     print(json.dumps({"worker": worker, "worker_slidewise": used}))
     spark.stop()
@@ -658,7 +683,7 @@ def test_ships_itself_to_executors_without_slidewise(bare_python, tmp_path):
     assert worker["lacks_slidewise"], res
     hide = os.path.dirname(os.path.realpath(sw.__file__))
     used = os.path.realpath(res["worker_slidewise"])
-    assert not used.startswith(hide + os.sep) and ss._DIST_ALIAS in used.split(os.sep), res
+    assert not used.startswith(hide + os.sep) and _ship._DIST_ALIAS in used.split(os.sep), res
     assert list((tmp_path / "cache").glob("slidewise-*.zip"))
     # the in-process result on the same input, in (t) order (t has no ties)
     inp = feather.read_table(res_dir / "input.arrow").sort_by("t")
@@ -1078,6 +1103,89 @@ def test_stream_aggregate_equals_spark_streaming(spark, tmp_path, kind):
         _same_windows(g, w, ["k"], a, same_type=False)
 
 
+@pytest.mark.parametrize("kind", ["time", "sliding", "session"])
+def test_stream_aggregate_late_rows_equal_spark_drops(spark, tmp_path, kind):
+    """stream_aggregate(..., late_rows=True) gives (windows, late); a query
+    on each, side by side with Spark's own withWatermark("ts", "30
+    seconds").groupBy("k", window) over the same micro-batches, both
+    stopped after two batches and restarted from their checkpoints. The
+    batches of test_stream_aggregate_equals_spark_streaming, then one that
+    closes every window (z@2000) with two more late rows, a null and a NaN.
+    windows: exactly Spark's windows and values. late: exactly the rows
+    Spark dropped, with key, time and value (null and NaN apart): none of
+    them in a window of Spark's, and every other row (but z's) in one; per
+    batch (tumbling, sessions) as many as Spark's numRowsDroppedByWatermark,
+    which on each of the two queries counts one dropped probe per late row."""
+    last = [("a", 1001, None), ("b", 1002, float("nan")), ("z", 2000, 0.0)]
+    if kind == "session":
+        frames, window = _frames(_SESSION_BATCHES + [last]), F.session_window("ts", "10 seconds")
+        qs = [sw.Query(a, session="10s", name=a) for a in ("sum", "count")]
+    elif kind == "time":
+        frames, window = _frames(_TIME_BATCHES + [last]), F.window("ts", "10 seconds")
+        qs = [sw.Query(a, "10s", name=a) for a in ("sum", "count")]
+    else:
+        frames, window = _frames(_TIME_BATCHES + [last]), F.window("ts", "10 seconds", "5 seconds")
+        qs = [sw.Query(a, "10s", "5s", name=a) for a in ("sum", "count")]
+    aggs = {"sum": F.sum, "count": F.count}
+
+    def build(i):
+        return lambda sdf: ss.stream_aggregate(sdf, qs, "v", "ts", key="k", watermark="30 seconds", late_rows=True)[i]
+
+    src = str(tmp_path / "src")
+    outs = [str(tmp_path / "windows"), str(tmp_path / "late")]
+    ref, read_ref = _start_stream(spark, src, _reference_query(window, aggs))
+    try:
+        mine = [_start_stream(spark, src, build(i), out=o)[0] for i, o in enumerate(outs)]
+        try:
+            drops, *d1 = _feed(src, frames[:2], [ref, *mine])
+        finally:
+            for q in mine:
+                q.stop()
+        started = [_start_stream(spark, src, build(i), out=o) for i, o in enumerate(outs)]  # from the checkpoints
+        mine = [q for q, _ in started]
+        try:
+            d, *d2 = _feed(src, frames, [ref, *mine], first=2, together=kind == "sliding")
+        finally:
+            for q in mine:
+                q.stop()
+    finally:
+        ref.stop()
+    drops += d
+    want = read_ref()
+    got, late = (read() for _, read in started)
+    # windows: as without late_rows
+    assert got.column_names == ["k", "query", "window_start", "window_end", "value"]
+    for a in aggs:
+        g = got.filter(pc.equal(got["query"], a)).select(["k", "window_start", "window_end", "value"])
+        w = want.select(["k", "window_start", "window_end", a]).rename_columns(
+            ["k", "window_start", "window_end", "value"])
+        _same_windows(g, w, ["k"], a, same_type=False)
+    # late: the rows in no window of Spark's (every window is closed by now)
+    assert late.column_names == ["k", "ts", "v"] and late["v"].type == pa.float64()
+    allrows = pa.concat_tables(frames)
+    def rows(t):
+        return zip(t["k"].to_pylist(), _us(t["ts"]), map(str, t["v"].to_pylist()))
+
+    at = {r: i for i, r in zip(allrows["id"].to_pylist(), rows(allrows))}
+    assert len(at) == allrows.num_rows, "(k, ts, v) identifies a row"
+    late_ids = [at[r] for r in rows(late)]
+    assert len(late_ids) == len(set(late_ids))
+    in_windows = {i for ids in want["ids"].to_pylist() for i in ids}
+    drain = allrows.num_rows - 1
+    assert set(late_ids) == set(range(allrows.num_rows)) - in_windows - {drain}
+    assert len(late_ids) >= (3 if kind == "sliding" else 7) and {drain - 1, drain - 2} <= set(late_ids)
+    late = late.append_column("id", pa.array(late_ids, pa.int64()))
+    _compare(late, allrows.filter(pc.is_in(allrows["id"], pa.array(late_ids, pa.int64()))),
+             [("v", "v"), ("k", "k")])
+    if kind != "sliding":  # sliding: Spark counts the (row, window) pairs it drops
+        ends = np.cumsum([f.num_rows for f in frames])
+        per_batch = np.bincount(np.searchsorted(ends, late_ids, side="right"), minlength=len(frames)).tolist()
+        assert per_batch == drops, ("late rows per batch", per_batch, drops)
+        for x, y in zip(d1, d2):
+            assert x + y == drops  # one dropped probe per late row
+    assert sum(drops) >= 7
+
+
 def test_stream_aggregate_errors(spark):
     sdf = spark.createDataFrame(pd.DataFrame({"k": [1], "ts": pd.to_datetime([1], unit="s"), "v": [1.0]}))
     with pytest.raises(ValueError, match="once per kind"):
@@ -1093,3 +1201,120 @@ def test_stream_aggregate_errors(spark):
     with pytest.raises(ValueError, match="must be unique"):
         ss.stream_aggregate(sdf, [sw.Query("sum", "10s", name="a"), sw.Query("max", "10s", name="a")], "v", "ts",
                             "k", watermark="1 minute")
+
+
+# ---------------------------------------------------------------------------
+# float partition keys: grouped as Spark groups them (NaN keys one key, -0.0
+# the key 0.0, null keys one key, null apart from NaN)
+
+
+def test_canon_key_groups_floats_as_spark():
+    """The executor kernels' key canonicalisation, without Spark: every NaN
+    (any payload or sign) one key, -0.0 the key 0.0, nulls one key apart
+    from NaN; float32 keys too; other types unchanged."""
+    nan2 = np.array([0x7FF8000000000001, 0xFFF8000000000000], dtype=np.uint64).view(np.float64)
+    for typ in (pa.float64(), pa.float32()):
+        a = pa.array([1.5, float("nan"), nan2[0], nan2[1], -0.0, 0.0, None, None, 1.5], pa.float64()).cast(typ)
+        c = _kernels._canon_key(a)
+        assert c.type == pa.int64() and c.null_count == 2
+        ids = _kernels._key_ids([c]).tolist()
+        assert ids[1] == ids[2] == ids[3] and ids[4] == ids[5] and ids[6] == ids[7] and ids[0] == ids[8]
+        assert len({ids[0], ids[1], ids[4], ids[6]}) == 4
+        # runs: NaN NaN NaN is one run, -0.0 0.0 one run, null null one run
+        assert _kernels._run_starts([c], len(a)).tolist() == [0, 1, 4, 6, 8]
+        n = _kernels._norm_float(a)
+        assert n.type == typ and np.signbit(n.to_numpy(zero_copy_only=False)[4]) == False  # noqa: E712
+    s = pa.array(["a", None, "a"])
+    assert _kernels._canon_key(s) is s
+
+
+_FLOAT_KEYS = [float("nan"), -0.0, 0.0, None, 1.5, -2.0]
+
+
+def _float_key_sdf(spark, n, parts, key_type):
+    """_ordered_sdf (rows in (t, id) order, nulls and NaN in v, ties on t)
+    with a float key k drawn from NaN, -0.0, 0.0, null, 1.5, -2.0 by a hash
+    of id: -0.0 and 0.0 rows interleave, as do NaN and null rows."""
+    code = F.pmod(F.hash(F.col("id")), F.lit(len(_FLOAT_KEYS)))
+    k = F.lit(None)
+    for i, kv in reversed(list(enumerate(_FLOAT_KEYS))):
+        k = F.when(code == i, F.lit(kv)).otherwise(k)
+    sdf = _ordered_sdf(spark, n, parts, ties=3).withColumn("k", k.cast(key_type))
+    sdf = sdf.withColumn("ts", F.timestamp_millis(F.col("t") * 700))
+    kk = sdf.select("k").toArrow()["k"].combine_chunks()
+    x = kk.cast(pa.float64()).fill_null(1.0).to_numpy(zero_copy_only=False)
+    assert kk.null_count and np.isnan(x).any() and ((x == 0) & np.signbit(x)).any() and ((x == 0) & ~np.signbit(x)).any()
+    return sdf
+
+
+def _same_signs(got, want, col):
+    """The sign bits of a float column, row by row (-0.0 is not 0.0 here)."""
+    g = np.signbit(_table(got)[col].combine_chunks().cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False))
+    w = np.signbit(_table(want)[col].combine_chunks().cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False))
+    bad = np.flatnonzero(g != w)[:5]
+    assert not bad.size, (col, "sign differs at rows", bad.tolist())
+
+
+@pytest.mark.parametrize("key_type,case,time", [("double", "ordered", False), ("float", "ordered", False),
+                                                ("double", "shuffled", False), ("double", "map", False),
+                                                ("float", "apply", False), ("two", "ordered", False),
+                                                ("two", "shuffled", False), ("double", "ordered", True),
+                                                ("float", "shuffled", True), ("two", "map", True)])
+def test_rolling_float_keys_equal_spark(spark, monkeypatch, key_type, case, time):
+    """partition_by a float or double key holding NaN, -0.0, 0.0 and null
+    (and with a string key next to it): the same rows as Spark's own
+    Window.partitionBy(k).orderBy(t, id).rowsBetween(-(w-1), 0) (or
+    rangeBetween on the microsecond time), NaN keys one partition, -0.0
+    with 0.0, null keys apart from NaN; on every path (input in order:
+    per-key halos across partitions and chunks; shuffled input; map;
+    apply). The key column itself comes back as given (-0.0 stays -0.0, as
+    in Spark's window output)."""
+    monkeypatch.setattr(_kernels, "_CHUNK_ROWS", 1)  # chunks of 4*(w-1) rows, then 4x the halo
+    sdf = _float_key_sdf(spark, 1500, 4, "double" if key_type == "two" else key_type)
+    keys = ["k"]
+    if key_type == "two":
+        k2 = F.when(F.col("id") % 7 == 3, F.lit(None)).otherwise((F.col("id") % 2).cast("string"))
+        sdf = sdf.withColumn("k2", k2)
+        keys = ["k", "k2"]
+    if case == "shuffled":
+        sdf = sdf.orderBy(F.rand(5)).localCheckpoint()
+    method = case if case in ("map", "apply") else "auto"
+    windows = ["2s", "9s"] if time else [3, 40]
+    order = "ts" if time else "t"
+    plan, got = _planned(spark, "50", lambda: ss.plan_rolling(sdf, "v", order, windows, AGGS, partition_by=keys,
+                                                              tiebreak=None if time else "id", method=method))
+    assert plan.path == {"ordered": "ordered", "shuffled": "shuffle", "map": "shuffle", "apply": "apply"}[case]
+    cols = []
+    for w in windows:
+        if time:
+            r = int(pd.Timedelta(w).total_seconds() * 1e6)
+            win = Window.partitionBy(*keys).orderBy(F.unix_micros("ts")).rangeBetween(-(r - 1), 0)
+        else:
+            win = Window.partitionBy(*keys).orderBy("t", "id").rowsBetween(-(w - 1), 0)
+        cols += [SPARK_FN[a]("v").over(win).alias(f"ref_{a}_{w}") for a in AGGS]
+    want = sdf.select("id", *keys, *cols).toArrow()
+    _compare(got, want, [(f"{a}_{w}", f"ref_{a}_{w}") for w in windows for a in AGGS] + [(k, k) for k in keys])
+    _same_signs(got.sort_by("id"), want.sort_by("id"), "k")
+
+
+def test_aggregate_float_keys_equal_groupby(spark):
+    """aggregate keyed by a float key with NaN, -0.0, 0.0 and null: the
+    same groups and windows as groupBy(k, window) / session_window, and the
+    key as Spark's groupBy gives it (0.0 for the -0.0 and 0.0 rows, NaN,
+    null)."""
+    sdf = _float_key_sdf(spark, 1200, 3, "double")
+    qs = [sw.Query("sum", "10s", name="sum"), sw.Query("max", "10s", "5s", name="max"),
+          sw.Query("count", session="3s", name="sess")]
+    res = ss.aggregate(sdf, qs[:2], "v", "ts", key="k")
+    for name, fn, slide in [("sum", F.sum, "10 seconds"), ("max", F.max, "5 seconds")]:
+        want = _spark_windows(sdf, ["k"], "ts", "v", fn, "10 seconds", slide).toArrow()
+        got = res[name].toArrow()
+        _same_windows(got, want, ["k"], name)
+        srt = [("k", "ascending"), ("window_start", "ascending")]
+        _same_signs(got.sort_by(srt), want.sort_by(srt), "k")
+        assert want["k"].null_count and pc.any(pc.is_nan(want["k"])).as_py()
+    got = ss.aggregate(sdf, qs[2], "v", "ts", key="k").toArrow()
+    want = _spark_sessions(sdf, ["k"], "ts", "v", F.count, "3 seconds").toArrow()
+    _same_windows(got, want, ["k"], "sess")
+    srt = [("k", "ascending"), ("window_start", "ascending")]
+    _same_signs(got.sort_by(srt), want.sort_by(srt), "k")

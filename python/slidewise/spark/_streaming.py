@@ -38,6 +38,16 @@ same micro-batches:
   :class:`slidewise.Stream` (an on-time row joins, and merges, the open
   sessions it touches), and an emitted session's rows leave the state, so a
   later row never joins an emitted session (as in Spark).
+* The late rows' side output (``late_rows=True``): the rows the watermark refused (those
+  Spark drops above), with their key, time and value, as a second streaming
+  DataFrame. Spark's filter would drop them before the processor sees them,
+  so each row comes without an event time (Spark never drops it) and with a
+  probe row carrying the end of its last window as its event time instead:
+  the row is late exactly when Spark dropped that probe, i.e. when no probe
+  of its last window's end came through (probes of equal ends share their
+  fate). The processor emits late rows as output rows with a null query;
+  :func:`stream_aggregate` splits them off. numRowsDroppedByWatermark then
+  counts one dropped probe per late row (plus the sliding windows' probes).
 
 Nulls and NaN stay apart as in Spark: pandas (which the rows reach the
 processor in) has NaN for both, so a null flag of the value column travels
@@ -48,7 +58,6 @@ whose value is NaN gives NaN and one without a value null.
 from __future__ import annotations
 
 import pickle
-import sys
 from typing import Any, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
@@ -60,6 +69,9 @@ try:
 except ImportError:  # pragma: no cover - pyspark < 4
     StatefulProcessor = object  # type: ignore
 
+from ._ship import _import_slidewise, ship
+from ._specs import _listify
+
 # Spark's metadata key for a column's watermark delay (EventTimeWatermark.delayKey)
 _DELAY_KEY = "spark.watermarkDelayMs"
 # The input's extra columns (no leading "__": transformWithStateInPandas
@@ -67,6 +79,8 @@ _DELAY_KEY = "spark.watermarkDelayMs"
 # NaN) and the event-time column late rows are judged by.
 _NULL_COL = "slidewise_null"
 _LATE_COL = "slidewise_late_after"
+# The output's column for a late row's time (late_rows=True; null in window rows).
+_TIME_OUT = "slidewise_time"
 
 
 def _us(col: pd.Series) -> np.ndarray:
@@ -98,17 +112,28 @@ def _values(a: pa.Array) -> pd.Series:
     return pd.Series(pd.arrays.FloatingArray(v, a.is_null().to_numpy(zero_copy_only=False)))
 
 
-def _frame(keys, key, name, start, end, value: pa.Array) -> pd.DataFrame:
-    """Output rows of one query for one key (start, end: int64 us)."""
-    n = len(start)
+def _times(us, n: int) -> pd.Series:
+    """int64 microseconds (None: n nulls) -> UTC timestamps"""
+    if us is None:
+        return pd.Series(pd.NaT, index=range(n), dtype="datetime64[us, UTC]")
+    return pd.Series(pd.to_datetime(np.asarray(us, np.int64), unit="us", utc=True))
+
+
+def _frame(keys, key, name, start, end, value: pa.Array, late_col: bool = False, time=None) -> pd.DataFrame:
+    """Output rows of one query for one key (start, end: int64 us); with
+    ``late_col`` the late rows' time column too (``time``: a late row's
+    time; the rows are then late rows: no query, no window)."""
+    n = len(value)
     # strings as object dtype: pandas 3's Arrow-backed str columns, once
     # concatenated, hold chunked arrays, which trip pyspark's converter
     f = pd.DataFrame({k: pd.Series([kv] * n, dtype=object if isinstance(kv, str) else None)
                       for k, kv in zip(keys, key)})
     f["query"] = pd.Series([name] * n, dtype=object)
-    f["window_start"] = pd.to_datetime(np.asarray(start, np.int64), unit="us", utc=True)
-    f["window_end"] = pd.to_datetime(np.asarray(end, np.int64), unit="us", utc=True)
+    f["window_start"] = _times(start, n)
+    f["window_end"] = _times(end, n)
     f["value"] = _values(value)
+    if late_col:
+        f[_TIME_OUT] = _times(time, n)
     return f
 
 
@@ -133,14 +158,13 @@ class _Processor(StatefulProcessor):
     watermark of the key's last call (windows ending at or before it are
     final)."""
 
-    def __init__(self, queries, value: str, time: str, keys: List[str]):
+    def __init__(self, queries, value: str, time: str, keys: List[str], late: bool = False):
         # queries travel as bytes: unpickled after the shipped slidewise is importable
         self._qbytes, self.value, self.time, self.keys = pickle.dumps(queries), value, time, keys
+        self.late = late  # judge lateness here (late_rows=True) and emit the late rows
 
     def init(self, handle) -> None:
         from pyspark.sql.types import BinaryType, StructField, StructType
-
-        from slidewise.spark import _import_slidewise
 
         _import_slidewise()
         self.queries = pickle.loads(self._qbytes)
@@ -165,6 +189,12 @@ class _Processor(StatefulProcessor):
         new = [_frame_rows(df, self.time, self.value) for df in rows]
         t, v, m, ends = (np.concatenate([x[i] for x in new]) for i in range(4)) if new else (
             np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, bool), np.empty(0, np.int64))
+        if self.late and len(t):
+            # on time: a probe of the row's last window end came through
+            late = ~np.isin(self._late_after(t), ends)
+            if late.any():
+                yield _frame(self.keys, key, None, None, None, pa.array(v[late], mask=m[late]), True, t[late])
+                t, v, m = t[~late], v[~late], m[~late]
         yield from self._advance(key, st, timerValues.getCurrentWatermarkInMs(), t, v, m, ends)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
@@ -184,6 +214,11 @@ class _Processor(StatefulProcessor):
     def _last_ends(self, t: np.ndarray) -> np.ndarray:
         """Per query (rows), the end of the last window holding each time."""
         return np.array([t - np.mod(t, s) + r for r, s in self._spans()]).reshape(len(self.queries), len(t))
+
+    def _late_after(self, t: np.ndarray) -> np.ndarray:
+        """The event time each row is judged late by (stream_aggregate's
+        late_after): the end of its last window, the smallest over queries."""
+        return self._last_ends(t).min(axis=0)
 
     def _advance(self, key, st, wm_ms: int, nt, nv, nm, probes) -> Iterator[pd.DataFrame]:
         import slidewise as sw
@@ -221,7 +256,8 @@ class _Processor(StatefulProcessor):
                     ok = has_old | has_last | np.isin(e, probes)
                     if ok.any():
                         idx = np.flatnonzero(sel)[ok]
-                        frames.append(_frame(self.keys, key, q.name, start[idx], end[idx], vals.take(pa.array(idx))))
+                        frames.append(_frame(self.keys, key, q.name, start[idx], end[idx], vals.take(pa.array(idx)),
+                                             self.late))
         if n < len(t):
             # the first windows of the rows at or after the watermark
             e = min(((t[n] - r) // s + 1) * s + r for r, s in self._spans())
@@ -243,11 +279,16 @@ class _Processor(StatefulProcessor):
 class _SessionProcessor(_Processor):
     """Session queries: per key, the rows (time, value, null, and per query
     whether one of its open sessions holds the row) of the sessions not yet
-    emitted; Spark has dropped the late rows before they get here."""
+    emitted; Spark has dropped the late rows before they get here (with
+    ``late``: _Processor.handleInputRows has split them off)."""
 
     def _empty(self):
         return {"t": np.empty(0, np.int64), "v": np.empty(0, np.float64), "m": np.empty(0, bool),
                 "need": np.empty((0, len(self.queries)), bool)}
+
+    def _late_after(self, t: np.ndarray) -> np.ndarray:
+        """The end of each row's own session window, the smallest gap."""
+        return t + min(q.session for q in self.queries) // 1000
 
     def _advance(self, key, st, wm_ms: int, nt, nv, nm, probes) -> Iterator[pd.DataFrame]:
         import slidewise as sw
@@ -269,7 +310,8 @@ class _SessionProcessor(_Processor):
             start, end, vals = _windows(res)
             done = end <= wm
             if done.any():
-                frames.append(_frame(self.keys, key, q.name, start[done], end[done], vals.filter(pa.array(done))))
+                frames.append(_frame(self.keys, key, q.name, start[done], end[done], vals.filter(pa.array(done)),
+                                     self.late))
                 # an emitted session's rows: [start, end - gap]; a later row starts a new session
                 gap = q.session // 1000
                 lo = np.searchsorted(tq, start[done], "left")
@@ -293,7 +335,7 @@ class _SessionProcessor(_Processor):
 
 
 def stream_aggregate(df: Any, queries: Any, value: str, time: str, key: Union[str, Sequence[str]],
-                     watermark: Optional[str] = None) -> Any:
+                     watermark: Optional[str] = None, late_rows: bool = False) -> Any:
     """Time-window or session-window queries over a streaming DataFrame,
     per key, with state kept across micro-batches: rows (key..., query,
     window_start, window_end, value) appended as the watermark passes each
@@ -303,12 +345,22 @@ def stream_aggregate(df: Any, queries: Any, value: str, time: str, key: Union[st
     be on ``time``: ``watermark`` (e.g. ``"10 seconds"``) calls
     ``withWatermark(time, watermark)``, or call it on ``df`` first. Rows
     with a null time belong to no window.
+
+    ``late_rows=True`` returns ``(windows, late)``: ``windows`` as above and
+    ``late`` the rows the watermark refused (those Spark's own aggregation
+    drops, counting them in numRowsDroppedByWatermark), with columns (key...,
+    ``time``, ``value``), appended in the micro-batch that refused them. Both
+    are streaming DataFrames from one ``transformWithStateInPandas``; a
+    query started on either runs the whole aggregation (with its own
+    checkpoint and state) and judges lateness by its own micro-batches, so
+    two queries split the rows alike when their micro-batches are alike
+    (e.g. a file source with ``maxFilesPerTrigger``). The late ``value`` has
+    the input's type; integers pass through pandas' float64 on the way
+    (exact up to 2**53).
     """
     import slidewise as sw
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
-
-    from slidewise.spark import _listify, ship
 
     queries = [queries] if isinstance(queries, sw.Query) else list(queries)
     if not queries or not all(isinstance(q, sw.Query) for q in queries):
@@ -330,7 +382,7 @@ def stream_aggregate(df: Any, queries: Any, value: str, time: str, key: Union[st
     for c in keys + [value, time]:
         if c not in df.columns:
             raise ValueError(f"column {c!r} is not in the DataFrame (columns: {df.columns})")
-    for c in (_NULL_COL, _LATE_COL):
+    for c in (_NULL_COL, _LATE_COL) + ((_TIME_OUT,) if late_rows else ()):
         if c in df.columns:
             raise ValueError(f"column name {c!r} is taken (stream_aggregate's own column)")
     if watermark is not None:
@@ -339,23 +391,29 @@ def stream_aggregate(df: Any, queries: Any, value: str, time: str, key: Union[st
     if delay is None:
         raise ValueError(f"stream_aggregate needs the stream's watermark on {time!r}: pass watermark=... "
                          f"or call df.withWatermark({time!r}, ...) first")
-    ship(df.sparkSession)
-    from pyspark import cloudpickle
-
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    value_type = df.schema[value].dataType
+    ship(df.sparkSession)  # also pickles this module's processors by value
     schema = T.StructType([T.StructField(k, df.schema[k].dataType) for k in keys] +
                           [T.StructField("query", T.StringType()),
                            T.StructField("window_start", T.TimestampType()),
                            T.StructField("window_end", T.TimestampType()),
-                           T.StructField("value", T.DoubleType())])
+                           T.StructField("value", T.DoubleType())] +
+                          ([T.StructField(_TIME_OUT, T.TimestampType())] if late_rows else []))
     # the end of the last window a row could join: Spark's transformWithState
     # drops the rows where it is at or before the previous batch's watermark
     df = df.filter(F.col(time).isNotNull())
     t = F.col(time)
+    pos, end = "slidewise_pos", "slidewise_end"
     if sessions:
         gap = min(q.session for q in queries) // 1000
         late_after = t + F.expr(f"INTERVAL {gap} MICROSECONDS")
-        proc = _SessionProcessor(queries, value, time, keys)
+        if late_rows:
+            # the row without an event time (never dropped), then its probe
+            none = F.when(F.lit(False), late_after)
+            df = df.select(*keys, time, value, F.posexplode(F.array(none, late_after)).alias(pos, end))
+            t = F.when(F.col(pos) == 0, F.col(time))
+            late_after = F.col(end)
+        proc = _SessionProcessor(queries, value, time, keys, late_rows)
     else:
         us = F.unix_micros(t)
         lasts = [us - F.pmod(us, F.lit(q.slide // 1000)) + F.lit(q.range // 1000) for q in queries]
@@ -363,16 +421,24 @@ def stream_aggregate(df: Any, queries: Any, value: str, time: str, key: Union[st
         # sliding windows: a probe row per earlier window of the row (its end)
         probes = [last_q - F.lit(j * (q.slide // 1000)) for q, last_q in zip(queries, lasts)
                   for j in range(1, -(-q.range // q.slide))]
-        if probes:
-            pos, end = "slidewise_pos", "slidewise_end"
-            df = df.select(*keys, time, value, F.posexplode(F.array(last, *probes)).alias(pos, end))
+        if probes or late_rows:
+            # late_rows: the row without an event time (never dropped), then
+            # the probe of its last window's end
+            first = [F.lit(None).cast("long"), last] if late_rows else [last]
+            df = df.select(*keys, time, value, F.posexplode(F.array(*first, *probes)).alias(pos, end))
             t = F.when(F.col(pos) == 0, F.col(time))
             last = F.col(end)
         late_after = F.timestamp_micros(last)
-        proc = _Processor(queries, value, time, keys)
+        proc = _Processor(queries, value, time, keys, late_rows)
     cols = [*keys,
             # explicit metadata without the delay key: late rows are judged by late_after, not time
             t.alias(time, metadata={"slidewise.eventTime": True}),
             value, F.col(value).isNull().alias(_NULL_COL),
             late_after.alias(_LATE_COL, metadata={_DELAY_KEY: delay})]
-    return df.select(*cols).groupBy(*keys).transformWithStateInPandas(proc, schema, "Append", "EventTime")
+    out = df.select(*cols).groupBy(*keys).transformWithStateInPandas(proc, schema, "Append", "EventTime")
+    if not late_rows:
+        return out
+    windows = out.filter(F.col("query").isNotNull()).select(*keys, "query", "window_start", "window_end", "value")
+    late = out.filter(F.col("query").isNull()).select(*keys, F.col(_TIME_OUT).alias(time),
+                                                      F.col("value").cast(value_type).alias(value))
+    return windows, late

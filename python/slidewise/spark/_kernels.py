@@ -1,0 +1,615 @@
+"""Executor kernels: the functions Spark runs on executors and what they use.
+
+* :func:`_roll_fn` (``mapInArrow``): :class:`_Roller` carries the halo of
+  the current key (or, keys interleaved, of every key) across Arrow batches
+  and computes each spec with :func:`_compute`; :func:`_forwarded` feeds a
+  partition the next one's first rows (``assume_sorted``).
+* :func:`_apply_fn` (``groupBy().applyInArrow``): one key group at a time.
+* :func:`_tail_fn` (``mapInArrow``, the check pass): per partition its row
+  count, its tail and whether it is in order.
+* :func:`_agg_fn` (``mapInArrow``): one :class:`slidewise.Stream` per key run
+  for :func:`slidewise.spark.aggregate`.
+
+Keys. Key columns are compared (run starts, key ids, the halo's key, the
+current key) only through :func:`_canon_key`: float and double keys become
+int64 bit patterns after -0.0 is replaced by 0.0 and every NaN by one NaN,
+nulls stay null. So all NaN keys are one key, -0.0 is the key 0.0 and the
+null keys are one key (not NaN's), as Spark groups them (its hash
+partitioning and sort put such rows together, and its groupBy outputs the
+normalised key: :func:`_agg_fn` emits it too).
+
+These functions are pickled by value (see :mod:`slidewise.spark._ship`):
+they import slidewise only through :func:`_import_slidewise`, never as a
+module global.
+"""
+
+from __future__ import annotations
+
+import inspect
+import io
+import itertools
+import pickle
+from typing import Iterator, List, Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from ._ship import _import_slidewise
+from ._specs import _copy_spec, _Spec
+
+
+def _native_keys(sw) -> bool:
+    try:
+        return "keys" in inspect.signature(sw.rolling).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _normalised(a: pa.Array):
+    """A float column's values as float64 with -0.0 -> 0.0 and every NaN the
+    one NaN (nulls as 0.0), and its null mask (None: no nulls)."""
+    v = a.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False) + 0.0  # -0.0 + 0.0 == 0.0
+    v[np.isnan(v)] = np.nan
+    return v, (a.is_null().to_numpy(zero_copy_only=False) if a.null_count else None)
+
+
+def _norm_float(a: pa.Array) -> pa.Array:
+    """A key column as Spark's groupBy outputs it: floats normalised
+    (-0.0 -> 0.0, every NaN the one NaN, nulls kept); other types unchanged."""
+    if isinstance(a, pa.ChunkedArray):
+        a = a.combine_chunks()
+    if not pa.types.is_floating(a.type):
+        return a
+    v, mask = _normalised(a)
+    return pa.array(v, mask=mask).cast(a.type)
+
+
+def _canon_key(a: pa.Array) -> pa.Array:
+    """A key column to compare and hash rows by, as Spark groups them:
+    float/double as the int64 bit patterns of the normalised values, nulls
+    kept; other types unchanged (idempotent)."""
+    if isinstance(a, pa.ChunkedArray):
+        a = a.combine_chunks()
+    if not pa.types.is_floating(a.type):
+        return a
+    v, mask = _normalised(a)
+    return pa.array(v.view(np.int64), mask=mask)
+
+
+def _run_starts(cols: Sequence[pa.Array], n: int) -> np.ndarray:
+    """Row positions where a new run of equal key tuples starts (always 0);
+    ``cols`` canonical (:func:`_canon_key`): NaN equals NaN, null only null."""
+    import pyarrow.compute as pc
+
+    change = np.zeros(n, dtype=bool)
+    if n:
+        change[0] = True
+    for a in cols:
+        if n < 2:
+            break
+        x, y = a.slice(1), a.slice(0, n - 1)
+        ne = pc.fill_null(pc.not_equal(x, y), False)
+        if a.null_count:
+            ne = pc.or_(ne, pc.xor(x.is_null(), y.is_null()))
+        change[1:] |= ne.to_numpy(zero_copy_only=False)
+    return np.flatnonzero(change)
+
+
+def _key_ids(cols: Sequence[pa.Array]) -> np.ndarray:
+    """A dense int64 id per row for its key tuple; ``cols`` canonical
+    (:func:`_canon_key`); null is a key value of its own (as in Spark's
+    partitionBy)."""
+    import pyarrow.compute as pc
+
+    ids = None
+    for c in cols:
+        if isinstance(c, pa.ChunkedArray):
+            c = c.combine_chunks()
+        d = pc.dictionary_encode(c, null_encoding="encode")
+        i = d.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        ids = i if ids is None else np.unique(ids * len(d.dictionary) + i, return_inverse=True)[1]
+    return ids
+
+
+def _last_rows(ids: np.ndarray, m: int) -> np.ndarray:
+    """Mask of the rows that are among the last ``m`` rows of their key."""
+    if m == 0:
+        return np.zeros(len(ids), dtype=bool)
+    counts = np.bincount(ids)
+    # each key's rows, in order (16-bit ids: numpy's radix sort, 2-3x faster)
+    rows = np.argsort(ids.astype(np.uint16) if len(counts) <= 1 << 16 else ids, kind="stable")
+    ends = np.cumsum(counts)
+    # per key, the row where its last m rows begin (0: all its rows)
+    first = np.zeros(len(counts), dtype=np.int64)
+    more = counts > m
+    first[more] = rows[ends[more] - m]
+    return np.arange(len(ids)) >= first[ids]
+
+
+def _trim_keyed(t: pa.Table, m: int) -> pa.Table:
+    """A (v, k0, k1, ...) table (canonical keys) cut to the last ``m`` rows
+    of each key."""
+    return t.filter(pa.array(_last_rows(_key_ids(t.columns[1:]), m)))
+
+
+def _last_peer(t: np.ndarray, starts: np.ndarray) -> Optional[np.ndarray]:
+    """Per row, the last row with its time in its run (None: no ties)."""
+    n = len(t)
+    newgrp = np.ones(n, dtype=bool)
+    newgrp[1:] = t[1:] != t[:-1]
+    newgrp[starts] = True
+    if newgrp.all():
+        return None
+    firsts = np.flatnonzero(newgrp)
+    return (np.append(firsts[1:], n) - 1)[np.cumsum(newgrp) - 1]
+
+
+def _compute(sw, spec: _Spec, vals: pa.Array, ts: Optional[pa.Array], starts: np.ndarray,
+             keys: Optional[pa.Array] = None) -> pa.Array:
+    """spec over vals, resetting at each run start, or per key id when
+    ``keys`` is given (interleaved keys, count windows); the Spark peer
+    rule for time windows (tied times all take the last peer's value)."""
+    n = len(vals)
+    mp = spec.min_periods
+    if spec.agg in ("std", "var") and mp is not None and mp < 2:
+        mp = None  # a single value gives null in slidewise as in Spark
+
+    def one(v, t):
+        if spec.time:
+            return sw.rolling(v, spec.units, spec.agg, timestamps=t, min_periods=mp, algorithm=spec.algorithm)
+        return sw.rolling(v, spec.window, spec.agg, min_periods=mp, algorithm=spec.algorithm)
+
+    if keys is None and len(starts) > 1 and _native_keys(sw) and not spec.time:
+        keys = pa.array(np.repeat(np.arange(len(starts), dtype=np.int64), np.diff(np.append(starts, n))))
+    if keys is not None:
+        out = sw.rolling(vals, spec.units if spec.time else spec.window, spec.agg, keys=keys,
+                         timestamps=ts if spec.time else None, min_periods=mp, algorithm=spec.algorithm)
+    elif len(starts) <= 1:
+        out = one(vals, ts)
+    else:
+        ends = np.append(starts[1:], n)
+        out = pa.concat_arrays([one(vals.slice(a, b - a), None if ts is None else ts.slice(a, b - a))
+                                for a, b in zip(starts, ends)])
+    if spec.time and n:
+        t = ts.to_numpy()
+        if keys is None:
+            peer = _last_peer(t, starts)
+        else:  # interleaved keys: the same within each key's rows, in order
+            rows = np.argsort(keys.to_numpy(), kind="stable")
+            k = keys.to_numpy()[rows]
+            peer = _last_peer(t[rows], np.flatnonzero(np.append(True, k[1:] != k[:-1])))
+            if peer is not None:
+                back = np.empty(n, dtype=np.int64)
+                back[rows] = rows[peer]
+                peer = back
+        if peer is not None:
+            out = out.take(pa.array(peer))
+    if out.type != spec.arrow_type:
+        out = out.cast(spec.arrow_type)
+    return out
+
+
+class _Roller:
+    """Carries the halo of the current key across Arrow batches.
+
+    Input: batches sorted by (keys, order, tiebreak). Output: the same rows
+    plus one column per spec. Count windows keep the last ``max(w)-1``
+    values of the current key; time windows keep the rows within the
+    longest range of the last time, and hold back the last run of tied
+    times until a later time (or key, or the end) shows the run complete.
+
+    ``interleaved``: batches in (order, tiebreak) order with the keys
+    mixed; the halo is then a (v, k0, ...[, t]) table prepended to each
+    chunk: the last ``max(w)-1`` rows of every key seen, or the rows
+    within the longest range of the last time (all keys).
+    """
+
+    def __init__(self, sw, specs: List[_Spec], value: str, order: str, keys: List[str], drop: List[str],
+                 halo: Optional[pa.Table] = None, target_rows: int = 1 << 16, interleaved: bool = False):
+        self.sw, self.specs, self.value, self.order, self.keys, self.drop = sw, specs, value, order, keys, drop
+        self.interleaved = interleaved
+        self.time = specs[0].time
+        self.halo_key: Optional[tuple] = () if halo is not None else None
+        self.halo = halo  # columns: value[, ts]
+        self.pending: Optional[pa.Table] = None
+        self.unit_ns: Optional[int] = None
+        self.ts_type = None
+        self.hmax = max(s.window for s in specs) - 1 if not self.time else None
+        self.target = max(target_rows, 4 * (self.hmax or 0))
+        self.buf: List[pa.RecordBatch] = []
+        self.nbuf = 0
+        # Columns whose order the caller vouched for (assume_sorted): checked
+        # row by row here, since no sort put the rows in order.
+        self.check: Optional[List[str]] = None
+        self.last_checked: Optional[tuple] = None
+
+    def _ts(self, t: pa.Table) -> pa.Array:
+        from slidewise import _time
+
+        col = t.column(self.order)
+        ts, unit_ns, typ = _time.time_column(col, f"order column {self.order!r}")
+        if self.unit_ns is None:
+            self.unit_ns, self.ts_type = unit_ns, typ
+            for s in self.specs:
+                s.units = _time.to_units("window", _time.duration_ns("window", s.window), unit_ns)
+            self.rmax = max(s.units for s in self.specs)
+        return ts
+
+    def _check_order(self, table: pa.Table) -> None:
+        ok, _, self.last_checked = _order_step(table, self.check, self.last_checked)
+        if not ok:
+            raise ValueError(f"assume_sorted=True, but the rows of a partition (or of a partition and the first rows "
+                             f"of the next) are not in order of {self.check} "
+                             "(or hold nulls there); sort the DataFrame or drop assume_sorted")
+
+    def feed(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+        self.buf.append(batch)
+        self.nbuf += batch.num_rows
+        if self.nbuf >= self.target:
+            yield from self._process(final=False)
+
+    def finish(self) -> Iterator[pa.RecordBatch]:
+        yield from self._process(final=True)
+
+    def _process(self, final: bool) -> Iterator[pa.RecordBatch]:
+        parts = ([self.pending] if self.pending is not None else []) + \
+            ([pa.Table.from_batches(self.buf)] if self.buf else [])
+        self.buf, self.nbuf, self.pending = [], 0, None
+        if not parts:
+            return
+        table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        n = table.num_rows
+        if n == 0:
+            return
+        if self.check:
+            self._check_order(table)
+        if self.interleaved:
+            ts = self._ts(table) if self.time else None
+            if self.time and not final:
+                # hold back the rows of the last time: its run may go on
+                cut = int(np.searchsorted(ts.to_numpy(), ts[-1].as_py(), side="left"))
+                self.pending = table.slice(cut)
+                if cut == 0:
+                    return
+                table, ts = table.slice(0, cut), ts.slice(0, cut)
+            yield from self._append(table, self._interleaved(table, ts))
+            return
+        keycols = [_canon_key(table.column(k)) for k in self.keys]
+        starts = _run_starts(keycols, n)
+        ts = self._ts(table) if self.time else None
+        cut = n
+        if self.time and not final:
+            # hold back the last run of tied times of the last key
+            t = ts.to_numpy()
+            last = t[-1]
+            i = n - 1
+            lo = starts[-1]
+            # rows [j, n) have t == last within the last key run
+            j = int(np.searchsorted(t[lo:], last, side="left")) + lo
+            cut = j
+            i = cut
+            if cut == 0:
+                self.pending = table
+                return
+        if cut < n:
+            self.pending = table.slice(cut)
+            table = table.slice(0, cut)
+            keycols = [k.slice(0, cut) for k in keycols]
+            starts = starts[starts < cut]
+            ts = ts.slice(0, cut)
+            n = cut
+        vals = table.column(self.value).combine_chunks()
+        # prepend the halo when the first run continues the halo's key
+        first_key = tuple(k[0].as_py() for k in keycols)
+        h = 0
+        if self.halo is not None and self.halo_key == first_key and self.halo.num_rows:
+            h = self.halo.num_rows
+            hv = self.halo.column(0).combine_chunks()
+            if hv.type != vals.type:
+                hv = hv.cast(vals.type)
+            vals = pa.concat_arrays([hv, vals])
+            if self.time:
+                hts = self.halo.column(1).combine_chunks()
+                ts = pa.concat_arrays([hts, ts])
+            starts = starts + h
+            starts[0] = 0
+        outs = [_compute(self.sw, s, vals, ts, starts).slice(h) for s in self.specs]
+        # new halo: the tail of the last run
+        lo = int(starts[-1])
+        if self.time:
+            t = ts.to_numpy()
+            j = int(np.searchsorted(t[lo:], t[-1] - self.rmax, side="right")) + lo
+            self.halo = pa.table([vals.slice(j), ts.slice(j)], names=["v", "t"])
+        else:
+            j = max(lo, len(vals) - self.hmax)
+            self.halo = pa.table([vals.slice(j)], names=["v"])
+        self.halo_key = tuple(k[-1].as_py() for k in keycols)
+        yield from self._append(table, outs)
+        if final and self.pending is not None:
+            yield from self._process(final=True)
+
+    def _interleaved(self, table: pa.Table, ts: Optional[pa.Array]) -> List[pa.Array]:
+        nk = len(self.keys)
+        cols = [table.column(self.value)] + [_canon_key(table.column(k)) for k in self.keys] + \
+            ([ts] if self.time else [])
+        cur = pa.table(cols, names=["v"] + [f"k{i}" for i in range(nk)] + (["t"] if self.time else []))
+        h = 0 if self.halo is None else self.halo.num_rows
+        both = cur if not h else pa.concat_tables([self.halo, cur])
+        ids = _key_ids(both.columns[1:1 + nk])
+        vals, kid = both.column(0).combine_chunks(), pa.array(ids)
+        ts = both.column("t").combine_chunks() if self.time else None
+        outs = [_compute(self.sw, s, vals, ts, None, keys=kid).slice(h) for s in self.specs]
+        if self.time:
+            # rows in order of time: the halo is the rows within the longest range of the last time
+            t = ts.to_numpy()
+            self.halo = both.slice(int(np.searchsorted(t, t[-1] - self.rmax, side="right")))
+        else:
+            self.halo = both.filter(pa.array(_last_rows(ids, self.hmax)))
+        # the halo is recomputed with every chunk: keep chunks well above it
+        self.target = max(self.target, 4 * self.halo.num_rows)
+        return outs
+
+    def _append(self, table: pa.Table, outs: List[pa.Array]) -> Iterator[pa.RecordBatch]:
+        if self.drop:
+            table = table.drop_columns(self.drop)
+        for s, o in zip(self.specs, outs):
+            table = table.append_column(pa.field(s.name, s.arrow_type), o)
+        yield from table.to_batches()
+
+
+# Rows per slidewise call in the mapInArrow passes (at least); tests set it
+# small to carry halos across chunks.
+_CHUNK_ROWS = 1 << 16
+
+
+def _roll_fn(specs, value, order, keys, drop, halos=None, target_rows=None, check=None, forward=None):
+    """The mapInArrow function. ``halos``: a broadcast {partition: IPC
+    table} prepended to the partition's rows. ``forward``: a broadcast
+    _forward_heads plan (unkeyed, count windows, assume_sorted)."""
+    target_rows = _CHUNK_ROWS if target_rows is None else target_rows
+
+    def fn(it):
+        sw = _import_slidewise()
+        halo = None
+        skip = 0
+        if halos is not None or forward is not None:
+            from pyspark import TaskContext
+
+            pid = TaskContext.get().partitionId()
+        if halos is not None:
+            raw = halos.value.get(pid)
+            if raw is not None:
+                halo = _from_ipc(raw)
+            elif not keys:
+                halo = pa.table({"v": pa.array([], pa.float64())})
+        if forward is not None:
+            it, skip = _forwarded(it, forward.value.get(pid), check)
+        # halos with keys: the keyed ordered path, keys interleaved in the rows
+        r = _Roller(sw, [_copy_spec(s) for s in specs], value, order, keys, drop, halo, target_rows,
+                    interleaved=bool(keys) and halos is not None)
+        r.check = check
+        out = (o for b in it for o in r.feed(b))
+        for o in itertools.chain(out, r.finish()):
+            if skip:  # the partition's first rows: its predecessor emitted them
+                cut = min(skip, o.num_rows)
+                o, skip = o.slice(cut), skip - cut
+            if o.num_rows:
+                yield o
+    return fn
+
+
+def _forwarded(it, plan, keys: List[str]):
+    """A partition's input under a _forward_heads plan: its own batches, the
+    first of which must match the heads the plan was made from (else the
+    input changed between the two jobs), then the next partition's heads;
+    and how many of its own first rows not to emit."""
+    if plan is None:  # empty when the plan was made
+        for b in it:
+            if b.num_rows:
+                raise ValueError(_NONDET)
+        return iter(()), 0
+    skip, own, nxt = plan
+    own = _from_ipc(own)
+
+    def gen():
+        seen = []
+        nseen = 0
+        schema = None
+        for b in it:
+            schema = b.schema
+            if nseen < own.num_rows:
+                seen.append(b)
+                nseen += b.num_rows
+                if nseen >= own.num_rows:
+                    _same_heads(pa.Table.from_batches(seen), own, keys)
+            yield b
+        if nseen < own.num_rows:
+            raise ValueError(_NONDET)
+        if nxt is not None:
+            t = _from_ipc(nxt)
+            if schema is not None and not t.schema.equals(schema):
+                t = t.cast(schema)
+            yield from t.to_batches()
+    return gen(), skip
+
+
+def _same_heads(t: pa.Table, own: pa.Table, keys: List[str]) -> None:
+    t = t.slice(0, own.num_rows)
+    if not all(t.column(k).equals(own.column(k)) for k in keys):
+        raise ValueError(_NONDET)
+
+
+_NONDET = ("slidewise.spark.rolling(assume_sorted=True): a partition's rows differ between the two jobs "
+           "that read the input (a nondeterministic input?); cache or checkpoint the DataFrame")
+
+
+def _to_ipc(t: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, t.schema) as w:
+        w.write_table(t)
+    return sink.getvalue()
+
+
+def _from_ipc(b: bytes) -> pa.Table:
+    return pa.ipc.open_stream(b).read_all()
+
+
+def _sorted_lex(cols: List[np.ndarray]) -> bool:
+    """Whether rows are in non-decreasing lexicographic order of cols (NaN
+    anywhere: not)."""
+    n = len(cols[0])
+    if n < 2:
+        return True
+    gt = np.zeros(n - 1, dtype=bool)
+    eq = np.ones(n - 1, dtype=bool)
+    for c in cols:
+        a, b = c[1:], c[:-1]
+        gt |= eq & (a > b)
+        eq &= a == b
+    return bool((gt | eq).all())
+
+
+def _order_step(table: pa.Table, keys: List[str], last: Optional[tuple]):
+    """One batch of an order check over ``keys``: whether it is sorted,
+    has no nulls there and does not start below ``last`` (the previous
+    batch's last key); and its first and last key tuples."""
+    kc = [table.column(k).combine_chunks() for k in keys]
+    if any(c.null_count for c in kc):
+        return False, None, None
+    first = tuple(c[0].as_py() for c in kc)
+    ok = _sorted_lex([c.to_numpy(zero_copy_only=False) for c in kc]) and (last is None or not first < last)
+    return ok, first, tuple(c[-1].as_py() for c in kc)
+
+
+def _tail_fn(value, order, specs, tb, by: Sequence[str] = ()):
+    """Per partition: its row count, its tail (the last max(w)-1 values, or
+    the rows within the longest range of its last time), and whether it is
+    sorted by (order, tb...) with its first and last such key (pickled).
+    With key columns ``by``, a (v, k0, k1, ...[, t]) table: for count
+    windows the last max(w)-1 values of each key."""
+    time = specs[0].time
+    keys = [order, *tb]
+
+    def fn(it):
+        from pyspark import TaskContext
+
+        _import_slidewise()
+        from slidewise import _time
+
+        pid = TaskContext.get().partitionId()
+        tail = None
+        n = 0
+        kept = 0  # rows of the per-key tail at its last trim
+        ok, first, last = True, None, None
+        hmax = None if time else max(s.window for s in specs) - 1
+        for b in it:
+            if not b.num_rows:
+                continue
+            n += b.num_rows
+            t = pa.Table.from_batches([b])
+            if ok:
+                ok, lo, last = _order_step(t, keys, last)
+                first = lo if first is None else first
+            cols = [t.column(value)] + [_canon_key(t.column(k)) for k in by]
+            names = ["v"] + [f"k{i}" for i in range(len(by))]
+            if time:
+                ts, unit_ns, _ = _time.time_column(t.column(order), f"order column {order!r}")
+                cols.append(ts)
+                names.append("t")
+            cur = pa.table(cols, names=names)
+            tail = cur if tail is None else pa.concat_tables([tail, cur])
+            if time:
+                rmax = max(_time.to_units("window", _time.duration_ns("window", s.window), unit_ns) for s in specs)
+                tv = tail.column("t").to_numpy()
+                j = int(np.searchsorted(tv, tv[-1] - rmax, side="right"))
+                tail = tail.slice(j)
+            elif by:
+                # trimming costs a grouping of all rows held: do it when
+                # they are well above the last trimmed size
+                if tail.num_rows > 2 * kept + (1 << 20):
+                    tail = _trim_keyed(tail, hmax)
+                    kept = tail.num_rows
+            elif tail.num_rows > hmax:
+                tail = tail.slice(tail.num_rows - hmax)
+        if tail is not None and by and not time:
+            tail = _trim_keyed(tail, hmax)
+        if tail is not None and time:
+            tail = tail.replace_schema_metadata({"rmax": str(rmax)})
+        payload = _to_ipc(tail.combine_chunks()) if tail is not None else b""
+        yield pa.record_batch([pa.array([pid], pa.int32()), pa.array([n], pa.int64()),
+                               pa.array([payload], pa.binary()),
+                               pa.array([pickle.dumps((ok, first, last))], pa.binary())],
+                              names=["pid", "n", "tail", "order"])
+    return fn
+
+
+# What _tail_fn returns per partition (DDL, so no pyspark import here).
+_TAIL_SCHEMA = "pid int, n bigint, tail binary, `order` binary"
+
+
+def _apply_fn(specs, value, order_by, tb, drop):
+    """The groupBy().applyInArrow function: one whole key group, sorted by
+    (order_by, tiebreak) here, through one _Roller."""
+    sort_keys = [order_by] + tb
+
+    def fn(table: pa.Table) -> pa.Table:
+        sw = _import_slidewise()
+        table = table.sort_by([(c, "ascending") for c in sort_keys])
+        r = _Roller(sw, [_copy_spec(s) for s in specs], value, order_by, [], drop, None, target_rows=1 << 62)
+        r.buf = table.to_batches()
+        r.nbuf = table.num_rows
+        out = list(r.finish())
+        return pa.Table.from_batches(out, schema=None) if out else table.slice(0, 0)
+
+    return fn
+
+
+def _agg_fn(qspec, keys, value, time, is_time, algorithm, vcols):
+    """Per sorted partition: one slidewise.Stream per key run, flushed at
+    the key's end; rows (query index, key..., window_start, window_end,
+    one value column per output type)."""
+
+    def fn(it):
+        sw = _import_slidewise()
+        qs = [q for _, q, _ in qspec]
+        tcol = time if is_time else None
+        stream, cur_key, cur_out, ktypes = None, None, None, None
+
+        def emit(results, key):
+            for i, q, vc in qspec:
+                t = results[q.name]
+                m = t.num_rows
+                if not m:
+                    continue
+                arrs = [pa.array(np.full(m, i, dtype=np.int32))]
+                arrs += [pa.array([kv] * m, type=kt) for kv, kt in zip(key, ktypes)]
+                ws, we = t.column("window_start").combine_chunks(), t.column("window_end").combine_chunks()
+                if is_time:
+                    ws, we = ws.cast(ttype), we.cast(ttype)
+                arrs += [ws, we]
+                for name, typ in vcols:
+                    arrs.append(t.column("value").combine_chunks().cast(typ) if name == vc else pa.nulls(m, typ))
+                yield pa.RecordBatch.from_arrays(arrs, names=["__q"] + keys + ["window_start", "window_end"] +
+                                                 [n for n, _ in vcols])
+
+        for b in it:
+            t = pa.Table.from_batches([b])
+            ktypes = [t.schema.field(k).type for k in keys]
+            ttype = t.schema.field(time).type
+            n = t.num_rows
+            kc = [_canon_key(t.column(k)) for k in keys]
+            starts = _run_starts(kc, n)
+            ends = np.append(starts[1:], n)
+            for a, e in zip(starts, ends):
+                seg = t.slice(int(a), int(e - a))
+                key = tuple(c[int(a)].as_py() for c in kc)
+                if stream is None or key != cur_key:
+                    if stream is not None:
+                        yield from emit(stream.flush(), cur_out)
+                    stream = sw.Stream(qs, value=value, time=tcol, algorithm=algorithm)
+                    # the key as Spark's groupBy outputs it: floats normalised
+                    cur_key, cur_out = key, tuple(_norm_float(seg.column(k).slice(0, 1))[0].as_py() for k in keys)
+                yield from emit(stream.push(seg), cur_out)
+        if stream is not None:
+            yield from emit(stream.flush(), cur_out)
+    return fn

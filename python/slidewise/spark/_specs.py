@@ -1,0 +1,145 @@
+"""Argument specs and types: one :class:`_Spec` per output column, the
+aggregations with a Spark counterpart (and Spark's names for them), and the
+mapping between Spark's and Arrow's types.
+
+Output types follow Spark's functions: max/min/first/last keep the input
+type, sum gives bigint for integers and double for floats, mean/std/var
+double, count bigint. Value columns are byte/short/int/bigint/float/double.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, List, Optional
+
+import numpy as np
+import pyarrow as pa
+
+# The default tiebreak column (monotonically_increasing_id of the input).
+_TB = "__slidewise_tiebreak"
+_ALIAS = {"avg": "mean", "stddev": "std", "stddev_samp": "std", "variance": "var", "var_samp": "var",
+          "stddev_pop": "std_pop"}
+# aggregations with a Spark counterpart; output type rule per agg
+_SPARK_AGGS = ("max", "min", "sum", "mean", "count", "std", "var", "std_pop", "var_pop", "first", "last")
+
+
+class _Spec:
+    """One output column: agg over a count window (rows) or a time range."""
+
+    def __init__(self, name: str, agg: str, window: Any, min_periods: Optional[int], algorithm: str):
+        self.name = name
+        self.agg = agg
+        self.time = _is_span(window)
+        self.window = window
+        self.min_periods = min_periods
+        self.algorithm = algorithm
+        self.units = None  # time range in timestamp units, set on executors
+        self.arrow_type: Optional[pa.DataType] = None
+
+
+def _copy_spec(s: _Spec) -> _Spec:
+    c = _Spec.__new__(_Spec)
+    c.__dict__.update(s.__dict__)
+    return c
+
+
+def _is_span(w: Any) -> bool:
+    return isinstance(w, (str, datetime.timedelta, np.timedelta64))
+
+
+def _listify(x: Any) -> list:
+    if isinstance(x, (list, tuple)):
+        return list(x)
+    return [x]
+
+
+def _result_type(agg: str, in_type: pa.DataType) -> pa.DataType:
+    if agg in ("max", "min", "first", "last"):
+        return in_type
+    if agg == "count":
+        return pa.int64()
+    if agg == "sum":
+        return pa.int64() if pa.types.is_integer(in_type) else pa.float64()
+    return pa.float64()
+
+
+def _spark_type_to_arrow(dt) -> pa.DataType:
+    from pyspark.sql import types as T
+
+    m = {T.ByteType: pa.int8(), T.ShortType: pa.int16(), T.IntegerType: pa.int32(), T.LongType: pa.int64(),
+         T.FloatType: pa.float32(), T.DoubleType: pa.float64()}
+    for k, v in m.items():
+        if isinstance(dt, k):
+            return v
+    raise TypeError(f"slidewise.spark aggregates byte/short/int/bigint/float/double columns, got {dt.simpleString()}; "
+                    "cast the column first (e.g. F.col(c).cast('double'))")
+
+
+def _arrow_to_spark_type(t: pa.DataType):
+    from pyspark.sql import types as T
+
+    return {pa.int8(): T.ByteType(), pa.int16(): T.ShortType(), pa.int32(): T.IntegerType(),
+            pa.int64(): T.LongType(), pa.float32(): T.FloatType(), pa.float64(): T.DoubleType()}[t]
+
+
+def _groupable(dt) -> bool:
+    """Key types the executor kernels group exactly as Spark does: Arrow
+    equality for these, and float/double keys canonicalised first
+    (_kernels._canon_key: NaN keys one group, -0.0 the same key as 0.0, as
+    Spark's NormalizeFloatingNumbers); null keys are one group."""
+    from pyspark.sql import types as T
+
+    return isinstance(dt, (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.StringType, T.BooleanType,
+                           T.DateType, T.TimestampType, T.TimestampNTZType, T.FloatType, T.DoubleType))
+
+
+def _schema_with(df, specs: List[_Spec], drop: List[str]):
+    """df's Spark schema without ``drop``, plus one column per spec."""
+    from pyspark.sql import types as T
+
+    fields = [f for f in df.schema.fields if f.name not in drop]
+    names = {f.name for f in fields}
+    for s in specs:
+        if s.name in names:
+            raise ValueError(f"output column {s.name!r} already exists in the DataFrame; pass output=...")
+        fields.append(T.StructField(s.name, _arrow_to_spark_type(s.arrow_type), True))
+    return T.StructType(fields)
+
+
+def _make_specs(value_type: pa.DataType, window, agg, output, min_periods, algorithm) -> List[_Spec]:
+    import slidewise as sw
+
+    windows, aggs = _listify(window), _listify(agg)
+    if not windows or not aggs:
+        raise ValueError("rolling needs at least one window and one agg")
+    specs = []
+    names = _listify(output) if output is not None else None
+    pairs = [(w, a) for w in windows for a in aggs]
+    if names is not None and len(names) != len(pairs):
+        raise ValueError(f"output has {len(names)} names for {len(pairs)} (window, agg) columns "
+                         f"(windows x aggs = {pairs})")
+    for i, (w, a) in enumerate(pairs):
+        if not isinstance(a, str):
+            raise ValueError(f"agg must be a string, got {a!r}")
+        core = _ALIAS.get(a.lower(), a.lower())
+        if core not in _SPARK_AGGS:
+            raise ValueError(f"unsupported agg {a!r} on Spark; choose from {', '.join(_SPARK_AGGS)} "
+                             f"(or the Spark names {', '.join(_ALIAS)})")
+        if _is_span(w):
+            sw._time.duration_ns("window", w)
+        else:
+            w = sw._arrow.positive_int("window", w)
+        sw._arrow.check_algorithm(algorithm)
+        if min_periods is not None:
+            sw._arrow.min_periods_int(min_periods, 1 << 62, "2**62")
+        name = names[i] if names is not None else f"{a}_{w if not isinstance(w, datetime.timedelta) else int(w.total_seconds())}"
+        s = _Spec(name, core, w, min_periods, algorithm)
+        s.arrow_type = _result_type(core, value_type)
+        specs.append(s)
+    kinds = {s.time for s in specs}
+    if len(kinds) > 1:
+        raise ValueError("mix of count windows (ints) and time windows (spans) in one call; make two calls")
+    dup = sorted({s.name for s in specs if [t.name for t in specs].count(s.name) > 1})
+    if dup:
+        raise ValueError(f"output column names repeat: {dup}")
+    return specs
