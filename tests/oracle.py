@@ -31,9 +31,24 @@ def _fsum(xs):
     return float(sum(xs))
 
 
+def agg_window(agg: str, vals: Sequence, pos: Sequence[int], min_periods: Optional[int] = None):
+    """``agg`` over a window's rows: ``vals`` oldest first (None: a null
+    row), ``pos`` their positions (or argument values). ``first`` / ``last``
+    are Spark's: the first / last *row*'s value, null when that value is;
+    every other aggregation (``first_ignore_nulls`` too) skips null rows.
+    Null where fewer than ``min_periods`` values are non-null."""
+    live = [(x, p) for x, p in zip(vals, pos) if x is not None]
+    if min_periods and len(live) < min_periods:
+        return None
+    if agg in ("first", "last"):
+        return (vals[0] if agg == "first" else vals[-1]) if len(vals) else None
+    return agg_values(agg, [x for x, _ in live], [p for _, p in live])
+
+
 def agg_values(agg: str, xs: Sequence, pos: Sequence[int]):
     """Aggregate the non-null values ``xs`` (oldest first), whose row
-    positions (or argument values) are ``pos``."""
+    positions (or argument values) are ``pos`` (``first`` / ``last``: of
+    these non-null values; :func:`agg_window` for the rows with nulls)."""
     n = len(xs)
     if agg == "count":
         return n
@@ -74,20 +89,18 @@ def agg_values(agg: str, xs: Sequence, pos: Sequence[int]):
         m = math.fsum(a) / n
         v = math.fsum((a - m) ** 2) / (n - ddof)
         return math.sqrt(v) if agg.startswith("std") else v
-    if agg == "first":
+    if agg in ("first", "first_ignore_nulls"):
         return xs[0]
-    if agg == "last":
+    if agg in ("last", "last_ignore_nulls"):
         return xs[-1]
     raise AssertionError(agg)
 
 
 def _over(values: Sequence, rows, agg: str, min_periods: Optional[int]):
-    """``agg`` over the non-null ``values`` at ``rows``; null below
-    ``min_periods`` of them."""
-    pos = [j for j in rows if values[j] is not None]
-    if min_periods is not None and len(pos) < min_periods:
-        return None
-    return agg_values(agg, [values[j] for j in pos], pos)
+    """``agg`` over the ``values`` at ``rows``; null below ``min_periods``
+    non-null ones."""
+    rows = list(rows)
+    return agg_window(agg, [values[j] for j in rows], rows, min_periods)
 
 
 def rolling(values: Sequence, window: int, agg: str, min_periods: Optional[int] = None) -> List:
@@ -108,6 +121,8 @@ def agg_rows(x: np.ndarray, valid: np.ndarray, lo: int, hi: int, agg: str):
     non-null rows are ``valid``: the same definition, with numpy doing the
     order statistics so that windows of 10^5 rows take milliseconds
     (test_rolling checks it against ``agg_values``)."""
+    if agg in ("first", "last"):
+        return agg_window(agg, [float(x[j]) if valid[j] else None for j in range(lo, hi)], list(range(lo, hi)))
     pos = lo + np.flatnonzero(valid[lo:hi])
     v = x[pos]
     if len(v) and agg in ("sum", "mean", "var", "std") and np.isfinite(v).all():
@@ -150,11 +165,9 @@ def count_windows(values: Sequence, range_: int, slide: int, agg: str, min_perio
     out = []
     for edge, end in ends:
         start = max(0, edge - range_)
-        pos = [j for j in range(start, end) if values[j] is not None]
-        xs = [values[j] for j in pos]
-        p = [args[j] for j in pos] if args is not None else pos
-        v = None if (min_periods and len(xs) < min_periods) else agg_values(agg, xs, p)
-        out.append((start, end, v))
+        rows = range(start, end)
+        p = [args[j] for j in rows] if args is not None else list(rows)
+        out.append((start, end, agg_window(agg, [values[j] for j in rows], p, min_periods)))
     return out
 
 

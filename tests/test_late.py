@@ -14,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import slidewise as sw
-from oracle import agg_values, same
+from oracle import agg_window, same
 
 LATE_ALGOS = ["auto", "cbix", "flatfat", "two_stacks", "recalc"]
 ORDER_SENSITIVE = {"argmax", "argmin", "first", "last", "collect"}
-AGGS = ["sum", "max", "min", "count", "mean", "var", "range", "maxcount", "first", "last", "collect", "argmax"]
+AGGS = ["sum", "max", "min", "count", "mean", "var", "range", "maxcount", "first", "last", "last_ignore_nulls", "collect", "argmax"]
 
 
 def _disordered(draw, n):
@@ -71,12 +71,8 @@ def _windows(on, agg, range_, slide, min_periods=None):
             j += 1
     out = {}
     for s, e in keys:
-        rows = [(t, x) for t, _, x, wm in on if s <= t < e and x is not None and (wm is None or e > wm)]
-        xs, pos = [x for _, x in rows], [t for t, _ in rows]
-        val = agg_values(agg, xs, pos)
-        if min_periods and len(xs) < min_periods:
-            val = None
-        out[(s, e)] = val
+        rows = [(t, x) for t, _, x, wm in on if s <= t < e and (wm is None or e > wm)]
+        out[(s, e)] = agg_window(agg, [x for _, x in rows], [t for t, _ in rows], min_periods)
     return out
 
 

@@ -19,7 +19,7 @@ from oracle import count_windows, same, split
 from test_gil import assert_threads_progress_during
 
 PARTIALS = ["pairs", "panes", "cutty"]
-AGGS = ["sum", "max", "min", "count", "mean", "argmax", "first", "collect"]
+AGGS = ["sum", "max", "min", "count", "mean", "argmax", "first", "last", "first_ignore_nulls", "collect"]
 
 
 def run(stream, batches, pickle_after=None):

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 import slidewise as sw
 from conftest import valid_algos
-from oracle import agg_values, assert_same_list, count_windows, same
+from oracle import agg_window, assert_same_list, count_windows, same
 
-AGGS = ["sum", "count", "mean", "min", "max", "first", "last", "collect", "argmax", "var"]
+AGGS = ["sum", "count", "mean", "min", "max", "first", "last", "first_ignore_nulls", "last_ignore_nulls", "collect", "argmax", "var"]
 ORDER_SENSITIVE = {"first", "last", "collect", "argmax", "argmin"}
 LATE_ALGOS = ["auto", "cbix", "flatfat", "two_stacks", "recalc"]
 TS = pa.timestamp("s")
@@ -160,10 +160,7 @@ def _late_rows(table, key_type, dtype, unit="s"):
 def _value(agg, rows, mp):
     """``agg`` over ``rows`` [(position, value)] in order; nulls are rows but
     not values (min_periods counts the non-null ones)."""
-    got = [(p, x) for p, x in rows if x is not None]
-    if mp and len(got) < mp:
-        return None
-    return agg_values(agg, [x for _, x in got], [p for p, _ in got])
+    return agg_window(agg, [x for _, x in rows], [p for p, _ in rows], mp)
 
 
 def _starts(t, r, s):

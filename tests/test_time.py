@@ -104,8 +104,12 @@ def test_time_rolling_keeps_nan_and_null_apart():
     assert got["min"] == [1.0, 1.0, 1.0, 5.0, None]  # NaN is above every number
     assert got["argmax"] == [0, 1, 1, 3, None]  # row indices
     assert got["sum"][0] == 1.0 and math.isnan(got["sum"][1]) and got["sum"][3:] == [5.0, None]
-    assert got["first"] == [1.0, 1.0, 1.0, 5.0, None]  # first/last skip nulls (current behaviour)
-    assert got["last"][0] == 1.0 and math.isnan(got["last"][2]) and got["last"][3:] == [5.0, None]
+    assert got["first"] == [1.0, 1.0, 1.0, 5.0, None]
+    # Spark's last (ignorenulls=False): the window's last row, null or not
+    assert got["last"][0] == 1.0 and math.isnan(got["last"][1]) and got["last"][2:] == [None, 5.0, None]
+    # ignore_nulls=True: the last non-null value
+    last_nn = sw.rolling(v, "2s", "last", timestamps=ts, ignore_nulls=True).to_pylist()
+    assert last_nn[0] == 1.0 and math.isnan(last_nn[1]) and math.isnan(last_nn[2]) and last_nn[3:] == [5.0, None]
 
 
 @settings(max_examples=30, deadline=None)

@@ -47,10 +47,14 @@ def rolling(
     timestamps: Any = None,
     min_periods: Optional[int] = None,
     algorithm: str = "auto",
+    ignore_nulls: bool = False,
 ) -> pa.Array:
     """Per-row rolling aggregate: row ``i`` gets ``agg`` over rows
     ``(i - window, i]`` (fewer at the start, as Spark's ``ROWS BETWEEN
-    window-1 PRECEDING AND CURRENT ROW``). Nulls are skipped;
+    window-1 PRECEDING AND CURRENT ROW``). Nulls are skipped, but for
+    ``first`` / ``last``, which follow Spark's default (``ignorenulls=False``):
+    the value of the window's first / last row, null if that value is null;
+    ``ignore_nulls=True`` gives the first / last non-null value instead;
     ``min_periods=k`` gives null where fewer than ``k`` non-null values are in
     the window (pandas). ``argmax``/``argmin`` give the absolute row index of
     the extreme, ties to the oldest.
@@ -76,9 +80,9 @@ def rolling(
     if keys is not None:
         keys = _keys.key_array(keys)
     if timestamps is not None:
-        return _rolling_time(values, window, agg, timestamps, min_periods, algorithm, keys)
+        return _rolling_time(values, window, agg, timestamps, min_periods, algorithm, keys, ignore_nulls)
     w = _arrow.positive_int("window", window)
-    agg = _arrow.check_agg(agg)
+    agg = _arrow.check_agg(agg, ignore_nulls)
     algorithm = _arrow.check_algorithm(algorithm)
     mp = _arrow.min_periods_int(min_periods, w, "window")
     if keys is not None:
@@ -89,8 +93,8 @@ def rolling(
     return _rolling_array(_arrow.values_array(values), w, agg, mp, algorithm)
 
 
-def _rolling_time(values, window, agg, timestamps, min_periods, algorithm, keys=None) -> pa.Array:
-    agg = _arrow.check_agg(agg)
+def _rolling_time(values, window, agg, timestamps, min_periods, algorithm, keys=None, ignore_nulls=False) -> pa.Array:
+    agg = _arrow.check_agg(agg, ignore_nulls)
     algorithm = _arrow.check_algorithm(algorithm)
     arr = _arrow.values_array(values)
     ts, unit_ns, _ = _time.time_column(timestamps)
@@ -116,6 +120,7 @@ def rolling_many(
     keys: Any = None,
     min_periods: Optional[int] = None,
     algorithm: str = "auto",
+    ignore_nulls: bool = False,
 ) -> pa.Table:
     """:func:`rolling` for several window lengths over the same column: a
     table with one column ``f"{agg}_{window}"`` per window.
@@ -127,8 +132,12 @@ def rolling_many(
     With ``keys`` every window is per key, as :func:`rolling` with ``keys``:
     the rows are grouped once for all windows, and each key's rows run the
     same shared pass.
+
+    ``ignore_nulls=True``: ``first`` / ``last`` of the non-null values (the
+    columns are then named ``first_ignore_nulls_{window}``), as in
+    :func:`rolling`.
     """
-    agg = _arrow.check_agg(agg)
+    agg = _arrow.check_agg(agg, ignore_nulls)
     algorithm = _arrow.check_algorithm(algorithm)
     ws = [_arrow.positive_int("window", w) for w in windows]
     if not ws:

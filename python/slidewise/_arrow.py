@@ -151,9 +151,18 @@ def min_periods_int(min_periods: Any, limit: int, limit_name: str) -> Optional[i
     return m
 
 
-def check_agg(agg: Any) -> str:
+def check_agg(agg: Any, ignore_nulls: bool = False) -> str:
+    """The core's name of ``agg``. ``first`` / ``last`` are Spark's: the
+    value of the window's first / last row, null if that row's value is
+    null; ``ignore_nulls=True`` gives Spark's ``first(v, ignorenulls=True)``
+    (the core's ``first_ignore_nulls``). Every other aggregation skips nulls
+    always, so the flag changes nothing for them."""
     if not isinstance(agg, str) or agg not in AGGS:
         raise ValueError(f"unknown agg {agg!r}; expected one of {', '.join(AGGS)}")
+    if not isinstance(ignore_nulls, bool):
+        raise ValueError(f"ignore_nulls must be True or False, got {ignore_nulls!r}")
+    if ignore_nulls and agg in ("first", "last"):
+        return agg + "_ignore_nulls"
     return agg
 
 

@@ -24,8 +24,11 @@ class Query:
       the gap; rows at most ``gap`` apart share a session.
 
     ``min_periods=k`` gives null where fewer than ``k`` non-null values are in
-    the window. ``arg="col"`` (argmax/argmin only) reports the value of column
-    ``col`` at the extreme row instead of its position.
+    the window. ``first`` / ``last`` are Spark's (the window's first / last
+    row, null if its value is null); ``ignore_nulls=True`` gives Spark's
+    ``first(v, ignorenulls=True)`` (the agg becomes ``first_ignore_nulls``).
+    ``arg="col"`` (argmax/argmin only) reports the value of column ``col``
+    at the extreme row instead of its position.
     """
 
     def __init__(
@@ -38,8 +41,9 @@ class Query:
         name: Optional[str] = None,
         min_periods: Optional[int] = None,
         arg: Optional[str] = None,
+        ignore_nulls: bool = False,
     ) -> None:
-        self.agg = _arrow.check_agg(agg)
+        self.agg = _arrow.check_agg(agg, ignore_nulls)
         self.session: Optional[int] = None
         if session is not None:
             if range is not None:
@@ -75,7 +79,7 @@ class Query:
                 raise ValueError(f"arg must be a column name, got {arg!r}")
         self.arg = arg
         if name is None:
-            name = f"{agg}_session_{session}" if session is not None else f"{agg}_{range}_{slide}"
+            name = f"{self.agg}_session_{session}" if session is not None else f"{self.agg}_{range}_{slide}"
         if not isinstance(name, str) or not name:
             raise ValueError(f"a query name must be a non-empty string, got {name!r}")
         self.name = name

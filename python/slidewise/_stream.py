@@ -6,6 +6,7 @@ and key type, and hands them to the one stream of the Rust core
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Dict, Iterable, List, Optional, Union
 
 import pyarrow as pa
@@ -18,7 +19,9 @@ from ._query import Query
 # 7: one format for every stream (the core's stream spine); 6: count windows
 # without min_periods saved no per-partial row counts; 5: keys; 4: lateness.
 # 3-6 still load, except out-of-order streams (their watermark rule changed).
-_STATE_VERSION = 7
+# 8: first / last follow Spark's default (null rows count); before, they
+# skipped nulls, which is now first_ignore_nulls / last_ignore_nulls.
+_STATE_VERSION = 8
 _PARTIALS = ("pairs", "panes", "cutty")
 
 __all__ = ["Query", "Stream"]
@@ -225,9 +228,13 @@ class Stream:
 
     def __setstate__(self, st: dict) -> None:
         version = st.get("version")
-        if version not in (3, 4, 5, 6, _STATE_VERSION):
+        if version not in (3, 4, 5, 6, 7, _STATE_VERSION):
             raise ValueError(f"cannot restore a slidewise Stream saved with state version {version!r}")
         self._queries = st["queries"]
+        if version < 8:
+            # Saved when first / last skipped nulls: keep that meaning (the
+            # saved partials are the same bytes).
+            self._queries = [_renamed_first_last(q) for q in self._queries]
         self._value, self._time, self._key = st["value"], st["time"], st.get("key")
         self._lateness = st.get("lateness")
         self._algorithm = st["algorithm"]
@@ -236,11 +243,11 @@ class Stream:
         self._dtype, self._unit_ns, self._ts_type = st["dtype"], st["unit_ns"], st["ts_type"]
         self._key_type = st.get("key_type")
         # Before version 7 rows were counted outside the saved state.
-        self._rows_base = st.get("rows_base", st.get("rows", 0) if version != _STATE_VERSION else 0)
+        self._rows_base = st.get("rows_base", st.get("rows", 0) if version < 7 else 0)
         self._inner = None
         if st["state"] is not None:
             self._inner = _slidewise.Stream.restore(st["state"], *self._args(self._dtype, self._unit_ns or 1))
-        elif version != _STATE_VERSION and st.get("flushed"):
+        elif version < 7 and st.get("flushed"):
             self._stream().flush()
 
     # -- internals ----------------------------------------------------------
@@ -302,3 +309,11 @@ class Stream:
                 raise ValueError(f"arg column {name!r} is null where {self._value!r} is not")
             a = a.fill_null(0)
         return a
+
+
+def _renamed_first_last(q: Query) -> Query:
+    if q.agg not in ("first", "last"):
+        return q
+    q = copy.copy(q)
+    q.agg += "_ignore_nulls"
+    return q

@@ -89,6 +89,7 @@ def rolling(
     num_partitions: Optional[int] = None,
     method: str = "auto",
     assume_sorted: bool = False,
+    ignore_nulls: bool = False,
 ) -> Any:
     """Add rolling aggregate column(s) of ``value`` to ``df``.
 
@@ -124,10 +125,15 @@ def rolling(
     ``assume_sorted`` this path also runs when Spark's plan says the rows
     are in order (a DataFrame from ``spark.range``, or cached from one).
 
+    ``first`` / ``last`` are Spark's ``F.first(v)`` / ``F.last(v)``
+    (``ignorenulls=False``): the value of the frame's first / last row, null
+    if that value is null. ``ignore_nulls=True`` gives ``F.first(v,
+    ignorenulls=True)``: the first / last non-null value.
+
     ``plan_rolling`` takes the same arguments and tells which path runs.
     """
     return plan_rolling(df, value, order_by, window, agg, partition_by, output, min_periods, algorithm, tiebreak,
-                        num_partitions, method, assume_sorted).run()
+                        num_partitions, method, assume_sorted, ignore_nulls).run()
 
 
 def plan_rolling(
@@ -144,6 +150,7 @@ def plan_rolling(
     num_partitions: Optional[int] = None,
     method: str = "auto",
     assume_sorted: bool = False,
+    ignore_nulls: bool = False,
 ) -> RollingPlan:
     """:func:`rolling`'s arguments checked and its execution path chosen:
     a :class:`RollingPlan` whose ``path`` names it and whose ``run()`` gives
@@ -160,7 +167,7 @@ def plan_rolling(
         if k not in df.columns:
             raise ValueError(f"partition_by column {k!r} is not in the DataFrame (columns: {df.columns})")
     vtype = _spark_type_to_arrow(df.schema[value].dataType)
-    specs = _make_specs(vtype, window, agg, output, min_periods, algorithm)
+    specs = _make_specs(vtype, window, agg, output, min_periods, algorithm, ignore_nulls)
     if specs[0].time:
         from pyspark.sql import types as T
 

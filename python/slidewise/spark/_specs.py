@@ -54,7 +54,7 @@ def _listify(x: Any) -> list:
 
 
 def _result_type(agg: str, in_type: pa.DataType) -> pa.DataType:
-    if agg in ("max", "min", "first", "last"):
+    if agg in ("max", "min", "first", "last", "first_ignore_nulls", "last_ignore_nulls"):
         return in_type
     if agg == "count":
         return pa.int64()
@@ -106,7 +106,8 @@ def _schema_with(df, specs: List[_Spec], drop: List[str]):
     return T.StructType(fields)
 
 
-def _make_specs(value_type: pa.DataType, window, agg, output, min_periods, algorithm) -> List[_Spec]:
+def _make_specs(value_type: pa.DataType, window, agg, output, min_periods, algorithm,
+                ignore_nulls: bool = False) -> List[_Spec]:
     import slidewise as sw
 
     windows, aggs = _listify(window), _listify(agg)
@@ -125,6 +126,9 @@ def _make_specs(value_type: pa.DataType, window, agg, output, min_periods, algor
         if core not in _SPARK_AGGS:
             raise ValueError(f"unsupported agg {a!r} on Spark; choose from {', '.join(_SPARK_AGGS)} "
                              f"(or the Spark names {', '.join(_ALIAS)})")
+        # first / last: Spark's (null rows count) or, with ignore_nulls,
+        # the core's first_ignore_nulls / last_ignore_nulls
+        core = sw._arrow.check_agg(core, ignore_nulls)
         if _is_span(w):
             sw._time.duration_ns("window", w)
         else:

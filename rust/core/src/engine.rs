@@ -34,11 +34,13 @@ pub enum AggKind {
     Collect,
     First,
     Last,
+    FirstNonNull,
+    LastNonNull,
     Range,
 }
 
 impl AggKind {
-    pub const ALL: [AggKind; 18] = [
+    pub const ALL: [AggKind; 20] = [
         AggKind::Count,
         AggKind::Sum,
         AggKind::Min,
@@ -56,6 +58,8 @@ impl AggKind {
         AggKind::Collect,
         AggKind::First,
         AggKind::Last,
+        AggKind::FirstNonNull,
+        AggKind::LastNonNull,
         AggKind::Range,
     ];
 
@@ -78,6 +82,8 @@ impl AggKind {
             AggKind::Collect => "collect",
             AggKind::First => "first",
             AggKind::Last => "last",
+            AggKind::FirstNonNull => "first_ignore_nulls",
+            AggKind::LastNonNull => "last_ignore_nulls",
             AggKind::Range => "range",
         }
     }
@@ -117,6 +123,8 @@ macro_rules! with_op {
             K::Collect => { type $Op = Collect<$T>; $body }
             K::First => { type $Op = First<$T>; $body }
             K::Last => { type $Op = Last<$T>; $body }
+            K::FirstNonNull => { type $Op = FirstNonNull<$T>; $body }
+            K::LastNonNull => { type $Op = LastNonNull<$T>; $body }
             K::Range => { type $Op = Range<$T>; $body }
         }
     }};
@@ -162,6 +170,31 @@ impl DType {
         })
     }
 
+    /// The dtype the generic machinery (streams, the FIFO algorithms, the
+    /// block kernel) computes in: int32 and float32 values widen exactly to
+    /// int64 and float64, so each operation's state and loops are compiled
+    /// for two dtypes instead of four (half the extension's code). Every
+    /// operation gives the same answer on the widened values: sums, moments
+    /// and ranges already accumulate in int64 / float64, and max, min,
+    /// first, last and collect return input values, narrowed back exactly
+    /// by [`narrow`]. The per-row kernels of `rolling` (sum, mean, max, min,
+    /// count) stay compiled per input dtype: they are the hot loops.
+    pub fn wide(self) -> DType {
+        match self {
+            DType::I32 | DType::I64 => DType::I64,
+            DType::F32 | DType::F64 => DType::F64,
+        }
+    }
+
+    pub fn arrow_type(self) -> DataType {
+        match self {
+            DType::I32 => DataType::Int32,
+            DType::I64 => DataType::Int64,
+            DType::F32 => DataType::Float32,
+            DType::F64 => DataType::Float64,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             DType::I32 => "int32",
@@ -170,6 +203,61 @@ impl DType {
             DType::F64 => "float64",
         }
     }
+}
+
+/// `values` converted to its wide dtype ([`DType::wide`]), or `None` when it
+/// already is (use it as it is: no copy).
+pub fn widen(values: &dyn Array) -> Result<Option<ArrayRef>> {
+    use arrow_array::cast::AsArray;
+    Ok(match values.data_type() {
+        DataType::Int32 => Some(Arc::new(values.as_primitive::<Int32Type>().unary::<_, Int64Type>(|x| x as i64))),
+        DataType::Float32 => Some(Arc::new(values.as_primitive::<Float32Type>().unary::<_, Float64Type>(|x| x as f64))),
+        _ => {
+            DType::of(values.data_type())?;
+            None
+        }
+    })
+}
+
+/// The Arrow type of `agg`'s result over `dtype` values.
+pub fn out_type(agg: AggKind, dtype: DType) -> DataType {
+    crate::with_dtype!(dtype, |T| crate::with_op!(agg, T, |Op| <<Op as crate::monoid::AggOp>::Out as ToArrow>::data_type()))
+}
+
+/// A result computed over widened values ([`widen`]) as the type `want`
+/// the operation gives over the input's own dtype: int64 / float64 values
+/// (or list items) that came from int32 / float32 inputs convert back
+/// exactly. Any other result is returned as it is.
+pub fn narrow(out: ArrayRef, want: &DataType) -> ArrayRef {
+    use arrow_array::cast::AsArray;
+    match (out.data_type(), want) {
+        (DataType::Int64, DataType::Int32) => {
+            Arc::new(out.as_primitive::<Int64Type>().unary::<_, Int32Type>(|x| x as i32))
+        }
+        (DataType::Float64, DataType::Float32) => {
+            Arc::new(out.as_primitive::<Float64Type>().unary::<_, Float32Type>(|x| x as f32))
+        }
+        (DataType::List(_), DataType::List(item)) if out.data_type() != want => {
+            let l = out.as_list::<i32>();
+            let values = narrow(l.values().clone(), item.data_type());
+            Arc::new(ListArray::new(item.clone(), l.offsets().clone(), values, l.nulls().cloned()))
+        }
+        _ => out,
+    }
+}
+
+/// [`with_dtype!`] for a wide dtype ([`DType::wide`]): compiles `$body`
+/// for i64 and f64 only.
+#[macro_export]
+macro_rules! with_wide_dtype {
+    ($dtype:expr, |$T:ident| $body:expr) => {{
+        use $crate::engine::DType as D;
+        match $dtype {
+            D::I64 => { type $T = i64; $body }
+            D::F64 => { type $T = f64; $body }
+            D::I32 | D::F32 => unreachable!("not a wide dtype"),
+        }
+    }};
 }
 
 /// Run `$body` with `$T` bound to the Rust element type of `$dtype`.
@@ -246,6 +334,22 @@ impl<'a, T> Column<'a, T> {
     }
     pub fn is_empty(&self) -> bool {
         self.values.is_empty()
+    }
+    /// Row `i` lifted (`pos`: its position or argument), or `None` for a
+    /// null row the operation skips (every operation but the positional
+    /// `first` / `last`, see [`AggOp::NULL_IS_ROW`]).
+    #[inline(always)]
+    pub fn lift<M: crate::monoid::AggOp<In = T>>(&self, i: usize, pos: i64) -> Option<M::Agg>
+    where
+        T: Copy,
+    {
+        if self.is_valid(i) {
+            Some(M::lift(self.values[i], pos))
+        } else if M::NULL_IS_ROW {
+            Some(M::lift_null(pos))
+        } else {
+            None
+        }
     }
 }
 

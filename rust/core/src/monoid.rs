@@ -69,6 +69,16 @@ pub trait AggOp: Monoid {
     /// `pos` is the absolute row position (or the argument column's value,
     /// encoded as i64, for argmax/argmin); other operations ignore it.
     fn lift(x: Self::In, pos: i64) -> Self::Agg;
+    /// A null input row is skipped (it contributes the identity) by every
+    /// operation but Spark's positional ones: `first` / `last` without
+    /// `ignorenulls` take the frame's first / last *row*, null or not. Those
+    /// set this and lift a null row with [`AggOp::lift_null`].
+    const NULL_IS_ROW: bool = false;
+    /// The partial of a null row (the identity unless `NULL_IS_ROW`).
+    #[inline(always)]
+    fn lift_null(_pos: i64) -> Self::Agg {
+        Self::identity()
+    }
     /// `None` means a null result (e.g. the max of an empty window).
     fn lower(a: &Self::Agg) -> Option<Self::Out>;
     /// Fold the null-free rows `xs` (row positions from `pos0`) into `acc`,

@@ -100,8 +100,9 @@ where
 {
     fn insert(&mut self, v: &Bound<'_, PyAny>, pos: Option<i64>) -> PyResult<()> {
         let pos = pos.unwrap_or(self.next_pos);
-        // None is a null row: it occupies a slot and contributes nothing.
-        let p = if v.is_none() { M::identity() } else { M::lift(M::In::from_py(v)?, pos) };
+        // None is a null row: it occupies a slot and contributes nothing (but
+        // to Spark's first / last, for which a null row is the answer).
+        let p = if v.is_none() { M::lift_null(pos) } else { M::lift(M::In::from_py(v)?, pos) };
         self.agg.insert(p);
         self.next_pos = pos + 1;
         Ok(())
@@ -113,7 +114,7 @@ where
         let agg = &mut self.agg;
         py.detach(|| {
             let parts: Vec<M::Agg> = (0..col.len())
-                .map(|i| if col.is_valid(i) { M::lift(col.values[i], start + i as i64) } else { M::identity() })
+                .map(|i| col.lift::<M>(i, start + i as i64).unwrap_or_else(M::identity))
                 .collect();
             agg.bulk_insert(&parts);
         });
@@ -183,7 +184,11 @@ impl RawAggregator {
         // The capacity is a hint; cap it so a careless value cannot
         // allocate the machine away.
         let cap = capacity.clamp(1, 1 << 20);
-        let inner = core(slidewise_core::with_dtype!(dt, |T| slidewise_core::with_op!(kind, T, |Op| make_raw::<Op>(algo, cap))))?;
+        // Computed on the wide dtype (`DType::wide`); `insert` keeps the
+        // narrow dtype's range and rounding.
+        let inner = core(slidewise_core::with_wide_dtype!(dt.wide(), |T| {
+            slidewise_core::with_op!(kind, T, |Op| make_raw::<Op>(algo, cap))
+        }))?;
         Ok(RawAggregator {
             inner: Mutex::new(inner),
             algorithm: algo.name().to_string(),
@@ -196,13 +201,31 @@ impl RawAggregator {
     /// argmax/argmin report; by default it counts inserts from 0.
     #[pyo3(signature = (value, pos=None))]
     fn insert(&self, value: &Bound<'_, PyAny>, pos: Option<i64>) -> PyResult<()> {
+        match self.dtype.as_str() {
+            "int32" if !value.is_none() => {
+                <i32 as PyIn>::from_py(value)?;
+            }
+            "float32" if !value.is_none() => {
+                let x = <f32 as PyIn>::from_py(value)?;
+                return self.lock()?.insert(&pyo3::types::PyFloat::new(value.py(), x as f64), pos);
+            }
+            _ => {}
+        }
         self.lock()?.insert(value, pos)
     }
 
     /// Append every value of an Arrow array of this aggregator's dtype.
     fn insert_many(&self, py: Python<'_>, values: PyArray) -> PyResult<()> {
         let arr = values.array().clone();
-        self.lock()?.insert_many(py, arr.as_ref())
+        if core(DType::of(arr.data_type()))? != core(DType::parse(&self.dtype))? {
+            return Err(PyTypeError::new_err(format!(
+                "this aggregator's dtype is {}, got a {} array",
+                self.dtype,
+                arr.data_type()
+            )));
+        }
+        let wide = core(slidewise_core::engine::widen(arr.as_ref()))?;
+        self.lock()?.insert_many(py, wide.as_deref().unwrap_or(arr.as_ref()))
     }
 
     /// Remove the `n` oldest values (fewer if the window holds fewer).

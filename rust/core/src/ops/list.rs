@@ -42,68 +42,62 @@ impl<T: Num> AggOp for Collect<T> {
     }
 }
 
-/// The oldest non-null value.
+/// Spark's `first(v)` (`ignorenulls=False`, its default): the value of the
+/// window's oldest row, null when that row's value is null. A partial is
+/// `None` for no rows and `Some(None)` for a null row: a null row is an input
+/// here ([`AggOp::NULL_IS_ROW`]), not skipped as for every other operation.
 pub struct First<T>(PhantomData<T>);
-impl<T: Num> Monoid for First<T> {
-    type Agg = Option<T>;
-    const NAME: &'static str = "first";
-    const SELECTIVE: bool = true;
-    const COMMUTATIVE: bool = false;
-    #[inline(always)]
-    fn identity() -> Option<T> {
-        None
-    }
-    #[inline(always)]
-    fn same(a: &Option<T>, b: &Option<T>) -> bool {
-        a == b
-    }
-    #[inline(always)]
-    fn combine(a: &Option<T>, b: &Option<T>) -> Option<T> {
-        if a.is_some() { *a } else { *b }
-    }
-}
-impl<T: Num> AggOp for First<T> {
-    type In = T;
-    type Out = T;
-    #[inline(always)]
-    fn lift(x: T, _: i64) -> Option<T> {
-        Some(x)
-    }
-    #[inline(always)]
-    fn lower(a: &Option<T>) -> Option<T> {
-        *a
-    }
+/// Spark's `last(v)`: the value of the window's newest row, null or not.
+pub struct Last<T>(PhantomData<T>);
+/// Spark's `first(v, ignorenulls=True)`: the oldest non-null value.
+pub struct FirstNonNull<T>(PhantomData<T>);
+/// Spark's `last(v, ignorenulls=True)`: the newest non-null value.
+pub struct LastNonNull<T>(PhantomData<T>);
+
+/// One of the four: `$agg` is the partial, `$oldest` whether the older side
+/// wins, `$row` whether a null row counts.
+macro_rules! positional {
+    ($name:ident, $label:expr, $agg:ty, $oldest:expr, $row:expr, $lift:expr, $lower:expr) => {
+        impl<T: Num> Monoid for $name<T> {
+            type Agg = Option<$agg>;
+            const NAME: &'static str = $label;
+            const SELECTIVE: bool = true;
+            const COMMUTATIVE: bool = false;
+            #[inline(always)]
+            fn identity() -> Option<$agg> {
+                None
+            }
+            #[inline(always)]
+            fn same(a: &Option<$agg>, b: &Option<$agg>) -> bool {
+                a == b
+            }
+            #[inline(always)]
+            fn combine(a: &Option<$agg>, b: &Option<$agg>) -> Option<$agg> {
+                let (keep, other) = if $oldest { (a, b) } else { (b, a) };
+                if keep.is_some() { *keep } else { *other }
+            }
+        }
+        impl<T: Num> AggOp for $name<T> {
+            type In = T;
+            type Out = T;
+            const NULL_IS_ROW: bool = $row;
+            #[inline(always)]
+            fn lift(x: T, _: i64) -> Option<$agg> {
+                Some($lift(x))
+            }
+            #[inline(always)]
+            fn lift_null(_: i64) -> Option<$agg> {
+                if $row { Some(Default::default()) } else { None }
+            }
+            #[inline(always)]
+            fn lower(a: &Option<$agg>) -> Option<T> {
+                $lower(*a)
+            }
+        }
+    };
 }
 
-/// The newest non-null value.
-pub struct Last<T>(PhantomData<T>);
-impl<T: Num> Monoid for Last<T> {
-    type Agg = Option<T>;
-    const NAME: &'static str = "last";
-    const SELECTIVE: bool = true;
-    const COMMUTATIVE: bool = false;
-    #[inline(always)]
-    fn identity() -> Option<T> {
-        None
-    }
-    #[inline(always)]
-    fn same(a: &Option<T>, b: &Option<T>) -> bool {
-        a == b
-    }
-    #[inline(always)]
-    fn combine(a: &Option<T>, b: &Option<T>) -> Option<T> {
-        if b.is_some() { *b } else { *a }
-    }
-}
-impl<T: Num> AggOp for Last<T> {
-    type In = T;
-    type Out = T;
-    #[inline(always)]
-    fn lift(x: T, _: i64) -> Option<T> {
-        Some(x)
-    }
-    #[inline(always)]
-    fn lower(a: &Option<T>) -> Option<T> {
-        *a
-    }
-}
+positional!(First, "first", Option<T>, true, true, Some, Option::flatten);
+positional!(Last, "last", Option<T>, false, true, Some, Option::flatten);
+positional!(FirstNonNull, "first_ignore_nulls", T, true, false, std::convert::identity, std::convert::identity);
+positional!(LastNonNull, "last_ignore_nulls", T, false, false, std::convert::identity, std::convert::identity);

@@ -5,7 +5,7 @@
 //! * [`arith`]: count, sum, mean, geomean (invertible, commutative)
 //! * [`order`]: min, max, maxcount, mincount, range, argmax, argmin
 //! * [`moments`]: var / std, sample and population (Chan's merge)
-//! * [`list`]: collect, first, last
+//! * [`list`]: collect, first, last (Spark's, null rows included) and their `ignore_nulls` forms
 //!
 //! Semantics shared by all (docs/DESIGN.md "Nulls and NaN"): nulls never reach
 //! `lift` (the caller uses the identity), NaN is greater than every number
@@ -18,7 +18,7 @@ pub mod order;
 pub mod reduce;
 
 pub use arith::{Count, FSum, Geomean, ISum, Mean, Sum, SumAcc};
-pub use list::{Collect, First, Last};
+pub use list::{Collect, First, FirstNonNull, Last, LastNonNull};
 pub use moments::{Moments, Var};
 pub use order::{ArgMax, ArgMin, Max, MaxCount, Min, MinCount, Range};
 

@@ -27,7 +27,7 @@ where
 {
     let n = col.len();
     let mut out = OutBuilder::<M::Out>::with_capacity(n);
-    let lift = |i: usize| if col.is_valid(i) { M::lift(col.values[i], i as i64) } else { M::identity() };
+    let lift = |i: usize| col.lift::<M>(i, i as i64).unwrap_or_else(M::identity);
     // suffix[k] = fold of rows start-window+k .. start of the previous block
     // (k in 1..window; index 0 is never read).
     let mut suffix: Vec<M::Agg> = Vec::new();

@@ -67,20 +67,25 @@ pub fn rolling_dyn(
     let n = values.len();
     let window = window.min(n.max(1));
     let mp = min_periods.unwrap_or(0);
+    let out_type = crate::engine::out_type(agg, dtype);
     if mp > window {
         // Never enough values: all null, of the type the aggregate has.
-        let empty = rolling_dyn(&values.slice(0, 0), window, agg, None, algo)?;
-        return Ok(arrow_array::new_null_array(empty.data_type(), n));
+        return Ok(arrow_array::new_null_array(&out_type, n));
     }
-    crate::with_dtype!(dtype, |T| {
-        let col = <T as FromArrow>::column(values)?;
-        if algo == Algorithm::Auto {
-            if let Some(out) = specialised::<T>(&col, window, mp, agg) {
-                return Ok(out);
-            }
+    if algo == Algorithm::Auto {
+        let out = crate::with_dtype!(dtype, |T| specialised::<T>(&<T as FromArrow>::column(values)?, window, mp, agg));
+        if let Some(out) = out {
+            return Ok(out);
         }
+    }
+    // The generic kernels run on the wide dtype (`DType::wide`).
+    let wide = crate::engine::widen(values)?;
+    let values = wide.as_deref().unwrap_or(values);
+    let out = crate::with_wide_dtype!(dtype.wide(), |T| {
+        let col = <T as FromArrow>::column(values)?;
         crate::with_op!(agg, T, |Op| rolling_op::<Op>(&col, window, mp, algo))
-    })
+    })?;
+    Ok(crate::engine::narrow(out, &out_type))
 }
 
 /// The kernels written for one operation family; `None`: use the generic
@@ -140,12 +145,8 @@ where
                 valid_in_window -= 1;
             }
         }
-        if col.is_valid(i) {
-            agg.insert(M::lift(col.values[i], i as i64));
-            valid_in_window += 1;
-        } else {
-            agg.insert(M::identity());
-        }
+        valid_in_window += col.is_valid(i) as usize;
+        agg.insert(col.lift::<M>(i, i as i64).unwrap_or_else(M::identity));
         let a = agg.query();
         out.push(if min_periods == 0 || valid_in_window >= min_periods { M::lower(&a) } else { None });
     }

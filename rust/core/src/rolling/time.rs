@@ -27,10 +27,14 @@ pub fn rolling_time_dyn(
         return Err(crate::engine::time_order_error(i, None, times[i], p));
     }
     let dtype = DType::of(values.data_type())?;
-    crate::with_dtype!(dtype, |T| {
+    // Computed on the wide dtype (`DType::wide`), the result narrowed back.
+    let wide = crate::engine::widen(values)?;
+    let values = wide.as_deref().unwrap_or(values);
+    let out = crate::with_wide_dtype!(dtype.wide(), |T| {
         let col = <T as FromArrow>::column(values)?;
         crate::with_op!(agg, T, |Op| rolling_time_op::<Op>(&col, times, range, min_periods.unwrap_or(0), algo))
-    })
+    })?;
+    Ok(crate::engine::narrow(out, &crate::engine::out_type(agg, dtype)))
 }
 
 fn rolling_time_op<M>(col: &Column<M::In>, ts: &[i64], range: i64, min_periods: usize, algo: Algorithm) -> Result<ArrayRef>
@@ -59,12 +63,8 @@ where
             valid -= col.is_valid(oldest) as usize;
             oldest += 1;
         }
-        if col.is_valid(i) {
-            agg.insert(M::lift(col.values[i], i as i64));
-            valid += 1;
-        } else {
-            agg.insert(M::identity());
-        }
+        valid += col.is_valid(i) as usize;
+        agg.insert(col.lift::<M>(i, i as i64).unwrap_or_else(M::identity));
         let a = agg.query();
         out.push(if min_periods == 0 || valid >= min_periods { M::lower(&a) } else { None });
     }

@@ -4,14 +4,20 @@
 //! (a FIFO aggregator contributes its partials, oldest first). The bytes
 //! carry no spec: the reader is built from the same [`StreamSpec`].
 //!
-//! Format 41 (today): the tag byte, then `flushed`, the largest event time
+//! Format 42 (today): as 41, with the partials of the wide dtype
+//! (`DType::wide`: a stream of int32 / float32 values computes in int64 /
+//! float64). For int64 / float64 streams the two formats are the same bytes.
+//!
+//! Format 41: the tag byte, then `flushed`, the largest event time
 //! seen (`Option<i64>`, the watermark's basis), the counts
 //! (rows in, on time, late), the key index (keyed streams), then each
 //! group's driver state in group order: the first group of an out-of-order
 //! stream starts with the late rows not yet taken (key ids, times, values),
 //! then a keyed driver writes its number of states, then each state.
 //!
-//! Older formats still read: 1 (count windows) and 17 (in-order time
+//! Older formats still read, for int64 / float64 streams (an int32 /
+//! float32 stream saved before format 42 holds narrow partials and is
+//! refused with an error saying so): 1 (count windows) and 17 (in-order time
 //! windows) are each group's one state; 33 (keyed) is per group a key index,
 //! a number of states and the states. Format 23 (out-of-order windows
 //! before the watermark moved per batch) is refused: its late rows were
@@ -26,7 +32,8 @@ pub const COUNT_V1: u8 = 1;
 pub const TIME_V1: u8 = 17;
 pub const LATE_V1: u8 = 23;
 pub const KEYED_V1: u8 = 33;
-pub const STREAM: u8 = 41;
+pub const STREAM_V1: u8 = 41;
+pub const STREAM: u8 = 42;
 
 pub(crate) fn save(s: &Spine) -> Vec<u8> {
     let mut out = vec![STREAM];
@@ -50,8 +57,16 @@ pub(crate) fn restore(s: &mut Spine, bytes: &[u8]) -> Result<()> {
     let (&tag, mut inp) = bytes.split_first().ok_or_else(|| corrupt("empty checkpoint"))?;
     let inp = &mut inp;
     let spec: &StreamSpec = &s.spec;
+    if tag != STREAM && spec.dtype != spec.dtype.wide() {
+        return Err(Error::Invalid(format!(
+            "this checkpoint of a {} stream was written by an older slidewise (format {tag}), whose {} state this \
+             version cannot read; restore it with that version and flush it",
+            spec.dtype.name(),
+            spec.dtype.name()
+        )));
+    }
     match tag {
-        STREAM => {
+        STREAM | STREAM_V1 => {
             s.flushed = bool::decode(inp)?;
             s.max_ts = Option::<i64>::decode(inp)?;
             let c = <(u64, (u64, u64))>::decode(inp)?;

@@ -261,13 +261,10 @@ where
                 self.cur_count += take;
             } else {
                 for j in a..b {
-                    if col.is_valid(j) {
-                        let p = match args {
-                            Some(a) => M::lift(col.values[j], a[j]),
-                            None => M::lift(col.values[j], (self.pos + (j as u64 - i)) as i64),
-                        };
+                    let pos = args.map_or((self.pos + (j as u64 - i)) as i64, |a| a[j]);
+                    if let Some(p) = col.lift::<M>(j, pos) {
                         M::combine_into(&mut self.cur, &p);
-                        self.cur_count += 1;
+                        self.cur_count += col.is_valid(j) as u64;
                     }
                 }
             }

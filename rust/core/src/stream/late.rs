@@ -406,9 +406,8 @@ where
                 (nrows, valid) = (0, 0);
             }
             nrows += 1;
-            if col.is_valid(i) {
-                valid += 1;
-                let p = M::lift(col.values[i], rows.args.map_or(t, |a| a[i]));
+            if let Some(p) = col.lift::<M>(i, rows.args.map_or(t, |a| a[i])) {
+                valid += col.is_valid(i) as u64;
                 if !M::COMMUTATIVE {
                     items.push((t, p.clone()));
                 }

@@ -183,7 +183,10 @@ impl Spine {
         for (g, wins) in self.groups.iter().zip(per_group) {
             for (&q, w) in g.queries.iter().zip(wins) {
                 let keys = self.spec.keyed.then(|| self.index.take(&w.keys));
-                out[q] = Some(QueryWindows { keys, start: w.start, end: w.end, values: w.values });
+                // Computed on the wide dtype (`DType::wide`): back to the
+                // type the operation gives over the stream's dtype.
+                let values = crate::engine::narrow(w.values, &self.out_type(q));
+                out[q] = Some(QueryWindows { keys, start: w.start, end: w.end, values });
             }
         }
         out.into_iter().map(|w| w.expect("every query is in a group")).collect()
@@ -264,8 +267,11 @@ impl Stream for Spine {
             _ => self.max_ts,
         };
         let wm_after = self.spec.lateness.and_then(|l| max_ts.map(|m| m.saturating_sub(l)));
+        // The groups run on the wide dtype (`DType::wide`): one conversion
+        // per batch for int32 / float32 values, none otherwise.
+        let wide = crate::engine::widen(b.values)?;
         let gb = GroupBatch {
-            values: b.values,
+            values: wide.as_deref().unwrap_or(b.values),
             ts,
             args: None,
             part: part.as_ref(),
@@ -310,7 +316,7 @@ impl Stream for Spine {
         LateRows {
             keys: self.spec.keyed.then(|| self.index.take(&l.keys)),
             ts: Arc::new(Int64Array::from(l.ts)),
-            values: l.values,
+            values: crate::engine::narrow(l.values, &self.spec.dtype.arrow_type()),
         }
     }
 
@@ -331,8 +337,7 @@ impl Stream for Spine {
     }
 
     fn out_type(&self, q: usize) -> DataType {
-        let g = self.groups.iter().find(|g| g.queries.contains(&q)).expect("every query is in a group");
-        g.op.out_type()
+        crate::engine::out_type(self.spec.queries[q].agg, self.spec.dtype)
     }
 
     fn save(&self) -> Vec<u8> {
@@ -358,7 +363,8 @@ fn build_group(spec: &StreamSpec, queries: &[usize], algo: Algo, first: bool) ->
     let qs: Vec<&QuerySpec> = queries.iter().map(|&i| &spec.queries[i]).collect();
     let agg = qs[0].agg;
     let keeps_late = first && spec.lateness.is_some();
-    crate::with_dtype!(spec.dtype, |T| crate::with_op!(agg, T, |Op| group_op::<Op>(spec, &qs, algo, keeps_late)))
+    // Built for the wide dtype (`DType::wide`): `push` widens each batch.
+    crate::with_wide_dtype!(spec.dtype.wide(), |T| crate::with_op!(agg, T, |Op| group_op::<Op>(spec, &qs, algo, keeps_late)))
 }
 
 fn group_op<M>(spec: &StreamSpec, qs: &[&QuerySpec], algo: Algo, keeps_late: bool) -> Result<Box<dyn GroupOp>>

@@ -86,7 +86,9 @@ where
 
     /// Add one row at `t` (`p`: its lifted value, `None` for a null) to
     /// query `q`'s sessions.
-    fn add(&mut self, q: usize, t: i64, p: Option<&M::Agg>) {
+    /// `valid`: the row's value is not null (`p` is `Some` for a null row too
+    /// when the operation counts null rows, as `first` / `last` do).
+    fn add(&mut self, q: usize, t: i64, p: Option<&M::Agg>, valid: bool) {
         let gap = self.shared.specs[q].gap;
         let keep = self.sorted_items();
         let open = &mut self.open[q];
@@ -95,7 +97,7 @@ where
             if t >= s.start && t <= s.last.saturating_add(gap) {
                 s.rows += 1;
                 if let Some(p) = p {
-                    s.valid += 1;
+                    s.valid += valid as u64;
                     if keep {
                         let at = s.items.partition_point(|x| x.0 <= t);
                         let inside = at != s.items.len();
@@ -120,7 +122,7 @@ where
             start: t,
             last: t,
             rows: 1,
-            valid: p.is_some() as u64,
+            valid: valid as u64,
             agg: M::identity(),
             items: Vec::new(),
         };
@@ -232,9 +234,9 @@ where
                     }
                 }
             }
-            let p = rows.col.is_valid(i).then(|| M::lift(rows.col.values[i], rows.args.map_or(t, |a| a[i])));
+            let p = rows.col.lift::<M>(i, rows.args.map_or(t, |a| a[i]));
             for q in 0..self.open.len() {
-                self.add(q, t, p.as_ref());
+                self.add(q, t, p.as_ref(), rows.col.is_valid(i));
             }
             self.last_ts = Some(self.last_ts.map_or(t, |l| l.max(t)));
         }

@@ -194,9 +194,9 @@ where
                 self.advance_to(t, em);
             }
             self.cur_count.0 += 1;
-            if col.is_valid(i) {
-                M::combine_into(&mut self.cur, &M::lift(col.values[i], args.map_or(t, |a| a[i])));
-                self.cur_count.1 += 1;
+            if let Some(p) = col.lift::<M>(i, args.map_or(t, |a| a[i])) {
+                M::combine_into(&mut self.cur, &p);
+                self.cur_count.1 += col.is_valid(i) as u64;
             }
         }
         Ok(())

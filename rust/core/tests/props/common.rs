@@ -143,6 +143,8 @@ where
             AggKind::Collect => p.run::<Collect<T>>()?,
             AggKind::First => p.run::<First<T>>()?,
             AggKind::Last => p.run::<Last<T>>()?,
+            AggKind::FirstNonNull => p.run::<FirstNonNull<T>>()?,
+            AggKind::LastNonNull => p.run::<LastNonNull<T>>()?,
             AggKind::Range => p.run::<Range<T>>()?,
         }
     }
@@ -238,11 +240,10 @@ pub fn naive(spec: &CountSpec, xs: &[Option<f64>], flush: bool) -> (Vec<i64>, Ve
     let (mut st, mut en, mut vals) = (vec![], vec![], vec![]);
     for (edge, end) in ends {
         let start = edge.saturating_sub(r);
-        let rows: Vec<(i64, Cell)> = (start.min(end)..end).filter_map(|j| xs[j].map(|x| (j as i64, Cell::F(x)))).collect();
-        let v = if (rows.len() as u64) < spec.min_periods { Val::Null } else { plain(spec.agg, &rows) };
+        let rows: Vec<(i64, Option<Cell>)> = (start.min(end)..end).map(|j| (j as i64, xs[j].map(Cell::F))).collect();
         st.push(start as i64);
         en.push(end as i64);
-        vals.push((v, scale(&rows)));
+        vals.push(plain_rows(spec.agg, &rows, spec.min_periods));
     }
     (st, en, vals)
 }
@@ -450,8 +451,28 @@ fn order_cmp(a: Cell, b: Cell) -> std::cmp::Ordering {
     x.0.cmp(&y.0).then(x.1.partial_cmp(&y.1).unwrap()).then(x.2.cmp(&y.2))
 }
 
+/// The answer of `agg` over every row of one window, oldest first, each
+/// with its row position and its value (`None`: null), and the window's
+/// scale for [`agrees`]: null when fewer than `min_periods` values are
+/// non-null. `first` / `last` take the first / last row even when its value
+/// is null (Spark's default); every other operation skips null rows.
+pub fn plain_rows(agg: AggKind, rows: &[(i64, Option<Cell>)], min_periods: u64) -> (Val, f64) {
+    let vals: Vec<(i64, Cell)> = rows.iter().filter_map(|&(p, c)| c.map(|c| (p, c))).collect();
+    let v = if (vals.len() as u64) < min_periods {
+        Val::Null
+    } else {
+        match (agg, rows.first(), rows.last()) {
+            (AggKind::First | AggKind::Last, None, _) => Val::Null,
+            (AggKind::First, Some(r), _) | (AggKind::Last, _, Some(r)) => r.1.map_or(Val::Null, |c| ToVal::val(&c)),
+            _ => plain(agg, &vals),
+        }
+    };
+    (v, scale(&vals))
+}
+
 /// The answer of `agg` over the non-null rows `rows` of one window, oldest
-/// first, each with its row position.
+/// first, each with its row position (`first` / `last`: of the non-null
+/// rows, Spark's `ignorenulls=True`).
 pub fn plain(agg: AggKind, rows: &[(i64, Cell)]) -> Val {
     use std::cmp::Ordering::*;
     let n = rows.len();
@@ -503,8 +524,8 @@ pub fn plain(agg: AggKind, rows: &[(i64, Cell)]) -> Val {
             let v = exact_sum(fs().map(|x| (x - m) * (x - m))) / (n - ddof) as f64;
             Val::F(if matches!(agg, AggKind::Std | AggKind::StdPop) { v.sqrt() } else { v })
         }
-        AggKind::First => ToVal::val(&rows[0].1),
-        AggKind::Last => ToVal::val(&rows[n - 1].1),
+        AggKind::First | AggKind::FirstNonNull => ToVal::val(&rows[0].1),
+        AggKind::Last | AggKind::LastNonNull => ToVal::val(&rows[n - 1].1),
         AggKind::Count | AggKind::Collect => unreachable!(),
     }
 }
@@ -549,9 +570,8 @@ pub fn agrees(agg: AggKind, got: &Val, want: &Val, scale: f64) -> bool {
 /// with the window's scale.
 pub fn plain_at(col: &[Option<Cell>], window: usize, agg: AggKind, min_periods: Option<usize>, i: usize) -> (Val, f64) {
     let lo = (i + 1).saturating_sub(window);
-    let rows: Vec<(i64, Cell)> = (lo..=i).filter_map(|j| col[j].map(|c| (j as i64, c))).collect();
-    let v = if rows.len() < min_periods.unwrap_or(0) { Val::Null } else { plain(agg, &rows) };
-    (v, scale(&rows))
+    let rows: Vec<(i64, Option<Cell>)> = (lo..=i).map(|j| (j as i64, col[j])).collect();
+    plain_rows(agg, &rows, min_periods.unwrap_or(0) as u64)
 }
 
 /// [`plain_at`] for every row.

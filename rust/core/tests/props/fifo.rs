@@ -8,7 +8,7 @@
 
 use std::collections::VecDeque;
 
-use crate::common::{agrees, every_op, plain, scale, value, Cell, Close, FromF64, PerOp, ToCell, ToVal, Val};
+use crate::common::{agrees, every_op, plain_rows, value, Cell, Close, FromF64, PerOp, ToCell, ToVal, Val};
 use proptest::prelude::*;
 use slidewise_core::fifo::{build, build_lazy, Algorithm};
 use slidewise_core::ops::*;
@@ -64,8 +64,8 @@ where
         q.push_back((pos, ok.then(|| M::In::from_f64(x).cell())));
     };
     let answer = |q: &VecDeque<(i64, Option<Cell>)>, k: usize| {
-        let rows: Vec<(i64, Cell)> = q.iter().skip(q.len() - k.min(q.len())).filter_map(|&(p, c)| c.map(|c| (p, c))).collect();
-        (plain(agg, &rows), scale(&rows))
+        let rows: Vec<(i64, Option<Cell>)> = q.iter().skip(q.len() - k.min(q.len())).copied().collect();
+        plain_rows(agg, &rows, 0)
     };
     let (mut answers, mut lens) = (vec![], vec![]);
     for s in steps {
@@ -109,7 +109,7 @@ impl PerOp for [Step] {
             let mut pos = 0i64;
             let mut lift = |(x, ok): (f64, bool)| {
                 pos += 1;
-                if ok { M::lift(M::In::from_f64(x), pos) } else { M::identity() }
+                if ok { M::lift(M::In::from_f64(x), pos) } else { M::lift_null(pos) }
             };
             let check = |i: usize, v: M::Agg, what: &dyn Fn() -> String| -> Result<(), TestCaseError> {
                 let (w, scale) = want.answers[i].as_ref().unwrap();

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::common::{agrees, every_op, plain, scale, value, xorshift, Cell, Close, FromF64, PerOp, ToCell, ToVal};
+use crate::common::{agrees, every_op, plain_rows, value, xorshift, Cell, Close, FromF64, PerOp, ToCell, ToVal};
 use proptest::prelude::*;
 use slidewise_core::engine::AggKind;
 use slidewise_core::general::{build, LateAlgorithm};
@@ -52,8 +52,8 @@ impl PerOp for [Step] {
         // The independent oracle over the slots' raw rows, in slot order and
         // within a slot in the order they were folded in.
         let oracle = |model: &BTreeMap<u64, Vec<(i64, Option<Cell>)>>| {
-            let rows: Vec<(i64, Cell)> = model.values().flatten().filter_map(|&(p, c)| c.map(|c| (p, c))).collect();
-            (plain(agg, &rows), scale(&rows))
+            let rows: Vec<(i64, Option<Cell>)> = model.values().flatten().copied().collect();
+            plain_rows(agg, &rows, 0)
         };
         for algo in LateAlgorithm::ALL {
             if algo.check::<M>().is_err() {
@@ -68,7 +68,7 @@ impl PerOp for [Step] {
             let mut lift = |(x, ok): (f64, bool)| {
                 pos += 1;
                 let raw = (pos, ok.then(|| M::In::from_f64(x).cell()));
-                (if ok { M::lift(M::In::from_f64(x), pos) } else { M::identity() }, vec![raw])
+                (if ok { M::lift(M::In::from_f64(x), pos) } else { M::lift_null(pos) }, vec![raw])
             };
             let pick = |model: &BTreeMap<u64, Vec<(i64, Option<Cell>)>>, c: usize| -> Option<u64> {
                 (!model.is_empty()).then(|| *model.keys().nth(c % model.len()).unwrap())
@@ -342,8 +342,15 @@ where
             let (a, z) = (j * sp.slide, j * sp.slide + sp.range);
             let mut rows = rows.clone();
             rows.sort_by_key(|r| (r.0, r.1));
-            let vals: Vec<M::Agg> = rows.iter().filter_map(|r| r.2.map(|x| M::lift(M::In::from_f64(x), r.0))).collect();
-            let ok = sp.min_periods == 0 || vals.len() as u64 >= sp.min_periods;
+            let vals: Vec<M::Agg> = rows
+                .iter()
+                .filter_map(|r| match r.2 {
+                    Some(x) => Some(M::lift(M::In::from_f64(x), r.0)),
+                    None => M::NULL_IS_ROW.then(|| M::lift_null(r.0)),
+                })
+                .collect();
+            let valid = rows.iter().filter(|r| r.2.is_some()).count();
+            let ok = sp.min_periods == 0 || valid as u64 >= sp.min_periods;
             out.push(if ok { M::lower(&slidewise_core::monoid::fold::<M>(&vals)) } else { None });
             s.push(a);
             e.push(z);

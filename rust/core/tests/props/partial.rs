@@ -71,7 +71,7 @@ fn run(
     )
 }
 
-const AGGS: [AggKind; 10] = [
+const AGGS: [AggKind; 12] = [
     AggKind::Max,
     AggKind::Min,
     AggKind::Sum,
@@ -80,6 +80,8 @@ const AGGS: [AggKind; 10] = [
     AggKind::ArgMax,
     AggKind::First,
     AggKind::Last,
+    AggKind::FirstNonNull,
+    AggKind::LastNonNull,
     AggKind::Collect,
     AggKind::Var,
 ];

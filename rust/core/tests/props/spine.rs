@@ -40,17 +40,19 @@ use slidewise_core::general::LateAlgorithm;
 use slidewise_core::stream::{self, Batch, QuerySpec, StreamSpec, Window};
 
 use crate::common::{
-    agrees, batch_ranges, plain, run_stream, same_approx, scale, val_at, xorshift, Cell, Close, Cols, Emitted, Run, ToVal, Val,
+    agrees, batch_ranges, plain_rows, run_stream, same_approx, val_at, xorshift, Cell, Close, Cols, Emitted, Run, ToVal, Val,
 };
 
 /// The aggregations every case runs (order-sensitive ones included).
-const AGGS: [AggKind; 9] = [
+const AGGS: [AggKind; 11] = [
     AggKind::Sum,
     AggKind::Count,
     AggKind::Max,
     AggKind::Min,
     AggKind::First,
     AggKind::Last,
+    AggKind::FirstNonNull,
+    AggKind::LastNonNull,
     AggKind::Collect,
     AggKind::ArgMax,
     AggKind::Mean,
@@ -469,9 +471,9 @@ fn oracle(c: &Case, spec: &StreamSpec, j: &Judged) -> Vec<Vec<Row>> {
             let mut v: Vec<Row> = ws
                 .iter()
                 .map(|s| {
-                    let vals: Vec<(i64, Cell)> = s.rows.iter().filter_map(|&(p, x)| x.map(|x| (p, c.cell(x)))).collect();
-                    let val = if (vals.len() as u64) < q.min_periods { Val::Null } else { plain(q.agg, &vals) };
-                    (s.key.clone(), s.start, s.end, s.batch, val, scale(&vals))
+                    let rows: Vec<(i64, Option<Cell>)> = s.rows.iter().map(|&(p, x)| (p, x.map(|x| c.cell(x)))).collect();
+                    let (val, sc) = plain_rows(q.agg, &rows, q.min_periods);
+                    (s.key.clone(), s.start, s.end, s.batch, val, sc)
                 })
                 .collect();
             v.sort_by(|a, b| (&a.0, a.1, a.2).cmp(&(&b.0, b.1, b.2)));

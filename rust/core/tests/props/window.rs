@@ -14,7 +14,7 @@ use slidewise_core::stream::count::CountSpec;
 use slidewise_core::stream::{self, Batch, StreamSpec};
 
 /// Every aggregation (the oracle is independent: `common::plain`).
-const AGGS: [AggKind; 18] = AggKind::ALL;
+const AGGS: [AggKind; 20] = AggKind::ALL;
 
 /// A stream of count-window queries `specs` running `algo`.
 fn count_stream(specs: &[CountSpec], algo: Algorithm) -> StreamSpec {
