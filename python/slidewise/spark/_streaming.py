@@ -265,10 +265,16 @@ class _Processor(StatefulProcessor):
         final = wm if final is None else max(final, wm)
         # a row stays while a window holding it may be open
         keep = self._last_ends(t).max(axis=0) > final
+        # (no row kept: every window is final; a later row's windows end later)
+        yield from self._finish(keep, {"t": t, "v": v, "m": m}, {"final": final}, next_end, frames)
+
+    def _finish(self, keep, rows: dict, extra: dict, next_end, frames):
+        """Keep the rows ``keep`` selects (with ``extra``) as the key's state,
+        or clear it; fire again once the watermark reaches ``next_end``;
+        yield the windows computed."""
         if keep.any():
-            self.state.update((pickle.dumps({"t": t[keep], "v": v[keep], "m": m[keep], "final": final}),))
+            self.state.update((pickle.dumps({**{k: a[keep] for k, a in rows.items()}, **extra}),))
         else:
-            # every window is final; a later row's windows end later
             self.state.clear()
         if next_end is not None:
             self.handle.registerTimer(_timer_ms(next_end))
@@ -321,17 +327,8 @@ class _SessionProcessor(_Processor):
             if (~done).any():
                 e = int(end[~done].min())
                 next_end = e if next_end is None else min(next_end, e)
-        keep = need.any(axis=1)
-        if keep.any():
-            st = {"t": t[keep], "v": v[keep], "m": m[keep], "need": need[keep]}
-            self.state.update((pickle.dumps(st),))
-        else:
-            self.state.clear()
-        if next_end is not None:
-            # fires once the watermark reaches the earliest open session's end
-            self.handle.registerTimer(_timer_ms(next_end))
-        if frames:
-            yield pd.concat(frames, ignore_index=True)
+        # next_end: the earliest open session's end
+        yield from self._finish(need.any(axis=1), {"t": t, "v": v, "m": m, "need": need}, {}, next_end, frames)
 
 
 def stream_aggregate(df: Any, queries: Any, value: str, time: str, key: Union[str, Sequence[str]],
