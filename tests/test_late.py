@@ -17,7 +17,7 @@ import slidewise as sw
 from oracle import agg_window, same
 
 LATE_ALGOS = ["auto", "cbix", "flatfat", "two_stacks", "recalc"]
-ORDER_SENSITIVE = {"argmax", "argmin", "first", "last", "collect"}
+ORDER_SENSITIVE = {"argmax", "argmin", "first", "last", "first_ignore_nulls", "last_ignore_nulls", "collect"}
 AGGS = ["sum", "max", "min", "count", "mean", "var", "range", "maxcount", "first", "last", "last_ignore_nulls", "collect", "argmax"]
 
 
