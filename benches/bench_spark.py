@@ -91,3 +91,70 @@ class SparkRolling:
 
     def time_rolling_max(self, layout, method):
         self.make().write.format("noop").mode("overwrite").save()
+
+
+_SESSION = None
+
+
+def _local_spark():
+    """One local[2] session per asv process (asv runs each benchmark in a
+    process of its own; the setups of its parameters share the session)."""
+    global _SESSION
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    if _SESSION is None:
+        _SESSION = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+                    .config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "3g")
+                    .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+        _SESSION.sparkContext.setLogLevel("ERROR")
+    return _SESSION
+
+
+class SparkFeatures:
+    """The keyed feature job of the Spark issue (``benches/_features.py``):
+    3 count windows (20, 100, 500 rows) x max / mean / std per key, 100
+    keys, 2M rows read from 8 Parquet files written in time order (keys
+    interleaved), every column computed (a ``noop`` write). slidewise
+    (``ss.rolling``: the check pass, the halos and the pass computing, all
+    timed), Spark's segment-tree frame (one window spec per frame, all 9
+    columns in one select), its default frame, and an identity
+    ``mapInArrow`` over the same Parquet. The setup fails unless this
+    Spark has the segment-tree frame (>= 4.2.0) and, for every job but the
+    identity pass, unless slidewise's 9 columns equal Spark's (null and
+    NaN apart; max exactly, mean / std to 1e-9 relative). Skipped without
+    pyspark. ``benches/compare_spark.py --job features`` prints the same
+    jobs side by side with the ratios."""
+
+    params = ["slidewise", "spark_segment_tree", "spark_default", "identity_mapInArrow"]
+    param_names = ["method"]
+    timeout = 1800
+    number = 1
+    repeat = 3
+    warmup_time = 0
+
+    def setup(self, method):
+        try:
+            import pyspark  # noqa: F401
+        except ImportError:
+            raise NotImplementedError("pyspark is not installed") from None
+        import tempfile
+
+        from . import _features as fe
+
+        spark = _local_spark()
+        fe.assert_segment_tree(spark)
+        path = fe.write_parquet(os.path.join(tempfile.gettempdir(), f"slidewise_features_{fe.ROWS}_{fe.KEYS}"))
+        df = spark.read.parquet(path)
+        jobs = fe.jobs(spark, df)
+        name = {"slidewise": "slidewise", "spark_segment_tree": "spark segment tree",
+                "spark_default": "spark default frame", "identity_mapInArrow": "identity mapInArrow"}[method]
+        self.make = jobs[name]
+        if name == "slidewise":  # against Spark's segment tree
+            fe.check_features(fe.columns(self.make()), fe.columns(jobs["spark segment tree"]()),
+                              "spark segment tree", fe.ROWS)
+        elif name.startswith("spark"):  # against slidewise
+            fe.check_features(fe.columns(jobs["slidewise"]()), fe.columns(self.make()), name, fe.ROWS)
+
+    def time_feature_job(self, method):
+        self.make().write.format("noop").mode("overwrite").save()

@@ -2,6 +2,21 @@
 
     python benches/compare_spark.py [--rows 2000000] [--window 1000] [--keys 100]
     python benches/compare_spark.py --quick     # tiny: the checks only, no timings worth reading
+    python benches/compare_spark.py --job features [--repeat 3]   # the keyed feature job only
+
+``--job rolling``: one rolling max (below). ``--job features``: the keyed
+feature job of the Spark issue (``benches/_features.py``): 3 count windows
+(20, 100, 500 rows) x max / mean / std per key, 100 keys, 2M rows read from
+8 Parquet files written in time order (keys interleaved), all 9 columns
+computed (a ``noop`` write): slidewise (``ss.rolling`` with the 3 windows
+and 3 aggregations, ``tiebreak="id"``), Spark's segment-tree frame (one
+window spec per frame, all 9 columns in one select; the script fails unless
+this Spark has it), Spark's default frame (for information) and an identity
+``mapInArrow`` over the same Parquet; slidewise's columns checked equal to
+Spark's first (null and NaN apart, max exactly, mean / std to 1e-9
+relative); then best of ``--repeat`` (3) per job, the jobs interleaved, and
+the ratios to the targets (>= 6x the segment tree, <= 2x the identity
+pass). ``--job all`` (the default) runs both.
 
 First checks every slidewise job timed below against Spark's frames (the
 segment tree, and the default frame unless ``--skip-default``) on the same
@@ -22,17 +37,22 @@ import sys
 import time
 
 if __package__:  # imported from the benches package (asv discovers every module)
+    from . import _features
     from ._check import Mismatch, check, machine, spark_column
 else:  # python benches/compare_spark.py
+    import _features
     from _check import Mismatch, check, machine, spark_column
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", type=int, default=2_000_000)
-    ap.add_argument("--window", type=int, default=1000)
+    ap.add_argument("--job", choices=["all", "rolling", "features"], default="all")
+    ap.add_argument("--rows", type=int, default=None, help="rows (default 2,000,000)")
+    ap.add_argument("--window", type=int, default=1000, help="--job rolling: the window")
     ap.add_argument("--keys", type=int, default=100)
-    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=None, help="best of (default 2 for rolling, 3 for features)")
+    ap.add_argument("--data", default=None, help="--job features: the Parquet directory "
+                    "(default: slidewise_features_<rows> under the temp directory, written once)")
     ap.add_argument("--skip-default", action="store_true", help="skip the (slow) default frame")
     ap.add_argument("--warmup", type=int, default=2, help="untimed rounds of three jobs first")
     ap.add_argument("--quick", action="store_true", help="20,000 rows, window 100, 10 keys, one repeat, no warm-up")
@@ -40,25 +60,91 @@ def main(argv=None) -> None:
     if args.quick:
         args.rows, args.window, args.keys, args.repeat, args.warmup = 20_000, 100, 10, 1, 0
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession, Window
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master("local[2]").appName("slidewise-compare")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.memory", "3g").config("spark.sql.shuffle.partitions", "2").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    print(machine("1 per Spark task (slidewise runs on the task's Python worker thread); local[2]: 2 tasks at once"))
+    if args.job in ("all", "rolling"):
+        rolling_max(spark, args)
+    if args.job in ("all", "features"):
+        features(spark, args)
+    spark.stop()
+
+
+def features(spark, args) -> None:
+    """The keyed feature job (``_features``): checked, then timed, the
+    jobs interleaved, best of ``--repeat``."""
+    import tempfile
+
+    import slidewise.spark as ss
+
+    fe = _features
+    n = args.rows or fe.ROWS
+    repeat = args.repeat or 3
+    print("\n" + fe.assert_segment_tree(spark), flush=True)
+    path = fe.write_parquet(args.data or os.path.join(tempfile.gettempdir(), f"slidewise_features_{n}_{args.keys}"),
+                            n, args.keys)
+    df = spark.read.parquet(path)
+    jobs = fe.jobs(spark, df)
+    if args.skip_default:
+        del jobs["spark default frame"]
+    path_taken = ss.plan_rolling(df, "v", "t", list(fe.WINDOWS), list(fe.AGGS), partition_by="k",
+                                 tiebreak="id").path
+    # Before timing: slidewise's 9 columns against each Spark frame's.
+    got = fe.columns(jobs["slidewise"]())
+    for peer in [j for j in jobs if j.startswith("spark")]:
+        fe.check_features(got, fe.columns(jobs[peer]()), peer, n, args.keys)
+    del got
+    print(f"checked: slidewise's {len(fe.names())} columns equal to "
+          + " and ".join(j for j in jobs if j.startswith("spark")) + " (null and NaN apart; max exact, "
+          "mean/std to 1e-9 relative)", flush=True)
+    for _ in range(min(args.warmup, 1)):  # JIT, Python workers
+        for name in ("identity mapInArrow", "slidewise"):
+            jobs[name]().write.format("noop").mode("overwrite").save()
+    best = {name: float("inf") for name in jobs}
+    for r in range(repeat):
+        for name, make in jobs.items():
+            t0 = time.perf_counter()
+            make().write.format("noop").mode("overwrite").save()
+            dt = time.perf_counter() - t0
+            best[name] = min(best[name], dt)
+            print(f"  round {r + 1}: {name:<22}{dt:8.2f} s", flush=True)
+    spark.conf.unset(fe.SEGMENT_TREE)
+    print(f"\nkeyed feature job: {n:,} rows from {fe.FILES} Parquet files in time order "
+          f"({df.rdd.getNumPartitions()} partitions), {args.keys} keys, windows {list(fe.WINDOWS)} rows x "
+          f"{list(fe.AGGS)}; local[2]; every column computed (noop write); best of {repeat}, interleaved")
+    print(f"slidewise path: {path_taken!r} (the job time includes its planning: the check pass and halos)")
+    for name, v in best.items():
+        print(f"  {name:<40}{v:8.2f} s")
+    sw = best["slidewise"]
+    print("ratios (targets in brackets)")
+    print(f"  Spark segment tree / slidewise        {best['spark segment tree'] / sw:6.2f}x  [>= 6]")
+    print(f"  slidewise / identity mapInArrow       {sw / best['identity mapInArrow']:6.2f}x  [<= 2]")
+    if "spark default frame" in best:
+        print(f"  Spark default frame / slidewise       {best['spark default frame'] / sw:6.2f}x")
+
+
+def rolling_max(spark, args) -> None:
+    """One rolling max over a cached ``spark.range`` DataFrame, unkeyed and
+    keyed: the paths of ``rolling`` against Spark's frames."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     import slidewise.spark as ss
     from slidewise.spark import _kernels, _order, _specs
 
-    spark = (SparkSession.builder.master("local[2]").appName("slidewise-compare")
-             .config("spark.ui.enabled", "false").config("spark.driver.memory", "3g")
-             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    print(machine("1 per Spark task (slidewise runs on the task's Python worker thread); local[2]: 2 tasks at once"))
-    n, w = args.rows, args.window
+    n, w = args.rows or 2_000_000, args.window
+    repeat = args.repeat or 2
     df = (spark.range(n, numPartitions=2).select(F.col("id").alias("t"), F.rand(1).alias("v"),
                                                  (F.col("id") % args.keys).alias("k"))).cache()
     df.count()
 
     def run(make) -> float:
         best = float("inf")
-        for _ in range(args.repeat):
+        for _ in range(repeat):
             t0 = time.perf_counter()
             make().write.format("noop").mode("overwrite").save()
             best = min(best, time.perf_counter() - t0)
@@ -145,7 +231,7 @@ def main(argv=None) -> None:
     if not args.skip_default:
         res["spark default frame keyed"] = run(lambda: frame(True, False))
     spark.conf.unset("spark.sql.window.segmentTree.enabled")
-    print(f"\n{n:,} rows, local[2], max over {w} rows, {args.keys} keys when keyed; best of {args.repeat}")
+    print(f"\n{n:,} rows, local[2], max over {w} rows, {args.keys} keys when keyed; best of {repeat}")
     for k, v in res.items():
         print(f"  {k:<52}{v:8.2f} s")
     u = res["slidewise unkeyed"]
@@ -175,7 +261,6 @@ def main(argv=None) -> None:
           "(3x the segment tree needs a job at most this/3 identity passes)")
     if "spark default frame keyed" in res:
         print(f"  keyed: default frame / slidewise       {res['spark default frame keyed'] / kk:6.1f}x")
-    spark.stop()
 
 
 if __name__ == "__main__":

@@ -410,11 +410,14 @@ def test_rolling_keyed_ordered_input_skips_the_shuffle(spark, monkeypatch, n, w,
 
 
 def test_rolling_keyed_out_of_order_input_takes_the_shuffle(spark):
-    """One partition out of order, partitions out of sequence, a tiebreak
-    the partitions do not follow: the check sees it and the shuffle path
-    gives the exact result. method="map" takes the shuffle path without a
-    check; float keys (grouped as Spark groups them) the ordered path when
-    the input is in order."""
+    """One partition out of order, a tiebreak the partitions do not follow:
+    the check sees it and the shuffle path gives the exact result.
+    Partitions each in order but in reverse sequence take the ordered path
+    (count windows follow the order of the rows, not of the partitions), a
+    tie across such a boundary under the default tiebreak (the input order)
+    the shuffle. method="map" takes the shuffle path without a check; float
+    keys (grouped as Spark groups them) the ordered path when the input is
+    in order."""
     sdf = _keyed_ordered_sdf(spark, 1200, 4, ties=2)
     swapped = sdf.withColumn("t", F.when(F.col("id") == 450, F.lit(10_000)).otherwise(F.col("t")))
     reversed_parts = sdf.withColumn("t", 5000 - F.spark_partition_id() * 1000 + F.col("id") % 300)
@@ -422,11 +425,18 @@ def test_rolling_keyed_out_of_order_input_takes_the_shuffle(spark):
     # order inside each partition but falling at each boundary
     tie_back = (sdf.withColumn("t", F.when(F.col("id") % 300 == 0, F.col("t") - 1).otherwise(F.col("t")))
                 .withColumn("tb", F.col("id") - F.spark_partition_id() * 10_000))
-    cases = [(swapped, "id", ["t", "id"]), (reversed_parts, "id", ["t", "id"]), (tie_back, "tb", ["t", "tb"])]
-    for df, tb, order in cases:
-        df = df.localCheckpoint()
+    # partitions in reverse sequence whose boundaries tie on t: the input
+    # order puts partition 0's rows first, the order of t last (and id
+    # interleaves the tied rows)
+    reversed_tied = sdf.withColumn("t", 5000 - F.spark_partition_id() * 299 + F.col("id") % 300)
+    mid = F.monotonically_increasing_id().alias("mid")
+    cases = [(swapped, "id", ["t", "id"], "shuffle"), (reversed_parts, "id", ["t", "id"], "ordered"),
+             (tie_back, "tb", ["t", "tb"], "shuffle"), (reversed_parts, None, ["t", "mid"], "ordered"),
+             (reversed_tied, None, ["t", "mid"], "shuffle"), (reversed_tied, "id", ["t", "id"], "shuffle")]
+    for df, tb, order, path in cases:
+        df = df.select("*", mid).localCheckpoint()
         plan = ss.plan_rolling(df, "v", "t", 9, ["sum", "max"], partition_by="k", tiebreak=tb)
-        assert (plan.path, plan.keyed) == ("shuffle", True)
+        assert (plan.path, plan.keyed) == (path, True)
         got = plan.run().toArrow()
         want = _spark_rows(df, [9], ["sum", "max"], ["k"], order).toArrow()
         _compare(got, want, [("sum_9", "ref_sum_9"), ("max_9", "ref_max_9")])
@@ -442,6 +452,46 @@ def test_rolling_keyed_out_of_order_input_takes_the_shuffle(spark):
     got = plan.run().toArrow()
     _compare(got, _spark_rows(sdf, [9], ["sum", "min"], ["k"], ["t", "id"]),
              [("sum_9", "ref_sum_9"), ("min_9", "ref_min_9")])
+
+
+@pytest.mark.parametrize("batch", ["50", None])
+def test_rolling_keyed_parquet_files_in_order(spark, monkeypatch, tmp_path, batch):
+    """Parquet files each in (t, id) order and following one another, which
+    Spark packs into partitions largest first (several files per
+    partition, out of sequence): the check pass finds the sorted runs (a
+    new one where the order falls or the file changes) and the ordered
+    path gives each run its halo: exact against Spark, keys absent from
+    several runs included (halos from several runs back), small chunks and
+    batches. A file out of order inside takes the shuffle path."""
+    monkeypatch.setattr(_kernels, "_CHUNK_ROWS", 1)
+    sdf = _keyed_ordered_sdf(spark, 3000, 1, ties=3)
+    path = str(tmp_path / "p")
+    sdf.repartitionByRange(7, "id").sortWithinPartitions("id").write.parquet(path)
+    df = spark.read.parquet(path)
+    rows = _order._check_pass(df, "v", "t", _specs_for(df, [150, 7], ["sum"]), ["id"], ["k"], runs=True)
+    assert len([r for r in rows if r.n]) == 7 > df.rdd.getNumPartitions()  # runs: the files
+    aggs = ["sum", "max", "mean", "std", "count"]
+    plan, got = _planned(spark, batch, lambda: ss.plan_rolling(df, "v", "t", [150, 7, 1], aggs, partition_by="k",
+                                                               tiebreak="id"))
+    assert (plan.path, plan.keyed) == ("ordered", True)
+    want = _spark_rows(df, [150, 7, 1], aggs, ["k"], ["t", "id"]).toArrow()
+    _compare(got, want, [(f"{a}_{x}", f"ref_{a}_{x}") for x in [150, 7, 1] for a in aggs])
+    assert got.column_names == df.columns + [f"{a}_{x}" for x in [150, 7, 1] for a in aggs]
+
+    bad = str(tmp_path / "bad")
+    swapped = sdf.withColumn("t", F.when(F.col("id") == 1000, F.lit(2)).otherwise(F.col("t")))
+    swapped.repartitionByRange(7, "id").sortWithinPartitions("id").write.parquet(bad)
+    df = spark.read.parquet(bad)
+    plan = ss.plan_rolling(df, "v", "t", 20, ["sum", "max"], partition_by="k", tiebreak="id")
+    assert plan.path == "shuffle"
+    _compare(plan.run(), _spark_rows(df, [20], ["sum", "max"], ["k"], ["t", "id"]),
+             [("sum_20", "ref_sum_20"), ("max_20", "ref_max_20")])
+
+
+def _specs_for(df, windows, aggs):
+    from slidewise.spark import _specs
+
+    return _specs._make_specs(pa.float64(), windows, aggs, None, None, "auto")
 
 
 @pytest.mark.parametrize("boundary_tie", [False, True])

@@ -29,7 +29,7 @@ import inspect
 import io
 import itertools
 import pickle
-from typing import Iterator, List, Optional, Sequence
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -42,6 +42,13 @@ def _native_keys(sw) -> bool:
     try:
         return "keys" in inspect.signature(sw.rolling).parameters
     except (TypeError, ValueError):
+        return False
+
+
+def _many_keys(sw) -> bool:
+    try:
+        return "keys" in inspect.signature(sw.rolling_many).parameters
+    except (AttributeError, TypeError, ValueError):
         return False
 
 
@@ -189,6 +196,34 @@ def _compute(sw, spec: _Spec, vals: pa.Array, ts: Optional[pa.Array], starts: np
     return out
 
 
+def _compute_all(sw, specs: List[_Spec], vals: pa.Array, ts: Optional[pa.Array], starts: Optional[np.ndarray],
+                 keys: Optional[pa.Array] = None) -> List[pa.Array]:
+    """:func:`_compute` for every spec, in order. Count windows of one
+    aggregation (several lengths, no ``min_periods``) share one
+    ``rolling_many`` call: the rows are grouped by key once for all of
+    them, and max / min share one pass (the same values as ``rolling``
+    window by window)."""
+    out: List[Optional[pa.Array]] = [None] * len(specs)
+    groups: dict = {}
+    if not specs[0].time and _many_keys(sw):
+        for i, s in enumerate(specs):
+            if s.min_periods is None:
+                groups.setdefault((s.agg, s.algorithm), []).append(i)
+    n = len(vals)
+    many_keys = keys
+    for (agg, algorithm), idx in groups.items():
+        ws = [specs[i].window for i in idx]
+        if len(idx) < 2 or len(set(ws)) != len(ws):
+            continue
+        if many_keys is None and starts is not None and len(starts) > 1:
+            many_keys = pa.array(np.repeat(np.arange(len(starts), dtype=np.int64), np.diff(np.append(starts, n))))
+        t = sw.rolling_many(vals, ws, agg, keys=many_keys, algorithm=algorithm)
+        for j, i in enumerate(idx):
+            o = t.column(j).combine_chunks()
+            out[i] = o if o.type == specs[i].arrow_type else o.cast(specs[i].arrow_type)
+    return [o if o is not None else _compute(sw, s, vals, ts, starts, keys) for s, o in zip(specs, out)]
+
+
 class _Roller:
     """Carries the halo of the current key across Arrow batches.
 
@@ -313,7 +348,7 @@ class _Roller:
                 ts = pa.concat_arrays([hts, ts])
             starts = starts + h
             starts[0] = 0
-        outs = [_compute(self.sw, s, vals, ts, starts).slice(h) for s in self.specs]
+        outs = [o.slice(h) for o in _compute_all(self.sw, self.specs, vals, ts, starts)]
         # new halo: the tail of the last run
         lo = int(starts[-1])
         if self.time:
@@ -338,7 +373,7 @@ class _Roller:
         ids = _key_ids(both.columns[1:1 + nk])
         vals, kid = both.column(0).combine_chunks(), pa.array(ids)
         ts = both.column("t").combine_chunks() if self.time else None
-        outs = [_compute(self.sw, s, vals, ts, None, keys=kid).slice(h) for s in self.specs]
+        outs = [o.slice(h) for o in _compute_all(self.sw, self.specs, vals, ts, None, keys=kid)]
         if self.time:
             # rows in order of time: the halo is the rows within the longest range of the last time
             t = ts.to_numpy()
@@ -364,9 +399,16 @@ _CHUNK_ROWS = 1 << 16
 
 def _roll_fn(specs, value, order, keys, drop, halos=None, target_rows=None, check=None, forward=None):
     """The mapInArrow function. ``halos``: a broadcast {partition: IPC
-    table} prepended to the partition's rows. ``forward``: a broadcast
-    _forward_heads plan (unkeyed, count windows, assume_sorted)."""
+    table} prepended to the partition's rows, or {partition: [(rows, first
+    key, IPC table or None), ...]} for a partition of several sorted runs
+    (keyed count windows): each run gets its own halo. ``forward``: a
+    broadcast _forward_heads plan (unkeyed, count windows,
+    assume_sorted)."""
     target_rows = _CHUNK_ROWS if target_rows is None else target_rows
+
+    def roller(sw, halo):
+        return _Roller(sw, [_copy_spec(s) for s in specs], value, order, keys, drop, halo, target_rows,
+                       interleaved=bool(keys) and halos is not None)
 
     def fn(it):
         sw = _import_slidewise()
@@ -378,6 +420,9 @@ def _roll_fn(specs, value, order, keys, drop, halos=None, target_rows=None, chec
             pid = TaskContext.get().partitionId()
         if halos is not None:
             raw = halos.value.get(pid)
+            if isinstance(raw, list):  # several sorted runs, each with its own halo
+                yield from _by_runs(it, raw, lambda h: roller(sw, h))
+                return
             if raw is not None:
                 halo = _from_ipc(raw)
             elif not keys:
@@ -385,8 +430,7 @@ def _roll_fn(specs, value, order, keys, drop, halos=None, target_rows=None, chec
         if forward is not None:
             it, skip = _forwarded(it, forward.value.get(pid), check)
         # halos with keys: the keyed ordered path, keys interleaved in the rows
-        r = _Roller(sw, [_copy_spec(s) for s in specs], value, order, keys, drop, halo, target_rows,
-                    interleaved=bool(keys) and halos is not None)
+        r = roller(sw, halo)
         r.check = check
         out = (o for b in it for o in r.feed(b))
         for o in itertools.chain(out, r.finish()):
@@ -396,6 +440,78 @@ def _roll_fn(specs, value, order, keys, drop, halos=None, target_rows=None, chec
             if o.num_rows:
                 yield o
     return fn
+
+
+def _by_runs(it, runs, make):
+    """A partition of several sorted runs (``runs``: [(rows, first key,
+    halo IPC or None)] in the partition's order, as the check pass found
+    them): its batches cut where each run ends, each run through its own
+    _Roller (``make(halo table or None)``); the rows must add up (else the
+    input changed between the two jobs). Yields the output batches."""
+    j, left, r = -1, 0, None
+    for b in it:
+        off, m = 0, b.num_rows
+        while off < m:
+            if not left:
+                if r is not None:
+                    yield from (o for o in r.finish() if o.num_rows)
+                j += 1
+                if j >= len(runs):
+                    raise ValueError(_CHANGED)
+                left, h = runs[j][0], runs[j][2]
+                r = make(_from_ipc(h) if h is not None else None)
+            c = min(left, m - off)
+            yield from (o for o in r.feed(b if c == m else b.slice(off, c)) if o.num_rows)
+            off += c
+            left -= c
+    if left or j != len(runs) - 1:
+        raise ValueError(_CHANGED)
+    yield from (o for o in r.finish() if o.num_rows)
+
+
+# Column names inside _roll_udf_fn (not the caller's).
+_UV, _UK = "__slidewise_v", "__slidewise_k"
+
+
+def _roll_udf_fn(specs, nkeys: int, halos):
+    """The keyed ordered path's function (count windows) as a scalar
+    iterator Arrow UDF (``arrow_udf``, SCALAR_ITER) over (value, key...):
+    a partition's batches in order in, a struct of the spec columns out,
+    row for row; Spark zips it with the rows it kept, so only the value
+    and key columns travel to Python and only the results back (a
+    ``mapInArrow`` pass sends every column both ways). ``halos`` as in
+    :func:`_roll_fn`."""
+    names = [_UV] + [f"{_UK}{i}" for i in range(nkeys)]
+    fields = [pa.field(s.name, s.arrow_type) for s in specs]
+
+    def fn(it):
+        from pyspark import TaskContext
+
+        sw = _import_slidewise()
+        pid = TaskContext.get().partitionId()
+        raw = halos.value.get(pid)
+
+        def make(h):
+            return _Roller(sw, [_copy_spec(s) for s in specs], _UV, _UV, names[1:], [], h, _CHUNK_ROWS,
+                           interleaved=True)
+
+        batches = (pa.RecordBatch.from_arrays(list(c) if isinstance(c, (tuple, list)) else [c], names=names)
+                   for c in it)
+        if isinstance(raw, list):
+            out = _by_runs(batches, raw, make)
+        else:
+            r = make(_from_ipc(raw) if raw is not None else None)
+            out = itertools.chain((o for b in batches for o in r.feed(b)), r.finish())
+        for o in out:
+            if o.num_rows:
+                yield pa.StructArray.from_arrays([o.column(f.name) for f in fields], fields=fields)
+    # the type hints tell arrow_udf the kind: iterator of array tuples to iterator of arrays
+    fn.__annotations__ = {"it": Iterator[Tuple[pa.Array, ...]], "return": Iterator[pa.Array]}
+    return fn
+
+
+_CHANGED = ("slidewise.spark.rolling: a partition's rows differ between the check pass and the pass that computes "
+            "(a nondeterministic input?); cache or checkpoint the DataFrame")
 
 
 def _forwarded(it, plan, keys: List[str]):
@@ -481,14 +597,64 @@ def _order_step(table: pa.Table, keys: List[str], last: Optional[tuple]):
     return ok, first, tuple(c[-1].as_py() for c in kc)
 
 
-def _tail_fn(value, order, specs, tb, by: Sequence[str] = ()):
+def _breaks(table: pa.Table, keys: List[str], last: Optional[tuple], tag: Optional[str] = None,
+            last_tag=None):
+    """One batch of the check pass, split into runs: a run starts where
+    the (``keys``) order falls, or where the ``tag`` column (the input
+    file split a row comes from) changes, also at the batch's first row
+    against ``last`` / ``last_tag`` (the previous batch's last row).
+    Returns (whether the first row starts a run, [(start, end, first key,
+    last key)] of the pieces); None for nulls or NaN in ``keys``."""
+    kc = [table.column(k).combine_chunks() for k in keys]
+    if any(c.null_count for c in kc):
+        return None
+    cols = [c.to_numpy(zero_copy_only=False) for c in kc]
+    if any(c.dtype.kind == "f" and np.isnan(c).any() for c in cols):
+        return None
+    m = len(cols[0])
+    lt = np.zeros(max(m - 1, 0), dtype=bool)
+    eq = np.ones(max(m - 1, 0), dtype=bool)
+    for c in cols:
+        a, b = c[1:], c[:-1]
+        lt |= eq & (a < b)
+        eq &= a == b
+    first = tuple(c[0].as_py() for c in kc)
+    fresh = last is not None and first < last
+    if tag is not None:
+        tc = table.column(tag).combine_chunks().to_numpy(zero_copy_only=False)
+        lt |= tc[1:] != tc[:-1]
+        fresh = fresh or (last_tag is not None and tc[0] != last_tag)
+    cuts = (np.flatnonzero(lt) + 1).tolist()
+    bounds = [0] + cuts + [m]
+    pieces = [(a, b, tuple(c[a].as_py() for c in kc), tuple(c[b - 1].as_py() for c in kc))
+              for a, b in zip(bounds, bounds[1:])]
+    return fresh, pieces
+
+
+# At most this many sorted runs per partition in the keyed ordered path
+# (more: the shuffle path).
+_MAX_RUNS = 256
+
+
+def _tail_fn(value, order, specs, tb, by: Sequence[str] = (), runs: bool = False, tag: Optional[str] = None):
     """Per partition: its row count, its tail (the last max(w)-1 values, or
     the rows within the longest range of its last time), and whether it is
     sorted by (order, tb...) with its first and last such key (pickled).
     With key columns ``by``, a (v, k0, k1, ...[, t]) table: for count
-    windows the last max(w)-1 values of each key."""
+    windows the last max(w)-1 values of each key.
+
+    ``runs`` (count windows): a partition may be several sorted runs one
+    after the other (Parquet files, each in order, that Spark packed into
+    one partition largest first): one row per run (``run`` 0, 1, ...),
+    with that run's count, tail and first and last key; a new run starts
+    wherever the order falls or the ``tag`` column changes (a hash of the
+    input file split: consecutive files in order that are not neighbours
+    in the global order). Without ``runs`` a fall makes the partition out
+    of order. Not in order (one row): nulls or NaN in the order
+    columns, more than ``_MAX_RUNS`` runs."""
     time = specs[0].time
     keys = [order, *tb]
+    split = runs and not time
 
     def fn(it):
         from pyspark import TaskContext
@@ -497,19 +663,14 @@ def _tail_fn(value, order, specs, tb, by: Sequence[str] = ()):
         from slidewise import _time
 
         pid = TaskContext.get().partitionId()
-        tail = None
-        n = 0
-        kept = 0  # rows of the per-key tail at its last trim
-        ok, first, last = True, None, None
         hmax = None if time else max(s.window for s in specs) - 1
-        for b in it:
-            if not b.num_rows:
-                continue
-            n += b.num_rows
-            t = pa.Table.from_batches([b])
-            if ok:
-                ok, lo, last = _order_step(t, keys, last)
-                first = lo if first is None else first
+        done = []  # finished runs: (n, payload, first, last)
+        st = {"tail": None, "n": 0, "kept": 0, "first": None, "last": None, "rmax": None, "tag": None}
+        ok, total = True, 0
+
+        def add(t: pa.Table) -> None:
+            """Rows of the current run into its tail."""
+            st["n"] += t.num_rows
             cols = [t.column(value)] + [_canon_key(t.column(k)) for k in by]
             names = ["v"] + [f"k{i}" for i in range(len(by))]
             if time:
@@ -517,34 +678,86 @@ def _tail_fn(value, order, specs, tb, by: Sequence[str] = ()):
                 cols.append(ts)
                 names.append("t")
             cur = pa.table(cols, names=names)
-            tail = cur if tail is None else pa.concat_tables([tail, cur])
+            tail = cur if st["tail"] is None else pa.concat_tables([st["tail"], cur])
             if time:
                 rmax = max(_time.to_units("window", _time.duration_ns("window", s.window), unit_ns) for s in specs)
+                st["rmax"] = rmax
                 tv = tail.column("t").to_numpy()
-                j = int(np.searchsorted(tv, tv[-1] - rmax, side="right"))
-                tail = tail.slice(j)
+                tail = tail.slice(int(np.searchsorted(tv, tv[-1] - rmax, side="right")))
             elif by:
                 # trimming costs a grouping of all rows held: do it when
                 # they are well above the last trimmed size
-                if tail.num_rows > 2 * kept + (1 << 20):
+                if tail.num_rows > 2 * st["kept"] + (1 << 20):
                     tail = _trim_keyed(tail, hmax)
-                    kept = tail.num_rows
+                    st["kept"] = tail.num_rows
             elif tail.num_rows > hmax:
                 tail = tail.slice(tail.num_rows - hmax)
-        if tail is not None and by and not time:
-            tail = _trim_keyed(tail, hmax)
-        if tail is not None and time:
-            tail = tail.replace_schema_metadata({"rmax": str(rmax)})
-        payload = _to_ipc(tail.combine_chunks()) if tail is not None else b""
-        yield pa.record_batch([pa.array([pid], pa.int32()), pa.array([n], pa.int64()),
-                               pa.array([payload], pa.binary()),
-                               pa.array([pickle.dumps((ok, first, last))], pa.binary())],
-                              names=["pid", "n", "tail", "order"])
+            st["tail"] = tail
+
+        def close() -> None:
+            """The current run is complete."""
+            tail = st["tail"]
+            if tail is not None and by and not time:
+                tail = _trim_keyed(tail, hmax)
+            if tail is not None and time:
+                tail = tail.replace_schema_metadata({"rmax": str(st["rmax"])})
+            payload = _to_ipc(tail.combine_chunks()) if tail is not None else b""
+            done.append((st["n"], payload, st["first"], st["last"]))
+            st.update(tail=None, n=0, kept=0, first=None)
+
+        def row(j, n, payload, order_info):
+            return pa.record_batch([pa.array([pid], pa.int32()), pa.array([j], pa.int32()),
+                                    pa.array([n], pa.int64()), pa.array([payload], pa.binary()),
+                                    pa.array([pickle.dumps(order_info)], pa.binary())],
+                                   names=["pid", "run", "n", "tail", "order"])
+
+        for b in it:
+            if not b.num_rows:
+                continue
+            total += b.num_rows
+            t = pa.Table.from_batches([b])
+            if not split:  # one run: its tail whatever the order (the range path reads it)
+                if ok:
+                    ok, lo, st["last"] = _order_step(t, keys, st["last"])
+                    st["first"] = lo if st["first"] is None else st["first"]
+                add(t)
+                continue
+            if not ok:
+                continue
+            got = _breaks(t, keys, st["last"], tag, st["tag"])
+            if got is None:
+                ok = False
+                continue
+            fresh, pieces = got
+            if tag is not None:
+                st["tag"] = t.column(tag)[-1].as_py()
+            for i, (a, e, lo, hi) in enumerate(pieces):
+                if (i or fresh) and st["n"]:
+                    close()
+                if st["first"] is None:
+                    st["first"] = lo
+                add(t.slice(a, e - a))
+                st["last"] = hi
+            if len(done) >= _MAX_RUNS:
+                ok = False
+        if not split:
+            close()
+            n, payload, first, _ = done[0]
+            yield row(0, n, payload, (ok, first, st["last"]))
+            return
+        if ok and (st["n"] or not done):
+            close()
+
+        if not ok:
+            yield row(0, total, b"", (False, None, None))
+            return
+        for j, (n, payload, first, last) in enumerate(done):
+            yield row(j, n, payload, (True, first, last))
     return fn
 
 
 # What _tail_fn returns per partition (DDL, so no pyspark import here).
-_TAIL_SCHEMA = "pid int, n bigint, tail binary, `order` binary"
+_TAIL_SCHEMA = "pid int, run int, n bigint, tail binary, `order` binary"
 
 
 def _apply_fn(specs, value, order_by, tb, drop):

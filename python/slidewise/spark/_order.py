@@ -80,10 +80,27 @@ def _ranges_in_sequence(stats: Dict[int, tuple], strict: bool) -> bool:
     return True
 
 
-def _check_pass(df, value, order_by, specs, tb, by: Sequence[str] = ()):
-    """Run _tail_fn over the input as it is: one row per partition."""
+def _check_pass(df, value, order_by, specs, tb, by: Sequence[str] = (), runs: bool = False):
+    """Run _tail_fn over the input as it is: one row per partition (per
+    sorted run of a partition with ``runs``: a new run starts where the
+    order falls or the input file split changes, Spark's
+    ``input_file_name`` and ``input_file_block_start``, which are empty
+    and -1 for rows not read from files)."""
+    from pyspark.sql import functions as F
+
     spark = df.sparkSession
     cols = list(dict.fromkeys([value, order_by, *tb, *by]))
+    tag = None
+    if runs:
+        from pyspark.sql import types as T
+
+        # Timestamp order columns travel as their microseconds (the same
+        # order; Arrow's timestamp conversion costs more than a long's).
+        conv = {c for c in [order_by, *tb] if c not in (value, *by)
+                and isinstance(df.schema[c].dataType, T.TimestampType)}
+        cols = [F.unix_micros(F.col(c)).alias(c) if c in conv else c for c in cols]
+        tag = _FILE
+        cols = [*cols, F.hash(F.input_file_name(), F.input_file_block_start()).alias(_FILE)]
     # Unless the batch size was set explicitly, larger Arrow batches for
     # this pass only (it returns one row per partition): about half the
     # time of the default 10k rows.
@@ -92,10 +109,15 @@ def _check_pass(df, value, order_by, specs, tb, by: Sequence[str] = ()):
     if not explicit:
         spark.conf.set(key, "200000")
     try:
-        return df.select(*cols).mapInArrow(_tail_fn(value, order_by, specs, tb, by), _TAIL_SCHEMA).collect()
+        return df.select(*cols).mapInArrow(_tail_fn(value, order_by, specs, tb, by, runs, tag),
+                                           _TAIL_SCHEMA).collect()
     finally:
         if not explicit:
             spark.conf.unset(key)
+
+
+# The check pass's column of input file splits (a hash), with runs=True.
+_FILE = "__slidewise_file"
 
 
 def _in_order(rows, strict_ties: bool) -> bool:
@@ -113,6 +135,28 @@ def _in_order(rows, strict_ties: bool) -> bool:
             return False
         prev = last
     return True
+
+
+def _run_sequence(rows, input_ties: bool):
+    """The sorted runs of :func:`_check_pass` (``runs=True``) in the global
+    (order, tiebreak) order: [(pid, run, n, tail, first, last)] by first
+    key, each run starting at or after the one before ends; None when a
+    partition is out of order or two runs overlap. ``input_ties`` (the
+    default tiebreak, the input order): runs whose boundary keys tie must
+    also follow one another in the input, (partition, run) order."""
+    runs = []
+    for r in rows:
+        if not r.n:
+            continue
+        ok, first, last = pickle.loads(r.order)
+        if not ok:
+            return None
+        runs.append((r.pid, r.run, r.n, r.tail, first, last))
+    runs.sort(key=lambda x: (x[4], x[0], x[1]))
+    for a, b in zip(runs, runs[1:]):
+        if b[4] < a[5] or (input_ties and b[4] == a[5] and (b[0], b[1]) < (a[0], a[1])):
+            return None
+    return runs
 
 
 # Partition ids and row positions in _forward_heads (not the caller's names).
@@ -200,11 +244,14 @@ def _count_halos(parts, value: str, hmax: int, order: Optional[str] = None):
     return out, stats  # an empty partition needs no halo: it has no rows to compute
 
 
-def _halos(rows, specs, value_type: pa.DataType, keyed: bool = False) -> Dict[int, bytes]:
+def _halos(rows, specs, value_type: pa.DataType, keyed: bool = False, ordered: bool = False) -> Dict[int, bytes]:
     """Driver: partition p's halo = the tail of everything before p (per
-    key when ``keyed``: the tails are _tail_fn's per-key tables)."""
+    key when ``keyed``: the tails are _tail_fn's per-key tables). ``rows``:
+    (partition, rows, tail), in partition order; ``ordered``: (id, rows,
+    tail) already in the global order (sorted runs), halos by id."""
     time = specs[0].time
-    rows = sorted(rows, key=lambda r: r[0])
+    if not ordered:
+        rows = sorted(rows, key=lambda r: r[0])
     out: Dict[int, bytes] = {}
     running: Optional[pa.Table] = None
     hmax = None if time else max(s.window for s in specs) - 1

@@ -45,11 +45,12 @@ import datetime
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional, Sequence, Union
 
-from ._kernels import _TAIL_SCHEMA, _apply_fn, _native_keys, _roll_fn, _tail_fn
+from ._kernels import _TAIL_SCHEMA, _apply_fn, _native_keys, _roll_fn, _roll_udf_fn, _tail_fn
 from ._order import (_check_pass, _count_halos, _forward_heads, _halos, _in_order, _plan_sorted,
-                     _ranges_in_sequence)
+                     _ranges_in_sequence, _run_sequence)
 from ._ship import ship
-from ._specs import _TB, _groupable, _listify, _make_specs, _schema_with, _spark_type_to_arrow
+from ._specs import (_TB, _arrow_to_spark_type, _groupable, _listify, _make_specs, _schema_with,
+                     _spark_type_to_arrow)
 
 @dataclass(frozen=True)
 class RollingPlan:
@@ -227,15 +228,65 @@ def _plan_keyed_ordered(df, specs, value, order_by, keys, tb) -> Optional[Rollin
     if not _native_keys(sw) or not all(_groupable(df.schema[k].dataType) for k in keys):
         return None
     time = specs[0].time
-    rows = _check_pass(df, value, order_by, specs, [] if time else tb, keys)
-    if not _in_order(rows, strict_ties=time):
-        return None
     vtype = _spark_type_to_arrow(df.schema[value].dataType)
-    halos = _halos([(r.pid, r.n, r.tail) for r in rows], specs, vtype, keyed=True)
-    halos = df.sparkSession.sparkContext.broadcast(halos)
     schema = _schema_with(df, specs, [])
+    if time:
+        rows = _check_pass(df, value, order_by, specs, [], keys)
+        if not _in_order(rows, strict_ties=True):
+            return None
+        halos = _halos([(r.pid, r.n, r.tail) for r in rows], specs, vtype, keyed=True)
+        halos = df.sparkSession.sparkContext.broadcast(halos)
+        return RollingPlan("ordered", True,
+                           lambda: df.mapInArrow(_roll_fn(specs, value, order_by, keys, [], halos), schema))
+    # Count windows: each partition may be several sorted runs (Parquet
+    # files in order, which Spark packs into partitions largest first), in
+    # any partition order, as long as the runs follow one another.
+    runs = _run_sequence(_check_pass(df, value, order_by, specs, tb, keys, runs=True), input_ties=not tb)
+    if runs is None:
+        return None
+    tails = _halos([((p, j), n, tail) for p, j, n, tail, _, _ in runs], specs, vtype, keyed=True, ordered=True)
+    plan: dict = {}
+    for p, j, n, _, first, _ in sorted(runs, key=lambda r: (r[0], r[1])):
+        plan.setdefault(p, []).append((n, first, tails.get((p, j))))
+    # a partition of one run: its halo as the other ordered paths have it
+    plan = {p: (r[0][2] if len(r) == 1 else r) for p, r in plan.items()}
+    halos = df.sparkSession.sparkContext.broadcast({p: h for p, h in plan.items() if h is not None})
+    udf = _udf_columns(df, specs, value, keys, halos)
+    if udf is not None:
+        return RollingPlan("ordered", True, udf)
     return RollingPlan("ordered", True,
                        lambda: df.mapInArrow(_roll_fn(specs, value, order_by, keys, [], halos), schema))
+
+
+def _udf_columns(df, specs, value, keys, halos) -> Optional[Callable[[], Any]]:
+    """The keyed ordered path (count windows) as a scalar iterator Arrow
+    UDF over (value, key...) (pyspark >= 4.1's ``arrow_udf``): only those
+    columns go to Python and only the results come back, where
+    ``mapInArrow`` sends every column both ways. The UDF is marked
+    nondeterministic, so Spark neither moves a filter below it (the
+    windows need every row) nor evaluates it twice. None without
+    ``arrow_udf``, or when column names repeat."""
+    try:
+        from pyspark.sql.functions import arrow_udf
+    except ImportError:
+        return None
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    out = "__slidewise_rolling"
+    if len(set(df.columns)) != len(df.columns) or out in df.columns:
+        return None
+
+    def col(c):
+        return F.col("`" + c.replace("`", "``") + "`")
+
+    rtype = T.StructType([T.StructField(s.name, _arrow_to_spark_type(s.arrow_type), True) for s in specs])
+
+    def build():
+        fn = arrow_udf(_roll_udf_fn(specs, len(keys), halos), rtype).asNondeterministic()
+        rows = df.select("*", fn(col(value), *[col(k) for k in keys]).alias(out))
+        return rows.select(*[col(c) for c in df.columns], *[F.col(out).getField(s.name).alias(s.name) for s in specs])
+    return build
 
 
 def _plan_unkeyed(df, specs, value, order_by, tiebreak, num_partitions, assume_sorted=False) -> RollingPlan:
