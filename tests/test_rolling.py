@@ -227,6 +227,29 @@ def test_rolling_many_is_one_column_per_window():
         assert t.column(f"max_{w}").combine_chunks().equals(sw.rolling(ARR[:500], w, "max"))
 
 
+
+@pytest.mark.parametrize("keyed", [False, True])
+def test_rolling_many_with_several_aggregations_is_each_call_alone(keyed):
+    """A list of aggregations: one column per (aggregation, window),
+    aggregation-major, each equal to its own call (keyed: the rows grouped
+    once for all, each column as rolling_many with that one aggregation)."""
+    rng = rng_for("many_aggs", keyed)
+    x = pa.array(rng.normal(0, 10, 3000), mask=rng.random(3000) < 0.05)
+    keys = pa.array(rng.integers(0, 7, 3000)) if keyed else None
+    aggs, ws = ["max", "mean", "std", "first", "argmin", "count"], [1, 5, 64]
+    t = sw.rolling_many(x, ws, aggs, keys=keys, min_periods=1)
+    assert t.column_names == [f"{a}_{w}" for a in aggs for w in ws]
+    for a in aggs:
+        alone = sw.rolling_many(x, ws, a, keys=keys, min_periods=1)
+        for w in ws:
+            assert t.column(f"{a}_{w}").equals(alone.column(f"{a}_{w}")), (a, w)
+    with pytest.raises(ValueError, match="at least one aggregation"):
+        sw.rolling_many(x, ws, [], keys=keys)
+    with pytest.raises(ValueError, match="distinct"):
+        sw.rolling_many(x, ws, ["max", "max"], keys=keys)
+    with pytest.raises(ValueError, match="unknown"):
+        sw.rolling_many(x, ws, ["max", "nope"], keys=keys)
+
 # -- columns longer than every kernel's chunk ----------------------------------
 #
 # The auto kernels work in pieces: max/min look for NaN / -0.0 per chunk of

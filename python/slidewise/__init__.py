@@ -16,7 +16,7 @@ lists; outputs are pyarrow objects. The GIL is released while Rust computes.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Optional, Sequence, Union
 
 import pyarrow as pa
 
@@ -115,7 +115,7 @@ def _rolling_time(values, window, agg, timestamps, min_periods, algorithm, keys=
 def rolling_many(
     values: Any,
     windows: Iterable[int],
-    agg: str = "sum",
+    agg: Union[str, Sequence[str]] = "sum",
     *,
     keys: Any = None,
     min_periods: Optional[int] = None,
@@ -123,7 +123,8 @@ def rolling_many(
     ignore_nulls: bool = False,
 ) -> pa.Table:
     """:func:`rolling` for several window lengths over the same column: a
-    table with one column ``f"{agg}_{window}"`` per window.
+    table with one column ``f"{agg}_{window}"`` per window. ``agg`` may be a
+    list: one column per (aggregation, window), aggregation-major.
 
     max / min share one pass over the column for all windows (a sparse
     table of power-of-two blocks); other aggregations run window by window.
@@ -137,7 +138,11 @@ def rolling_many(
     columns are then named ``first_ignore_nulls_{window}``), as in
     :func:`rolling`.
     """
-    agg = _arrow.check_agg(agg, ignore_nulls)
+    aggs = [_arrow.check_agg(a, ignore_nulls) for a in ([agg] if isinstance(agg, str) else list(agg))]
+    if not aggs:
+        raise ValueError("rolling_many needs at least one aggregation")
+    if len(set(aggs)) != len(aggs):
+        raise ValueError(f"aggregations must be distinct, got {aggs}")
     algorithm = _arrow.check_algorithm(algorithm)
     ws = [_arrow.positive_int("window", w) for w in windows]
     if not ws:
@@ -151,8 +156,8 @@ def rolling_many(
         keys = _keys.key_array(keys)
         if len(keys) != len(arr):
             raise ValueError(f"keys have {len(keys)} rows, values {len(arr)}")
-        # one grouping of the rows for all windows
-        cols = _slidewise.rolling_many_keyed(keys, arr, ws, agg, mps[0], algorithm)
-        return pa.Table.from_arrays(cols, names=[f"{agg}_{w}" for w in ws])
-    cols = _slidewise.rolling_many(arr, ws, agg, mps[0], algorithm)
-    return pa.Table.from_arrays(cols, names=[f"{agg}_{w}" for w in ws])
+        # one grouping of the rows for all windows and aggregations
+        cols = _slidewise.rolling_many_keyed(keys, arr, ws, aggs, mps[0], algorithm)
+    else:
+        cols = [c for a in aggs for c in _slidewise.rolling_many(arr, ws, a, mps[0], algorithm)]
+    return pa.Table.from_arrays(cols, names=[f"{a}_{w}" for a in aggs for w in ws])

@@ -76,7 +76,7 @@ def rolling_keyed(
     keys: Any, values: Any, window: int, agg: str, min_periods: Optional[int] = None, algorithm: str = "auto"
 ) -> Any: ...
 def rolling_many_keyed(
-    keys: Any, values: Any, windows: Sequence[int], agg: str, min_periods: Optional[int] = None,
+    keys: Any, values: Any, windows: Sequence[int], aggs: Sequence[str], min_periods: Optional[int] = None,
     algorithm: str = "auto",
 ) -> List[Any]: ...
 def rolling_time_keyed(

@@ -198,29 +198,36 @@ def _compute(sw, spec: _Spec, vals: pa.Array, ts: Optional[pa.Array], starts: np
 
 def _compute_all(sw, specs: List[_Spec], vals: pa.Array, ts: Optional[pa.Array], starts: Optional[np.ndarray],
                  keys: Optional[pa.Array] = None) -> List[pa.Array]:
-    """:func:`_compute` for every spec, in order. Count windows of one
-    aggregation (several lengths, no ``min_periods``) share one
-    ``rolling_many`` call: the rows are grouped by key once for all of
-    them, and max / min share one pass (the same values as ``rolling``
-    window by window)."""
+    """:func:`_compute` for every spec, in order. Count windows without
+    ``min_periods`` share ``rolling_many`` calls, per algorithm: one call
+    for all of them when they are every (aggregation, window) pair of some
+    aggregations and windows (the rows grouped by key once for all), else
+    one per aggregation (max / min share one pass over the windows); the
+    same values as ``rolling`` spec by spec."""
     out: List[Optional[pa.Array]] = [None] * len(specs)
-    groups: dict = {}
     if not specs[0].time and _many_keys(sw):
+        groups: dict = {}
         for i, s in enumerate(specs):
             if s.min_periods is None:
-                groups.setdefault((s.agg, s.algorithm), []).append(i)
-    n = len(vals)
-    many_keys = keys
-    for (agg, algorithm), idx in groups.items():
-        ws = [specs[i].window for i in idx]
-        if len(idx) < 2 or len(set(ws)) != len(ws):
-            continue
-        if many_keys is None and starts is not None and len(starts) > 1:
-            many_keys = pa.array(np.repeat(np.arange(len(starts), dtype=np.int64), np.diff(np.append(starts, n))))
-        t = sw.rolling_many(vals, ws, agg, keys=many_keys, algorithm=algorithm)
-        for j, i in enumerate(idx):
-            o = t.column(j).combine_chunks()
-            out[i] = o if o.type == specs[i].arrow_type else o.cast(specs[i].arrow_type)
+                groups.setdefault(s.algorithm, {})[(s.agg, s.window)] = i
+        many_keys = keys
+        n = len(vals)
+        for algorithm, idx in groups.items():
+            aggs = list(dict.fromkeys(a for a, _ in idx))
+            ws = list(dict.fromkeys(w for _, w in idx))
+            calls = [(aggs, ws)] if len(idx) == len(aggs) * len(ws) else \
+                [([a], [w for b, w in idx if b == a]) for a in aggs]
+            if max(len(a) * len(w) for a, w in calls) < 2:
+                continue  # nothing shared: _compute below
+            if many_keys is None and starts is not None and len(starts) > 1:
+                many_keys = pa.array(np.repeat(np.arange(len(starts), dtype=np.int64),
+                                               np.diff(np.append(starts, n))))
+            for a, w in calls:
+                t = sw.rolling_many(vals, w, a if len(a) > 1 else a[0], keys=many_keys, algorithm=algorithm)
+                for (agg, win), col in zip([(x, y) for x in a for y in w], t.columns):
+                    o = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+                    sp = specs[idx[(agg, win)]]
+                    out[idx[(agg, win)]] = o if o.type == sp.arrow_type else o.cast(sp.arrow_type)
     return [o if o is not None else _compute(sw, s, vals, ts, starts, keys) for s, o in zip(specs, out)]
 
 

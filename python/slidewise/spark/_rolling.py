@@ -42,6 +42,7 @@ chose; :func:`rolling` is ``plan_rolling(...).run()``. The paths:
 from __future__ import annotations
 
 import datetime
+import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional, Sequence, Union
 
@@ -133,30 +134,26 @@ def rolling(
 
     ``plan_rolling`` takes the same arguments and tells which path runs.
     """
-    return plan_rolling(df, value, order_by, window, agg, partition_by, output, min_periods, algorithm, tiebreak,
-                        num_partitions, method, assume_sorted, ignore_nulls).run()
+    return _plan(**locals()).run()
 
 
-def plan_rolling(
-    df: Any,
-    value: str,
-    order_by: str,
-    window: Union[int, str, datetime.timedelta, Sequence[Any]],
-    agg: Union[str, Sequence[str]] = "sum",
-    partition_by: Union[None, str, Sequence[str]] = None,
-    output: Union[None, str, Sequence[str]] = None,
-    min_periods: Optional[int] = None,
-    algorithm: str = "auto",
-    tiebreak: Union[None, str, Sequence[str]] = None,
-    num_partitions: Optional[int] = None,
-    method: str = "auto",
-    assume_sorted: bool = False,
-    ignore_nulls: bool = False,
-) -> RollingPlan:
-    """:func:`rolling`'s arguments checked and its execution path chosen:
-    a :class:`RollingPlan` whose ``path`` names it and whose ``run()`` gives
-    the DataFrame ``rolling`` returns. Runs the jobs the choice needs (the
-    check pass, the halos) now."""
+def plan_rolling(*args: Any, **kwargs: Any) -> RollingPlan:
+    """:func:`rolling`'s arguments (the same signature) checked and its
+    execution path chosen: a :class:`RollingPlan` whose ``path`` names it and
+    whose ``run()`` gives the DataFrame ``rolling`` returns. Runs the jobs the
+    choice needs (the check pass, the halos) now."""
+    bound = _SIGNATURE.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return _plan(**bound.arguments)
+
+
+_SIGNATURE = inspect.signature(rolling)
+plan_rolling.__signature__ = _SIGNATURE.replace(return_annotation=RollingPlan)  # type: ignore[attr-defined]
+
+
+def _plan(df, value, order_by, window, agg, partition_by, output, min_periods, algorithm, tiebreak, num_partitions,
+          method, assume_sorted, ignore_nulls) -> RollingPlan:
+    """:func:`plan_rolling` with every argument given."""
     from pyspark.sql import functions as F
 
     if not isinstance(value, str) or value not in df.columns:

@@ -105,23 +105,25 @@ pub fn rolling_keyed<'py>(
     Ok(to_pyarrow(py, out)?)
 }
 
-/// Many windows, keyed: one array per window.
+/// Many windows and aggregations, keyed: one array per (aggregation,
+/// window), aggregation-major; the rows grouped once for all.
 #[pyfunction]
-#[pyo3(signature = (keys, values, windows, agg, min_periods=None, algorithm="auto"))]
+#[pyo3(signature = (keys, values, windows, aggs, min_periods=None, algorithm="auto"))]
 pub fn rolling_many_keyed<'py>(
     py: Python<'py>,
     keys: PyArray,
     values: PyArray,
     windows: Vec<i64>,
-    agg: &str,
+    aggs: Vec<String>,
     min_periods: Option<i64>,
     algorithm: &str,
 ) -> SwResult<Vec<Bound<'py, PyAny>>> {
     let ws: Vec<usize> = windows.into_iter().map(size).collect::<SwResult<_>>()?;
-    let (agg, algo) = (AggKind::parse(agg)?, Algorithm::parse(algorithm)?);
+    let aggs: Vec<AggKind> = aggs.iter().map(|a| AggKind::parse(a)).collect::<Result<_, _>>()?;
+    let algo = Algorithm::parse(algorithm)?;
     let (k, v) = (keys.array().clone(), values.array().clone());
     let mp = self::min_periods(min_periods)?;
-    let out = py.detach(|| core_rolling::rolling_many_keyed_dyn(k.as_ref(), v.as_ref(), &ws, agg, mp, algo))?;
+    let out = py.detach(|| core_rolling::rolling_many_keyed_dyn(k.as_ref(), v.as_ref(), &ws, &aggs, mp, algo))?;
     Ok(out.into_iter().map(|a| to_pyarrow(py, a)).collect::<PyResult<_>>()?)
 }
 

@@ -117,25 +117,35 @@ fn input_rows(g: &Grouped, agg: AggKind, out: ArrayRef, lo: usize) -> ArrayRef {
 }
 
 
-/// Many windows at once, keyed: one array per window, in the order given.
-/// Each key's segment runs [`crate::rolling::rolling_many_dyn`] (the shared
-/// max / min pass, windows capped to the segment), as an unkeyed
-/// `rolling_many` over that key's rows alone would.
+/// Many windows and aggregations at once, keyed: one array per
+/// (aggregation, window), aggregation-major (`aggs[0]` over every window,
+/// then `aggs[1]`, ...). The rows are grouped once for all of them (the
+/// grouping, not the kernels, is most of a keyed call's cost on short
+/// segments); each key's segment runs [`crate::rolling::rolling_many_dyn`]
+/// per aggregation (the shared max / min pass, windows capped to the
+/// segment), as an unkeyed `rolling_many` over that key's rows alone would.
 pub fn rolling_many_keyed_dyn(
     keys: &dyn Array,
     values: &dyn Array,
     windows: &[usize],
-    agg: AggKind,
+    aggs: &[AggKind],
     min_periods: Option<usize>,
     algo: Algorithm,
 ) -> Result<Vec<ArrayRef>> {
     for &w in windows {
         crate::rolling::check_window(w, min_periods)?;
     }
+    if aggs.is_empty() {
+        return invalid!("rolling_many needs at least one aggregation");
+    }
     let g = group_rows(keys, values)?;
-    per_segment_many(&g, windows.len(), |seg, lo, _| {
-        let outs = crate::rolling::rolling_many_dyn(seg, windows, agg, min_periods, algo)?;
-        Ok(outs.into_iter().map(|o| input_rows(&g, agg, o, lo)).collect())
+    per_segment_many(&g, windows.len() * aggs.len(), |seg, lo, _| {
+        let mut outs = Vec::with_capacity(windows.len() * aggs.len());
+        for &agg in aggs {
+            let got = crate::rolling::rolling_many_dyn(seg, windows, agg, min_periods, algo)?;
+            outs.extend(got.into_iter().map(|o| input_rows(&g, agg, o, lo)));
+        }
+        Ok(outs)
     })
 }
 

@@ -245,16 +245,18 @@ proptest! {
         (ks, xs) in values(400).prop_flat_map(|xs| (prop::collection::vec(0u8..8, xs.len()), Just(xs))),
         windows in prop::collection::vec(1usize..40, 1..5),
         mp in prop::option::of(0usize..4),
-        agg in prop::sample::select(vec![AggKind::Max, AggKind::Min, AggKind::Sum, AggKind::ArgMin, AggKind::Count]),
+        aggs in prop::sample::subsequence(vec![AggKind::Max, AggKind::Min, AggKind::Sum, AggKind::ArgMin, AggKind::Count,
+                                               AggKind::Mean, AggKind::Std, AggKind::First], 1..4),
         strings in any::<bool>(),
     ) {
         let mp = mp.map(|m| m.min(*windows.iter().min().unwrap()));
         let (k, v) = (key_column(&ks, strings), column(&xs));
-        let got = rolling_many_keyed_dyn(k.as_ref(), v.as_ref(), &windows, agg, mp, Algorithm::Auto).unwrap();
-        prop_assert_eq!(got.len(), windows.len());
-        for (&w, g) in windows.iter().zip(&got) {
+        let got = rolling_many_keyed_dyn(k.as_ref(), v.as_ref(), &windows, &aggs, mp, Algorithm::Auto).unwrap();
+        prop_assert_eq!(got.len(), windows.len() * aggs.len());
+        let want_all = aggs.iter().flat_map(|&a| windows.iter().map(move |&w| (a, w)));
+        for ((agg, w), g) in want_all.zip(&got) {
             let want = rolling_keyed_dyn(k.as_ref(), v.as_ref(), w, agg, mp, Algorithm::Auto).unwrap();
-            prop_assert!(same(g.as_ref(), want.as_ref()), "window {}: {:?} vs {:?}", w, g, want);
+            prop_assert!(same(g.as_ref(), want.as_ref()), "{:?} window {}: {:?} vs {:?}", agg, w, g, want);
         }
     }
 
