@@ -28,11 +28,11 @@ def _peer(x, agg, window, library):
         import polars as pl
 
         s = pl.Series(x)
-        f = {"max": s.rolling_max, "sum": s.rolling_sum, "std": s.rolling_std}[agg]
+        f = {"max": s.rolling_max, "min": s.rolling_min, "sum": s.rolling_sum, "std": s.rolling_std}[agg]
         return lambda: f(window, min_samples=1)
     import bottleneck as bn
 
-    f = {"max": bn.move_max, "sum": bn.move_sum, "std": bn.move_std}[agg]
+    f = {"max": bn.move_max, "min": bn.move_min, "sum": bn.move_sum, "std": bn.move_std}[agg]
     kw = {"ddof": 1} if agg == "std" else {}
     return lambda: f(x, window, min_count=1, **kw)
 
@@ -46,7 +46,7 @@ def _tolerance(x, agg, window, peer):
     16: stds from 670 among values up to 2e9): on top of 1e-9 relative,
     drift() at the data's scale, the std compared through its variance (the
     error stays below 1/50 of it)."""
-    if agg == "max":
+    if agg in ("max", "min"):
         return {"rtol": 0.0}
     if peer == "polars":
         return {"rtol": 1e-9}
@@ -56,7 +56,7 @@ def _tolerance(x, agg, window, peer):
 
 
 class Rolling:
-    params = (["max", "sum", "std"], WINDOWS, ["slidewise", "polars", "bottleneck"])
+    params = (["max", "min", "sum", "std"], WINDOWS, ["slidewise", "polars", "bottleneck"])
     param_names = ["agg", "window", "library"]
     timeout = 300
 
@@ -74,6 +74,28 @@ class Rolling:
             self.run, peer = _peer(self.x, agg, window, library), library
             got, want = mine(), self.run()
         check(f"Rolling({agg}, {window}, {library})", got, want, peer, **_tolerance(self.x, agg, window, peer))
+
+    def time_rolling(self, agg, window, library):
+        self.run()
+
+
+class RollingInt:
+    """max / min on int64 (their own kernel per dtype) against bottleneck."""
+
+    params = (["max", "min"], WINDOWS, ["slidewise", "bottleneck"])
+    param_names = ["agg", "window", "library"]
+    timeout = 300
+
+    def setup(self, agg, window, library):
+        import pyarrow as pa
+        import slidewise as sw
+
+        self.x = np.round(_data()).astype(np.int64)
+        arr = pa.array(self.x)
+        mine = lambda: sw.rolling(arr, window, agg)  # noqa: E731
+        peer = _peer(self.x, agg, window, "bottleneck")
+        self.run = mine if library == "slidewise" else peer
+        check(f"RollingInt({agg}, {window}, {library})", mine(), peer(), "bottleneck", rtol=0.0)
 
     def time_rolling(self, agg, window, library):
         self.run()

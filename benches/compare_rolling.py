@@ -27,7 +27,7 @@ if __package__:  # imported from the benches package (asv discovers every module
 else:  # python benches/compare_rolling.py
     from _check import Mismatch, check, drift, machine
 
-AGGS = ("max", "sum", "mean", "std")
+AGGS = ("max", "min", "sum", "mean", "std")
 
 
 def best(f, repeat):
@@ -51,10 +51,12 @@ def peers(x, agg, w):
 
     s = pl.Series(x)
     out = {
-        "bottleneck": {"max": lambda: bn.move_max(x, w, min_count=1), "sum": lambda: bn.move_sum(x, w, min_count=1),
+        "bottleneck": {"max": lambda: bn.move_max(x, w, min_count=1), "min": lambda: bn.move_min(x, w, min_count=1),
+                       "sum": lambda: bn.move_sum(x, w, min_count=1),
                        "mean": lambda: bn.move_mean(x, w, min_count=1),
                        "std": lambda: bn.move_std(x, w, min_count=1, ddof=1)}[agg],
-        "polars": {"max": lambda: s.rolling_max(w, min_samples=1), "sum": lambda: s.rolling_sum(w, min_samples=1),
+        "polars": {"max": lambda: s.rolling_max(w, min_samples=1), "min": lambda: s.rolling_min(w, min_samples=1),
+                   "sum": lambda: s.rolling_sum(w, min_samples=1),
                    "mean": lambda: s.rolling_mean(w, min_samples=1),
                    "std": lambda: s.rolling_std(w, min_samples=1)}[agg],
     }
@@ -63,6 +65,7 @@ def peers(x, agg, w):
 
         ps = pd.Series(x)
         out["pandas"] = {"max": lambda: ps.rolling(w, min_periods=1).max(),
+                         "min": lambda: ps.rolling(w, min_periods=1).min(),
                          "sum": lambda: ps.rolling(w, min_periods=1).sum(),
                          "mean": lambda: ps.rolling(w, min_periods=1).mean(),
                          "std": lambda: ps.rolling(w, min_periods=1).std()}[agg]
@@ -86,7 +89,7 @@ def tolerance(agg, peer, x, w):
     drift() at the data's scale on top: window x max|x| for a sum, max|x| for
     a mean, max x**2 for a std, compared through its variance (the quantity
     the update carries)."""
-    if agg == "max":
+    if agg in ("max", "min"):
         return {"rtol": 0.0}
     if agg not in RUNNING.get(peer, ()):
         return {"rtol": 1e-9}
@@ -120,6 +123,8 @@ def main():
     p.add_argument("--repeat", type=int, default=7, help="best of this many (the README table: 7)")
     p.add_argument("--windows", default="16,1024,65536,1048576")
     p.add_argument("--aggs", default=",".join(AGGS))
+    p.add_argument("--dtype", default="float64", choices=["float64", "int64", "int32"],
+                   help="the column's dtype (ints: the random walk rounded; max / min only make sense)")
     p.add_argument("--quick", action="store_true", help="20,000 rows, windows 16 and 1024, one repeat: the checks only")
     a = p.parse_args()
     if a.quick:
@@ -127,9 +132,14 @@ def main():
     import polars as pl
 
     x = np.random.default_rng(42).normal(size=a.rows).cumsum()
+    if a.dtype != "float64":
+        x = np.round(x * 1000).astype(a.dtype)
     arr = pa.array(x)
-    print(machine("1 (rolling() runs on the calling thread)") + f"; polars thread pool: {pl.thread_pool_size()}")
-    print(f"{a.rows:,} float64 rows, best of {a.repeat}; Mrows/s (ratio = slidewise / peer); "
+    import os
+
+    print(machine("1 (rolling() runs on the calling thread)") + f"; polars thread pool: {pl.thread_pool_size()}"
+          + f"; SLIDEWISE_SIMD={os.environ.get('SLIDEWISE_SIMD', '(unset: the widest the CPU has)')}")
+    print(f"{a.rows:,} {a.dtype} rows, best of {a.repeat}; Mrows/s (ratio = slidewise / peer); "
           "each peer's result checked against slidewise's first\n")
     print("| agg | window | slidewise | bottleneck | polars | pandas | vs bottleneck | vs polars | vs pandas |")
     print("|---|---|---|---|---|---|---|---|---|")

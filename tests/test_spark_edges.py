@@ -87,8 +87,6 @@ MILD = [1.0, None, 2.5, NAN, -0.0, 0.0, None, None, None, 4.0, -3.0, NAN, 6.5, 0
 
 # Differences from Spark that are slidewise's (the tests are xfail, strict:
 # they fail once fixed, so the marker goes).
-ZERO_SIGN = ("slidewise's min/max return a canonical 0.0 for -0.0 (docs/DESIGN.md section 5.3); Spark returns "
-             "-0.0, e.g. min over a one-row frame holding -0.0")
 TINY_SUM = ("rolling sum/mean (compensated subtract-on-evict) lose values below ~2^-106 of the running sum: "
             "in-process sw.rolling(pa.array([5.0, 1e-300, 5e-324]), 1, 'sum') gives [5.0, 1e-300, 0.0], "
             "Spark 5e-324 for the one-row frame [5e-324]")
@@ -425,9 +423,9 @@ def test_rolling_equals_spark(spark, request, name, group):
            ids=_col(got, "id").to_pylist(), masks=_first_last_masks(rows, keyset, windows, time))
 
 
-def _frame_rows(rows, keyset, time, w):
+def _frame_rows(rows, keyset, time, w, with_ts=False):
     """Per row id, the values of its frame (count windows over (t, id);
-    time windows (ts - w, ts])."""
+    time windows (ts - w, ts]); with_ts: (ts, value) pairs."""
     groups = {}
     for r in rows:  # rows are in (t, id) order
         groups.setdefault(_gkey(r, keyset), []).append(r)
@@ -436,27 +434,45 @@ def _frame_rows(rows, keyset, time, w):
         for i, r in enumerate(g):
             if time:
                 lo = r["ts"] - timedelta(seconds=_secs(w))
-                out[r["id"]] = [x["v"] for x in g if lo < x["ts"] <= r["ts"]]
+                out[r["id"]] = [(x["ts"], x["v"]) if with_ts else x["v"] for x in g if lo < x["ts"] <= r["ts"]]
             else:
                 out[r["id"]] = [x["v"] for x in g[max(0, i - w + 1):i + 1]]
     return out
 
 
+def _zero_sign_is_order_dependent(pairs, agg):
+    """Whether Spark's min/max over a time frame of (ts, value) rows depends
+    on how it orders rows with equal timestamps: Spark folds greatest/least
+    over the frame in its sort order (by ts; peers in no defined order) and
+    keeps the earliest of tied values, so the sign of a zero result is set by
+    the earliest zero rows, and is arbitrary only when those share their
+    timestamp and hold both signs. (slidewise takes rows of equal time in
+    input order.)"""
+    vals = [v for _, v in pairs if v is not None]
+    nums = [v for v in vals if not math.isnan(v)]
+    if not nums or (agg == "max" and len(nums) < len(vals)):
+        return False  # NaN or null: no zero result
+    if (max(nums) if agg == "max" else min(nums)) != 0:
+        return False
+    first = min(t for t, v in pairs if v is not None and v == 0)
+    return _both_zero_signs([v for t, v in pairs if t == first and v is not None])
+
+
 @pytest.mark.parametrize("name", [n for n in ROLLING if ROLLING[n][5] is PATTERN])
 def test_rolling_min_max_sign_of_zero(spark, request, name):
-    """min/max bit-exact, -0.0 != 0.0, as Spark returns them (rows whose
-    frame holds both zeros are left out for time windows: the order of
-    Spark's tied rows, hence which zero it returns, is not deterministic)."""
-    _xfail(request, ZERO_SIGN)
+    """min/max bit-exact, -0.0 != 0.0, as Spark returns them: the value of
+    the earliest row tied at the extreme (docs/DESIGN.md section 5.3). Left
+    out: time-window rows whose zero result Spark's order of tied timestamps
+    decides (_zero_sign_is_order_dependent), where no answer is Spark's."""
     keyset, time, windows, _, _, _ = ROLLING[name]
     _, rows, got, want = _rolling_case(spark, name)
     ids = _col(got, "id").to_pylist()
     problems, negative_zeros, kept = [], 0, 0
     for w in windows:
-        frames = _frame_rows(rows, keyset, time, w)
-        keep = pa.array([not (time and _both_zero_signs(frames[i])) for i in ids])
-        kept += pc.sum(keep.cast(pa.int64())).as_py()
+        frames = _frame_rows(rows, keyset, time, w, with_ts=True)
         for a in ("min", "max"):
+            keep = pa.array([not (time and _zero_sign_is_order_dependent(frames[i], a)) for i in ids])
+            kept += pc.sum(keep.cast(pa.int64())).as_py()
             g, s = _col(got, f"{a}_{w}").filter(keep), _col(want, f"ref_{a}_{w}").filter(keep)
             negative_zeros += sum(1 for x in s.to_pylist() if x == 0 and math.copysign(1, x) < 0)
             problems += _diff(g, s, f"{name}.{a}_{w}", "exact", ids=pc.filter(pa.array(ids), keep).to_pylist())[0]
@@ -637,10 +653,10 @@ def test_aggregate_equals_spark(spark, request, name, group):
     session_window(ts, 2s)) (AGG_CASES): the same windows (keys bit-exact: one NaN
     group, -0.0 one group with 0.0, one null group), the same values.
     min_max_sign_of_zero: min/max bit-exact (-0.0 != 0.0), on the windows
-    that do not hold both zeros (there Spark's answer depends on the row
-    order)."""
+    that do not hold both zeros: a groupBy window has no row order, Spark
+    folds partial aggregates in whatever order its partitions and shuffle
+    give, so which zero it returns there is arbitrary."""
     keyset, kinds = AGG_CASES[name]
-    _xfail(request, ZERO_SIGN if group == "min_max_sign_of_zero" else None)
     rows, tables = _agg_case(spark, name)
     keys = KEYCOLS[keyset]
     sign = group == "min_max_sign_of_zero"

@@ -42,7 +42,20 @@ pub trait Num: Copy + Send + Sync + Debug + PartialEq + Default + Codec + crate:
     /// Sum and range results: i64 for integers, f64 for floats.
     type Wide: Copy + Send + Sync + Debug + PartialEq + crate::engine::ToArrow + 'static;
 
-    fn key(self) -> Self::Key;
+    /// The key of the total order: -0.0 and +0.0 share one key (the
+    /// counting and position operations see them as one value).
+    #[inline(always)]
+    fn key(self) -> Self::Key {
+        Self::tie(self.exact_key())
+    }
+    /// The key with the zero's sign kept: -0.0 gets the key just below
+    /// +0.0's, so `from_key` gives the value back bit for bit (NaN: one
+    /// quiet NaN). max / min carry these and compare them through [`Num::tie`]
+    /// (docs/DESIGN.md §5.3: the earliest of tied rows wins, as Spark).
+    fn exact_key(self) -> Self::Key;
+    /// The key that order comparisons use: -0.0's exact key made +0.0's,
+    /// every other key unchanged (identity for integers).
+    fn tie(k: Self::Key) -> Self::Key;
     fn from_key(k: Self::Key) -> Self;
     fn to_f64(self) -> f64;
     fn range(max: Self, min: Self) -> Self::Wide;
@@ -82,22 +95,23 @@ macro_rules! float_num {
             type Acc = FSum;
             type Wide = f64;
             #[inline(always)]
-            fn key(self) -> $bits {
+            fn exact_key(self) -> $bits {
                 const SIGN: $bits = 1 << (<$bits>::BITS - 1);
                 // One positive quiet NaN for all NaNs, so NaN is the largest
-                // key; -0.0 is 0.0 (IEEE equality, Spark, numpy), so ties
-                // between them count and resolve like any other tie.
-                let b = if self.is_nan() {
-                    <$t>::NAN.to_bits()
-                } else if self == 0.0 {
-                    0
-                } else {
-                    self.to_bits()
-                };
+                // key.
+                let b = if self.is_nan() { <$t>::NAN.to_bits() } else { self.to_bits() };
                 // Flip negatives entirely, set the sign bit of positives: the
                 // integer order then equals the numeric order, and 0 is unused
                 // (−inf maps above it), so 0 and MAX are free for identities.
+                // -0.0 maps to SIGN - 1, right below +0.0's SIGN.
                 if b & SIGN != 0 { !b } else { b | SIGN }
+            }
+            #[inline(always)]
+            fn tie(k: $bits) -> $bits {
+                // -0.0 is 0.0 (IEEE equality, Spark, numpy): ties between
+                // them count and resolve like any other tie.
+                const SIGN: $bits = 1 << (<$bits>::BITS - 1);
+                k + (k == SIGN - 1) as $bits
             }
             #[inline(always)]
             fn from_key(k: $bits) -> $t {
@@ -127,8 +141,12 @@ impl Num for i32 {
     type Acc = ISum;
     type Wide = i64;
     #[inline(always)]
-    fn key(self) -> i64 {
+    fn exact_key(self) -> i64 {
         self as i64
+    }
+    #[inline(always)]
+    fn tie(k: i64) -> i64 {
+        k
     }
     #[inline(always)]
     fn from_key(k: i64) -> i32 {
@@ -154,8 +172,12 @@ impl Num for i64 {
     type Acc = ISum;
     type Wide = i64;
     #[inline(always)]
-    fn key(self) -> i128 {
+    fn exact_key(self) -> i128 {
         self as i128
+    }
+    #[inline(always)]
+    fn tie(k: i128) -> i128 {
+        k
     }
     #[inline(always)]
     fn from_key(k: i128) -> i64 {
@@ -184,6 +206,11 @@ mod tests {
         }
         assert_eq!(f64::NAN.key(), (-f64::NAN).key());
         assert_eq!((-0.0f64).key(), 0.0f64.key());
+        assert_eq!((-0.0f64).exact_key() + 1, 0.0f64.exact_key());
+        assert_eq!(f64::tie((-0.0f64).exact_key()), 0.0f64.key());
+        assert_eq!(f64::from_key((-0.0f64).exact_key()).to_bits(), (-0.0f64).to_bits());
+        assert_eq!(f32::from_key((-0.0f32).exact_key()).to_bits(), (-0.0f32).to_bits());
+        assert!((-5e-324f64).exact_key() < (-0.0f64).exact_key());
         for x in xs {
             assert!(x.key() > f64::KEY_LOW && x.key() < f64::KEY_HIGH);
             let back = f64::from_key(x.key());

@@ -3,6 +3,14 @@
 //! negative). None is invertible (RA Table 2); max/min/maxcount/mincount/range
 //! are commutative. argmax/argmin take the oldest of equal extremes, which
 //! makes them order-sensitive.
+//!
+//! max / min carry the exact key ([`Num::exact_key`]: the zero's sign kept)
+//! and compare through [`Num::tie`] (-0.0 == 0.0); on a tie `combine` keeps
+//! its left, older, argument. So the result is the value of the earliest
+//! row among those tied at the extreme: Spark's `greatest` / `least` fold
+//! over the frame (docs/DESIGN.md §5.3). They stay `COMMUTATIVE` (as values,
+//! -0.0 == 0.0): CBiX and the late path may fold out of row order, where
+//! only the sign of a zero tie can differ (§6).
 
 use std::marker::PhantomData;
 
@@ -26,7 +34,8 @@ impl<T: Num> Monoid for Max<T> {
     }
     #[inline(always)]
     fn combine(a: &T::Key, b: &T::Key) -> T::Key {
-        if *b > *a { *b } else { *a }
+        // The newer `b` only when strictly greater: ties keep the older.
+        if T::tie(*b) > T::tie(*a) { *b } else { *a }
     }
 }
 impl<T: Num> AggOp for Max<T> {
@@ -34,7 +43,7 @@ impl<T: Num> AggOp for Max<T> {
     type Out = T;
     #[inline(always)]
     fn lift(x: T, _: i64) -> T::Key {
-        x.key()
+        x.exact_key()
     }
     #[inline(always)]
     fn lower(a: &T::Key) -> Option<T> {
@@ -63,7 +72,7 @@ impl<T: Num> Monoid for Min<T> {
     }
     #[inline(always)]
     fn combine(a: &T::Key, b: &T::Key) -> T::Key {
-        if *b < *a { *b } else { *a }
+        if T::tie(*b) < T::tie(*a) { *b } else { *a }
     }
 }
 impl<T: Num> AggOp for Min<T> {
@@ -71,7 +80,7 @@ impl<T: Num> AggOp for Min<T> {
     type Out = T;
     #[inline(always)]
     fn lift(x: T, _: i64) -> T::Key {
-        x.key()
+        x.exact_key()
     }
     #[inline(always)]
     fn lower(a: &T::Key) -> Option<T> {

@@ -10,7 +10,9 @@
 //! order and gives bit-identical results (tested against the portable one).
 //!
 //! Semantics as the operations of [`crate::ops`]: min / max on the ordered
-//! keys (NaN largest, -0.0 == 0.0); integer sums exact wrapping i64; float
+//! keys (NaN largest, -0.0 == 0.0), returning the exact key of the earliest
+//! row tied at the extreme (the lanes interleave rows, so when the extreme
+//! is a zero, the first zero of the slice is looked up after the fold); integer sums exact wrapping i64; float
 //! sums Neumaier-compensated per lane (TwoSum), lanes merged with
 //! [`SumAcc::add`]; a slice whose lanes meet an inf / NaN (or overflow) is
 //! redone row by row with [`FSum`]'s non-finite counts.
@@ -55,7 +57,19 @@ pub fn detected() -> Level {
     }
 }
 
+/// The CPU's widest level, capped by `SLIDEWISE_SIMD=portable|avx2`
+/// (read once; for measuring the narrower kernels on a wider CPU).
 fn detect() -> Level {
+    let cap = match std::env::var("SLIDEWISE_SIMD").as_deref() {
+        Ok("portable") => Level::Portable,
+        Ok("avx2") => Level::Avx2,
+        _ => Level::Avx512,
+    };
+    let cpu = cpu_level();
+    if cap as u8 <= cpu as u8 { cap } else { cpu }
+}
+
+fn cpu_level() -> Level {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
@@ -224,14 +238,24 @@ levels!(sum_f32, f32, Option<FSum>, |xs| fsum_lanes(xs, |x| x as f64));
 levels!(sum_i64, i64, ISum, |xs| isum_lanes(xs, |x| x));
 levels!(sum_i32, i32, ISum, |xs| isum_lanes(xs, |x| x as i64));
 
+/// The lanes fold tie keys (-0.0 == 0.0); when the extreme `k` is zero,
+/// the earliest zero's sign decides (Spark's left-to-right fold keeps it).
+#[inline]
+fn first_zero<T: crate::ops::Num + PartialEq + Default>(xs: &[T], k: T::Key) -> T::Key {
+    if k != T::default().key() {
+        return k;
+    }
+    xs.iter().find(|&&x| x == T::default()).map_or(k, |&x| x.exact_key())
+}
+
 impl PaneReduce for f64 {
     type Key = u64;
     type Acc = FSum;
     fn max_key(level: Level, xs: &[f64]) -> u64 {
-        max_f64::run(level, xs)
+        first_zero(xs, max_f64::run(level, xs))
     }
     fn min_key(level: Level, xs: &[f64]) -> u64 {
-        min_f64::run(level, xs)
+        first_zero(xs, min_f64::run(level, xs))
     }
     fn sum(level: Level, xs: &[f64]) -> FSum {
         sum_f64::run(level, xs).unwrap_or_else(|| fsum_rows(xs, |x| x))
@@ -242,10 +266,10 @@ impl PaneReduce for f32 {
     type Key = u32;
     type Acc = FSum;
     fn max_key(level: Level, xs: &[f32]) -> u32 {
-        max_f32::run(level, xs)
+        first_zero(xs, max_f32::run(level, xs))
     }
     fn min_key(level: Level, xs: &[f32]) -> u32 {
-        min_f32::run(level, xs)
+        first_zero(xs, min_f32::run(level, xs))
     }
     fn sum(level: Level, xs: &[f32]) -> FSum {
         sum_f32::run(level, xs).unwrap_or_else(|| fsum_rows(xs, |x| x as f64))

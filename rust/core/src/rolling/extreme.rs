@@ -1,16 +1,21 @@
 //! Rolling max / min / range: van Herk / Gil-Werman (the block kernel of
 //! [`super::block`] with the combine a plain max) on the raw values.
 //!
-//! * Raw values, not keys, wherever that is exact: integers always; floats
-//!   when the rows involved hold no NaN and no -0.0 (there float `>` is the
-//!   key order; checked per chunk of about 4096 rows while it is in cache).
-//!   Otherwise that chunk runs on the ordered keys of [`crate::ops::Num::key`] and
-//!   converts back, so NaN is the largest value and -0.0 < +0.0 as
-//!   everywhere else.
+//! * Ties: every combine is `pick(older, newer)` and takes the newer only
+//!   when strictly greater (`if b > a { b } else { a }`, one `maxsd` with
+//!   the older operand second), so of rows tied at the extreme the earliest
+//!   wins: -0.0 and +0.0 compare equal and the earliest one's sign is
+//!   kept, as Spark's `greatest` fold (docs/DESIGN.md §5.3). The van Herk
+//!   split keeps row order: suffix (older) on the left, prefix on the right.
+//! * NaN is above every number. Raw float `>` ignores NaN, so a chunk of
+//!   about 4096 rows holding a NaN (checked while it is in cache) runs the
+//!   same kernel with a NaN-aware pick (two more compares); integers never
+//!   do.
 //! * The prefix scan of a block is written straight into the output; the
 //!   suffix scan of the previous block runs backwards and combines into it
-//!   in the same pass, so there is no temporary array and no branch per row
-//!   (`if a > b { a } else { b }` is one `maxsd` / `cmov`).
+//!   in the same pass, so there is no temporary array and no branch per row.
+//! * Compiled three times (portable, AVX2, AVX-512F) and picked at run time
+//!   as the pane reductions ([`crate::ops::reduce::detected`]).
 //! * Nulls: filled with the bottom (-inf, MIN) for max and the top (NaN,
 //!   MAX) for min, which never beat a real value, and the
 //!   output is masked where the window has no non-null row (or fewer than
@@ -20,16 +25,19 @@ use arrow_array::ArrayRef;
 
 use super::{buffer, filled, validity, window_counts, FastNum};
 use crate::engine::{Column, ToArrow};
+use crate::ops::reduce::{detected, Level};
 
-/// max when `MAX`, else min, as a branch-free select.
+/// max when `MAX`, else min, of the older `a` and the newer `b`, as a
+/// branch-free select: `b` only when strictly better, so ties keep `a`.
+/// With `NAN`, NaN counts as above every number.
 #[inline(always)]
-fn pick<V: PartialOrd + Copy, const MAX: bool>(a: V, b: V) -> V {
-    if MAX {
-        if a > b { a } else { b }
-    } else if a < b {
-        a
-    } else {
+pub(super) fn pick<T: FastNum, const MAX: bool, const NAN: bool>(a: T, b: T) -> T {
+    let wins = if MAX { b > a } else { b < a };
+    let wins = if NAN { wins | T::nan_beats::<MAX>(a, b) } else { wins };
+    if wins {
         b
+    } else {
+        a
     }
 }
 
@@ -41,22 +49,22 @@ fn pick<V: PartialOrd + Copy, const MAX: bool>(a: V, b: V) -> V {
 /// instead of per row; the other selects are independent and run at two
 /// per cycle.
 #[inline(always)]
-fn prefix_into<T: Copy, V: PartialOrd + Copy, const MAX: bool>(x: &[T], f: impl Fn(T) -> V, out: &mut [V], mut p: V) -> V {
+fn prefix_into<T: FastNum, const MAX: bool, const NAN: bool>(x: &[T], out: &mut [T], mut p: T) -> T {
     let mut oc = out.chunks_exact_mut(4);
     let mut xc = x.chunks_exact(4);
     for (o, v) in (&mut oc).zip(&mut xc) {
-        let a = f(v[0]);
-        let ab = pick::<V, MAX>(a, f(v[1]));
-        let abc = pick::<V, MAX>(ab, f(v[2]));
-        let abcd = pick::<V, MAX>(abc, f(v[3]));
-        o[0] = pick::<V, MAX>(p, a);
-        o[1] = pick::<V, MAX>(p, ab);
-        o[2] = pick::<V, MAX>(p, abc);
-        p = pick::<V, MAX>(p, abcd);
+        let a = v[0];
+        let ab = pick::<T, MAX, NAN>(a, v[1]);
+        let abc = pick::<T, MAX, NAN>(ab, v[2]);
+        let abcd = pick::<T, MAX, NAN>(abc, v[3]);
+        o[0] = pick::<T, MAX, NAN>(p, a);
+        o[1] = pick::<T, MAX, NAN>(p, ab);
+        o[2] = pick::<T, MAX, NAN>(p, abc);
+        p = pick::<T, MAX, NAN>(p, abcd);
         o[3] = p;
     }
     for (o, &v) in oc.into_remainder().iter_mut().zip(xc.remainder()) {
-        p = pick::<V, MAX>(p, f(v));
+        p = pick::<T, MAX, NAN>(p, v);
         *o = p;
     }
     p
@@ -67,47 +75,32 @@ fn prefix_into<T: Copy, V: PartialOrd + Copy, const MAX: bool>(x: &[T], f: impl 
 /// max of `s` and all of `x`. `mid` is a constant of the caller's (the
 /// two-level kernel's whole sub-blocks; the bottom, a no-op, otherwise).
 #[inline(always)]
-fn suffix_into<T: Copy, V: PartialOrd + Copy, const MAX: bool>(
-    x: &[T],
-    f: impl Fn(T) -> V,
-    out: &mut [V],
-    mut s: V,
-    mid: V,
-) -> V {
+fn suffix_into<T: FastNum, const MAX: bool, const NAN: bool>(x: &[T], out: &mut [T], mut s: T, mid: T) -> T {
     let mut oc = out.rchunks_exact_mut(4);
     let mut xc = x.rchunks_exact(4);
     for (o, v) in (&mut oc).zip(&mut xc) {
-        let d = f(v[3]);
-        let cd = pick::<V, MAX>(f(v[2]), d);
-        let bcd = pick::<V, MAX>(f(v[1]), cd);
-        let abcd = pick::<V, MAX>(f(v[0]), bcd);
-        o[3] = pick::<V, MAX>(pick::<V, MAX>(pick::<V, MAX>(d, s), mid), o[3]);
-        o[2] = pick::<V, MAX>(pick::<V, MAX>(pick::<V, MAX>(cd, s), mid), o[2]);
-        o[1] = pick::<V, MAX>(pick::<V, MAX>(pick::<V, MAX>(bcd, s), mid), o[1]);
-        s = pick::<V, MAX>(abcd, s);
-        o[0] = pick::<V, MAX>(pick::<V, MAX>(s, mid), o[0]);
+        let d = v[3];
+        let cd = pick::<T, MAX, NAN>(v[2], d);
+        let bcd = pick::<T, MAX, NAN>(v[1], cd);
+        let abcd = pick::<T, MAX, NAN>(v[0], bcd);
+        o[3] = pick::<T, MAX, NAN>(pick::<T, MAX, NAN>(pick::<T, MAX, NAN>(d, s), mid), o[3]);
+        o[2] = pick::<T, MAX, NAN>(pick::<T, MAX, NAN>(pick::<T, MAX, NAN>(cd, s), mid), o[2]);
+        o[1] = pick::<T, MAX, NAN>(pick::<T, MAX, NAN>(pick::<T, MAX, NAN>(bcd, s), mid), o[1]);
+        s = pick::<T, MAX, NAN>(abcd, s);
+        o[0] = pick::<T, MAX, NAN>(pick::<T, MAX, NAN>(s, mid), o[0]);
     }
     for (o, &v) in oc.into_remainder().iter_mut().zip(xc.remainder()).rev() {
-        s = pick::<V, MAX>(f(v), s);
-        *o = pick::<V, MAX>(pick::<V, MAX>(s, mid), *o);
+        s = pick::<T, MAX, NAN>(v, s);
+        *o = pick::<T, MAX, NAN>(pick::<T, MAX, NAN>(s, mid), *o);
     }
     s
 }
 
 /// One block `[start, end)` (`end - start <= window`, `start` a multiple of
-/// `window`); `out[k]` is row `start + k`. `f` maps an input to the value
-/// the comparison runs on (identity, or the key).
+/// `window`); `out[k]` is row `start + k`.
 #[inline(always)]
-fn van_herk<T: Copy, V: PartialOrd + Copy, const MAX: bool>(
-    x: &[T],
-    f: impl Fn(T) -> V,
-    out: &mut [V],
-    start: usize,
-    end: usize,
-    window: usize,
-    id: V,
-) {
-    prefix_into::<T, V, MAX>(&x[start..end], &f, out, id);
+fn van_herk<T: FastNum, const MAX: bool, const NAN: bool>(x: &[T], out: &mut [T], start: usize, end: usize, window: usize, id: T) {
+    prefix_into::<T, MAX, NAN>(&x[start..end], out, id);
     if start == 0 {
         return;
     }
@@ -117,9 +110,9 @@ fn van_herk<T: Copy, V: PartialOrd + Copy, const MAX: bool>(
     let mid = (end + 1 - window).min(start);
     let mut s = id;
     for &v in x[mid..start].iter().rev() {
-        s = pick::<V, MAX>(f(v), s);
+        s = pick::<T, MAX, NAN>(v, s);
     }
-    suffix_into::<T, V, MAX>(&x[lo..mid], &f, &mut out[..mid - lo], s, id);
+    suffix_into::<T, MAX, NAN>(&x[lo..mid], &mut out[..mid - lo], s, id);
 }
 
 /// Sub-block of the two-level kernel: 16k rows (128 KB of f64), so the
@@ -132,7 +125,7 @@ const TWO_LEVEL_FROM: usize = 1 << 17;
 
 /// Rolling max / min for windows of at least `4 * sub` rows, on raw values
 /// (false, with `out` partly written, at the first sub-block holding a NaN
-/// or -0.0: the caller then takes the per-chunk path).
+/// : the caller then takes the per-chunk path).
 ///
 /// The rows are cut into sub-blocks of `sub` rows. The window `[j, i]` is a
 /// suffix of sub-block `a` (of `j`), the whole sub-blocks between (their
@@ -143,31 +136,14 @@ const TWO_LEVEL_FROM: usize = 1 << 17;
 /// in L2. Each input row is read twice and each output row written once
 /// from memory (the one-level kernel also re-reads and re-writes the
 /// output).
+#[inline(always)]
 fn extreme_two_level<T: FastNum, const MAX: bool>(x: &[T], window: usize, sub: usize, out: &mut [T]) -> bool {
     debug_assert!(sub >= 1 && window >= 4 * sub);
     let n = x.len();
     let id = if MAX { T::LOWEST } else { T::HIGHEST };
     let mut m: Vec<T> = Vec::with_capacity(n.div_ceil(sub));
-    // Prefixes of every sub-block up to row `upto`; rows before
-    // `window - 1` (partial windows) also take the sub-blocks before.
-    let prefixes = |m: &mut Vec<T>, out: &mut [T], upto: usize| -> bool {
-        while m.len() * sub < upto.min(n) {
-            let (r0, r1) = (m.len() * sub, ((m.len() + 1) * sub).min(n));
-            if T::has_special(&x[r0..r1]) {
-                return false;
-            }
-            m.push(prefix_into::<T, T, MAX>(&x[r0..r1], |v| v, &mut out[r0..r1], id));
-            if r0 + 1 < window {
-                let before = fold::<T, MAX>(&m[..m.len() - 1], id);
-                for o in &mut out[r0..r1.min(window - 1)] {
-                    *o = pick::<T, MAX>(before, *o);
-                }
-            }
-        }
-        true
-    };
     if n < window {
-        return prefixes(&mut m, out, n);
+        return prefixes::<T, MAX>(x, window, sub, &mut m, out, n);
     }
     // j: the first row of a full window; its output row is j + window - 1.
     let last_j = n - window;
@@ -178,62 +154,115 @@ fn extreme_two_level<T: FastNum, const MAX: bool>(x: &[T], window: usize, sub: u
         // and (from row i_split) b1 + 1.
         let b1 = (jlo + window - 1) / sub;
         let j_split = ((b1 + 1) * sub + 1 - window).min(jhi);
-        if !prefixes(&mut m, out, jhi + window - 1) {
+        if !prefixes::<T, MAX>(x, window, sub, &mut m, out, jhi + window - 1) {
             return false;
         }
         let mid1 = fold::<T, MAX>(&m[a + 1..b1], id);
-        let mid2 = if j_split < jhi { pick::<T, MAX>(mid1, m[b1]) } else { mid1 };
+        let mid2 = if j_split < jhi { pick::<T, MAX, false>(mid1, m[b1]) } else { mid1 };
         // Sub-block a is whole (j <= n - window < n - sub); rows past last_j
         // only accumulate.
         let s = fold::<T, MAX>(&x[jhi..jend], id);
         let w1 = window - 1;
-        let s = suffix_into::<T, T, MAX>(&x[j_split..jhi], |v| v, &mut out[j_split + w1..jhi + w1], s, mid2);
-        suffix_into::<T, T, MAX>(&x[jlo..j_split], |v| v, &mut out[jlo + w1..j_split + w1], s, mid1);
+        let s = suffix_into::<T, MAX, false>(&x[j_split..jhi], &mut out[j_split + w1..jhi + w1], s, mid2);
+        suffix_into::<T, MAX, false>(&x[jlo..j_split], &mut out[jlo + w1..j_split + w1], s, mid1);
+    }
+    true
+}
+
+/// Prefixes of every sub-block up to row `upto` (their maxima pushed to
+/// `m`); rows before `window - 1` (partial windows) also take the
+/// sub-blocks before. False at a sub-block holding a NaN. A function, not a
+/// closure, so it inlines into each level's wrapper with its features.
+#[inline(always)]
+fn prefixes<T: FastNum, const MAX: bool>(x: &[T], window: usize, sub: usize, m: &mut Vec<T>, out: &mut [T], upto: usize) -> bool {
+    let n = x.len();
+    let id = if MAX { T::LOWEST } else { T::HIGHEST };
+    while m.len() * sub < upto.min(n) {
+        let (r0, r1) = (m.len() * sub, ((m.len() + 1) * sub).min(n));
+        if T::has_nan(&x[r0..r1]) {
+            return false;
+        }
+        m.push(prefix_into::<T, MAX, false>(&x[r0..r1], &mut out[r0..r1], id));
+        if r0 + 1 < window {
+            let before = fold::<T, MAX>(&m[..m.len() - 1], id);
+            for o in &mut out[r0..r1.min(window - 1)] {
+                *o = pick::<T, MAX, false>(before, *o);
+            }
+        }
     }
     true
 }
 
 #[inline(always)]
-fn fold<T: Copy + PartialOrd, const MAX: bool>(xs: &[T], id: T) -> T {
-    xs.iter().fold(id, |a, &v| pick::<T, MAX>(a, v))
+fn fold<T: FastNum, const MAX: bool>(xs: &[T], id: T) -> T {
+    xs.iter().fold(id, |a, &v| pick::<T, MAX, false>(a, v))
 }
 
 /// Rolling max (`MAX`) or min of a plain slice, no nulls.
 pub(super) fn extreme_values<T: FastNum, const MAX: bool>(x: &[T], window: usize) -> Vec<T> {
-    let n = x.len();
-    let mut out = buffer::<T>(n);
-    if window >= TWO_LEVEL_FROM && extreme_two_level::<T, MAX>(x, window, SUB, &mut out) {
-        return out;
+    extreme_values_at::<T, MAX>(detected(), x, window)
+}
+
+/// [`extreme_values`] compiled for `level` (capped to what the CPU has):
+/// tests run every level, benchmarks compare them.
+pub fn extreme_values_at<T: FastNum, const MAX: bool>(level: Level, x: &[T], window: usize) -> Vec<T> {
+    let mut out = buffer::<T>(x.len());
+    match level {
+        // SAFETY: a level runs only when `detected()` found the CPU
+        // feature.
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 if detected() == Level::Avx512 => unsafe { kernel_avx512::<T, MAX>(x, window, &mut out) },
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 | Level::Avx512 if detected() != Level::Portable => unsafe { kernel_avx2::<T, MAX>(x, window, &mut out) },
+        _ => kernel::<T, MAX>(x, window, &mut out),
     }
-    let (id, id_key) = if MAX { (T::LOWEST, T::KEY_LOW) } else { (T::HIGHEST, T::KEY_HIGH) };
-    // Chunks for the NaN / -0.0 check: whole blocks, about 4096 rows.
+    out
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn kernel_avx2<T: FastNum, const MAX: bool>(x: &[T], window: usize, out: &mut [T]) {
+    kernel::<T, MAX>(x, window, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn kernel_avx512<T: FastNum, const MAX: bool>(x: &[T], window: usize, out: &mut [T]) {
+    kernel::<T, MAX>(x, window, out)
+}
+
+/// The single source of every level (inlined into each wrapper).
+#[inline(always)]
+fn kernel<T: FastNum, const MAX: bool>(x: &[T], window: usize, out: &mut [T]) {
+    let n = x.len();
+    if window >= TWO_LEVEL_FROM && extreme_two_level::<T, MAX>(x, window, SUB, out) {
+        return;
+    }
+    let id = if MAX { T::LOWEST } else { T::HIGHEST };
+    // Chunks for the NaN check: whole blocks, about 4096 rows.
     let chunk = window * (4096 / window).max(1);
-    let mut keys: Vec<T::Key> = Vec::new();
-    let mut prev_special = false;
+    let mut prev_nan = false;
     let mut c0 = 0;
     while c0 < n {
         let c1 = (c0 + chunk).min(n);
-        let special = T::has_special(&x[c0..c1]);
+        let nan = T::has_nan(&x[c0..c1]);
         let mut start = c0;
         while start < c1 {
             let end = (start + window).min(n);
             // A block reads itself and the block before it, which lies in
             // the previous chunk only for the first block of this one.
-            if special || (start == c0 && prev_special) {
-                keys.resize(end - start, id_key);
-                van_herk::<T, T::Key, MAX>(x, T::key, &mut keys[..end - start], start, end, window, id_key);
-                for (o, &k) in out[start..end].iter_mut().zip(&keys) {
-                    *o = T::from_key(k);
-                }
+            if nan || (start == c0 && prev_nan) {
+                // The identity must not beat a NaN: min starts from the top.
+                let id_nan = if MAX { T::LOWEST } else { T::TOP };
+                van_herk::<T, MAX, true>(x, &mut out[start..end], start, end, window, id_nan);
             } else {
-                van_herk::<T, T, MAX>(x, |v| v, &mut out[start..end], start, end, window, id);
+                van_herk::<T, MAX, false>(x, &mut out[start..end], start, end, window, id);
             }
             start = end;
         }
-        prev_special = special;
+        prev_nan = nan;
         c0 = c1;
     }
-    out
 }
 
 fn extreme_of<T: FastNum, const MAX: bool>(col: &Column<T>, window: usize) -> Vec<T> {

@@ -13,13 +13,17 @@
 //! notes") with the shared scans replaced by the sparse table, which only an
 //! idempotent operation allows.
 //!
-//! Semantics are those of [`super::extreme`] bit for bit: the result is
-//! `from_key(max key)` — NaN largest (one canonical NaN), -0.0 equal to 0.0
-//! (and written as +0.0). A chunk whose rows hold no NaN runs on the raw
-//! values with -0.0 canonicalised (`v + 0.0`); a chunk with a NaN runs on the
-//! ordered keys. Null rows are filled with a value that never wins (the
-//! identity key on the key path; ±inf on the raw path, where no NaN can be
-//! in the window) and the output is masked where the window has fewer than
+//! Semantics are those of [`super::extreme`] bit for bit: NaN largest,
+//! -0.0 equal to 0.0, and of tied rows the earliest wins (its zero sign
+//! kept, Spark's `greatest` fold). Every combine is `pick(older, newer)`,
+//! which keeps the older on a tie: a level entry is then its block's
+//! earliest extreme, and of the two blocks of a window the left (older)
+//! one wins a tie — if the earliest extreme row is in the left block it
+//! wins, and if not, the left block holds no tied row so the right block's
+//! earliest is the window's. A chunk whose rows hold a NaN runs the
+//! NaN-aware pick. Null rows are filled with a value that never wins (-inf
+//! for max; +inf for min, NaN, the top, where the chunk holds a NaN) and
+//! the output is masked where the window has fewer than
 //! `max(min_periods, 1)` non-null rows. The partial windows at the start
 //! (rows `i < w - 1`) are prefix maxima, computed once for all windows.
 
@@ -106,7 +110,7 @@ fn level(w: usize) -> u32 {
     usize::BITS - 1 - w.leading_zeros()
 }
 
-fn many_extreme<T: ManyNum, const MAX: bool>(col: &Column<T>, windows: &[usize], min_periods: usize, tuning: Tuning) -> Vec<ArrayRef> {
+fn many_extreme<T: FastNum, const MAX: bool>(col: &Column<T>, windows: &[usize], min_periods: usize, tuning: Tuning) -> Vec<ArrayRef> {
     let n = col.len();
     let wmax = windows.iter().copied().max().unwrap_or(1);
     let chunk = tuning.chunk.unwrap_or_else(|| chunk_rows(wmax)).max(1);
@@ -173,20 +177,11 @@ fn masked(cum: &[u32], w: usize, need: usize) -> Option<NullBuffer> {
     (buf.null_count() > 0).then_some(buf)
 }
 
-#[inline(always)]
-fn pick<V: PartialOrd + Copy, const MAX: bool>(a: V, b: V) -> V {
-    if MAX {
-        if a > b { a } else { b }
-    } else if a < b {
-        a
-    } else {
-        b
-    }
-}
+use super::extreme::pick;
 
 /// Fill `outs[q][i - r0]` for rows `i` in `[r0, r1)` (each `outs[q]` holds
 /// exactly those rows), `windows[q]` already capped to the column.
-fn extreme_rows<T: ManyNum, const MAX: bool>(
+fn extreme_rows<T: FastNum, const MAX: bool>(
     col: &Column<T>,
     windows: &[usize],
     r0: usize,
@@ -200,18 +195,18 @@ fn extreme_rows<T: ManyNum, const MAX: bool>(
     let mut order: Vec<usize> = (0..windows.len()).collect();
     order.sort_by_key(|&q| windows[q]);
 
-    // Partial windows at the start: prefix extremes on keys (exact for
+    // Partial windows at the start: prefix extremes (NaN-aware, exact for
     // every input), for rows below the longest window.
     let pre_end = r1.min(wmax - 1);
     if r0 < pre_end {
-        let id = if MAX { T::KEY_LOW } else { T::KEY_HIGH };
-        let mut acc = id;
+        let mut acc: Option<T> = None;
         for i in 0..pre_end {
             if col.is_valid(i) {
-                acc = pick::<T::Key, MAX>(acc, x[i].key());
+                acc = Some(acc.map_or(x[i], |a| pick::<T, MAX, true>(a, x[i])));
             }
             if i >= r0 {
-                let v = T::from_key(acc);
+                // No valid row yet: any value, the row is masked.
+                let v = acc.unwrap_or(x[i]);
                 for (q, &w) in windows.iter().enumerate() {
                     if i + 1 < w {
                         outs[q][i - r0] = v;
@@ -222,7 +217,6 @@ fn extreme_rows<T: ManyNum, const MAX: bool>(
     }
 
     let mut raw: Vec<T> = Vec::new();
-    let mut keys: Vec<T::Key> = Vec::new();
     let mut a = r0;
     while a < r1 {
         let b = (a + chunk).min(r1);
@@ -232,38 +226,42 @@ fn extreme_rows<T: ManyNum, const MAX: bool>(
         let m = b - h0;
         let has_nan = fill_raw::<T, MAX>(col, h0, b, &mut raw);
         if !has_nan {
-            answer::<T, T, MAX>(&mut raw[..m], windows, &order, a, b, h0, r0, outs, |v| v);
+            answer::<T, MAX, false>(&mut raw[..m], windows, &order, a, b, h0, r0, outs);
         } else {
-            keys.clear();
-            let id = if MAX { T::KEY_LOW } else { T::KEY_HIGH };
-            keys.extend((h0..b).map(|i| if col.is_valid(i) { x[i].key() } else { id }));
-            answer::<T, T::Key, MAX>(&mut keys[..m], windows, &order, a, b, h0, r0, outs, T::from_key);
+            if let (false, Some(nb)) = (MAX, col.nulls) {
+                // +inf would beat a NaN for min: nulls take the top.
+                for (j, r) in raw[..m].iter_mut().enumerate() {
+                    if !nb.is_valid(h0 + j) {
+                        *r = T::TOP;
+                    }
+                }
+            }
+            answer::<T, MAX, true>(&mut raw[..m], windows, &order, a, b, h0, r0, outs);
         }
         a = b;
     }
 }
 
-/// Copy rows `[h0, b)` into `buf` with -0.0 made +0.0 and nulls filled
-/// with a value that never wins; whether a NaN is among the valid rows.
-fn fill_raw<T: ManyNum, const MAX: bool>(col: &Column<T>, h0: usize, b: usize, buf: &mut Vec<T>) -> bool {
+/// Copy rows `[h0, b)` into `buf` with nulls filled with a value that
+/// never wins; whether a NaN is among the valid rows.
+fn fill_raw<T: FastNum, const MAX: bool>(col: &Column<T>, h0: usize, b: usize, buf: &mut Vec<T>) -> bool {
     let fill = if MAX { T::LOWEST } else { T::HIGHEST };
     buf.clear();
     buf.reserve(b - h0);
     let xs = &col.values[h0..b];
     match col.nulls {
-        None => buf.extend(xs.iter().map(|&v| T::canon(v))),
-        Some(nb) => buf.extend(xs.iter().enumerate().map(|(j, &v)| if nb.is_valid(h0 + j) { T::canon(v) } else { fill })),
+        None => buf.extend_from_slice(xs),
+        Some(nb) => buf.extend(xs.iter().enumerate().map(|(j, &v)| if nb.is_valid(h0 + j) { v } else { fill })),
     }
     T::has_nan(buf)
 }
 
 /// The sparse-table pass over one chunk; `lv` holds rows `[h0, b)` as level
-/// 0 and is overwritten level by level. `conv` maps a level value to the
-/// output value.
+/// 0 and is overwritten level by level.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn answer<T: Copy, V: PartialOrd + Copy, const MAX: bool>(
-    lv: &mut [V],
+fn answer<T: FastNum, const MAX: bool, const NAN: bool>(
+    lv: &mut [T],
     windows: &[usize],
     order: &[usize],
     a: usize,
@@ -271,7 +269,6 @@ fn answer<T: Copy, V: PartialOrd + Copy, const MAX: bool>(
     h0: usize,
     r0: usize,
     outs: &mut [&mut [T]],
-    conv: impl Fn(V) -> T + Copy,
 ) {
     let m = lv.len();
     let mut cur = 0u32;
@@ -282,7 +279,7 @@ fn answer<T: Copy, V: PartialOrd + Copy, const MAX: bool>(
             // L_{cur+1}[j] = max(L_cur[j], L_cur[j + h]) for j + 2h <= m.
             let h = 1usize << cur;
             if 2 * h <= m {
-                level_step::<V, MAX>(&mut lv[..m - h + 1], h);
+                level_step::<T, MAX, NAN>(&mut lv[..m - h + 1], h);
             }
             cur += 1;
         }
@@ -297,7 +294,7 @@ fn answer<T: Copy, V: PartialOrd + Copy, const MAX: bool>(
         let left = &lv[s + 1 - w - h0..b + 1 - w - h0];
         let right = &lv[s + 1 - p - h0..b + 1 - p - h0];
         for ((o, &l), &r) in out.iter_mut().zip(left).zip(right) {
-            *o = conv(pick::<V, MAX>(l, r));
+            *o = pick::<T, MAX, NAN>(l, r);
         }
     }
 }
@@ -307,7 +304,7 @@ fn answer<T: Copy, V: PartialOrd + Copy, const MAX: bool>(
 /// through a small copy so the compiler sees two disjoint slices and
 /// vectorises.
 #[inline(always)]
-fn level_step<V: PartialOrd + Copy, const MAX: bool>(lv: &mut [V], h: usize) {
+fn level_step<T: FastNum, const MAX: bool, const NAN: bool>(lv: &mut [T], h: usize) {
     const B: usize = 256;
     let len = lv.len() - h;
     let mut tmp = [lv[0]; B];
@@ -317,49 +314,8 @@ fn level_step<V: PartialOrd + Copy, const MAX: bool>(lv: &mut [V], h: usize) {
         let t = &mut tmp[..e - c];
         t.copy_from_slice(&lv[c + h..e + h]);
         for (l, &r) in lv[c..e].iter_mut().zip(t.iter()) {
-            *l = pick::<V, MAX>(*l, r);
+            *l = pick::<T, MAX, NAN>(*l, r);
         }
         c = e;
     }
 }
-
-/// What the shared pass needs beyond [`FastNum`].
-pub(super) trait ManyNum: FastNum {
-    /// -0.0 as +0.0 (the key order's representative), else unchanged.
-    fn canon(self) -> Self;
-    /// Whether a NaN is in `xs` (always false for integers).
-    fn has_nan(xs: &[Self]) -> bool;
-}
-
-macro_rules! many_float {
-    ($t:ty) => {
-        impl ManyNum for $t {
-            #[inline(always)]
-            fn canon(self) -> $t {
-                // IEEE: -0.0 + 0.0 = +0.0 under round-to-nearest; NaN stays NaN.
-                self + 0.0
-            }
-            fn has_nan(xs: &[$t]) -> bool {
-                xs.chunks(256).any(|c| c.iter().fold(false, |a, &v| a | (v != v)))
-            }
-        }
-    };
-}
-many_float!(f64);
-many_float!(f32);
-
-macro_rules! many_int {
-    ($t:ty) => {
-        impl ManyNum for $t {
-            #[inline(always)]
-            fn canon(self) -> $t {
-                self
-            }
-            fn has_nan(_: &[$t]) -> bool {
-                false
-            }
-        }
-    };
-}
-many_int!(i32);
-many_int!(i64);

@@ -11,8 +11,8 @@
 //! The `auto` kernels (docs/DESIGN.md "Performance notes"):
 //! * [`block`]: any monoid, TwoStacks' flip done block by block (van Herk /
 //!   Gil-Werman): about three combines per row; collect copies its windows.
-//! * [`extreme`]: max / min / range on the raw values (or the ordered keys
-//!   where NaN or -0.0 make float comparison disagree with the key order).
+//! * [`extreme`]: max / min / range on the raw values (a NaN-aware compare
+//!   where a NaN is near), ties to the earliest row (-0.0 vs 0.0 as Spark).
 //! * [`sum`]: sum / mean / count: compensated Subtract-on-Evict restarted
 //!   from an exact recomputation every block, exact wrapping integers.
 //! * [`many`]: many windows at once (`rolling_many`): a shared sparse-table
@@ -26,6 +26,7 @@ mod sum;
 pub mod time;
 
 pub use keyed::{rolling_keyed_dyn, rolling_many_keyed_dyn, rolling_time_keyed_dyn};
+pub use extreme::extreme_values_at;
 pub use many::{rolling_many_dyn, rolling_many_tuned, Tuning};
 pub use time::rolling_time_dyn;
 
@@ -162,9 +163,14 @@ pub trait FastNum: Num + LiftSum + PartialOrd {
     /// The top of the key order (NaN for floats): what fills null slots for
     /// min, since a +inf filler would beat a real NaN.
     const TOP: Self;
-    /// Whether raw comparison may disagree with the key order here: NaN, or
-    /// -0.0 (the key order puts it below +0.0). Always false for integers.
-    fn has_special(xs: &[Self]) -> bool;
+    /// Whether raw comparison may disagree with the total order here: a NaN
+    /// (above every number in it). Always false for integers. (-0.0 needs
+    /// nothing: it compares equal to +0.0 either way.)
+    fn has_nan(xs: &[Self]) -> bool;
+    /// Whether the newer `b` beats the older `a` for max (`MAX`) or min
+    /// because of a NaN, which raw comparison misses: for max `b` is NaN
+    /// and `a` is not; for min `a` is NaN and `b` is not.
+    fn nan_beats<const MAX: bool>(a: Self, b: Self) -> bool;
     /// Rolling sums of a null-free (or null-zeroed) slice.
     fn window_sums(xs: &[Self], window: usize) -> Vec<Self::Wide>;
     fn wide_f64(s: Self::Wide) -> f64;
@@ -173,17 +179,21 @@ pub trait FastNum: Num + LiftSum + PartialOrd {
 }
 
 macro_rules! fast_float {
-    ($t:ty, $bits:ty) => {
+    ($t:ty) => {
         impl FastNum for $t {
             const LOWEST: $t = <$t>::NEG_INFINITY;
             const HIGHEST: $t = <$t>::INFINITY;
             const TOP: $t = <$t>::NAN;
-            #[inline]
-            fn has_special(xs: &[$t]) -> bool {
-                const NEG0: $bits = 1 << (<$bits>::BITS - 1);
+            #[inline(always)]
+            fn has_nan(xs: &[$t]) -> bool {
                 // Branch-free fold per chunk so it vectorises; stop at the
                 // first chunk that has one.
-                xs.chunks(256).any(|c| c.iter().fold(false, |a, &v| a | (v != v) | (v.to_bits() == NEG0)))
+                xs.chunks(256).any(|c| c.iter().fold(false, |a, &v| a | (v != v)))
+            }
+            #[inline(always)]
+            #[allow(clippy::eq_op)]
+            fn nan_beats<const MAX: bool>(a: $t, b: $t) -> bool {
+                if MAX { (a == a) & (b != b) } else { (a != a) & (b == b) }
             }
             fn window_sums(xs: &[$t], window: usize) -> Vec<f64> {
                 sum::float_sums(xs, window)
@@ -198,8 +208,8 @@ macro_rules! fast_float {
         }
     };
 }
-fast_float!(f64, u64);
-fast_float!(f32, u32);
+fast_float!(f64);
+fast_float!(f32);
 
 macro_rules! fast_int {
     ($t:ty) => {
@@ -207,8 +217,12 @@ macro_rules! fast_int {
             const LOWEST: $t = <$t>::MIN;
             const HIGHEST: $t = <$t>::MAX;
             const TOP: $t = <$t>::MAX;
-            #[inline]
-            fn has_special(_: &[$t]) -> bool {
+            #[inline(always)]
+            fn has_nan(_: &[$t]) -> bool {
+                false
+            }
+            #[inline(always)]
+            fn nan_beats<const MAX: bool>(_: $t, _: $t) -> bool {
                 false
             }
             fn window_sums(xs: &[$t], window: usize) -> Vec<i64> {

@@ -539,8 +539,15 @@ pub fn scale(rows: &[(i64, Cell)]) -> f64 {
 /// `got` agrees with the oracle's `want` for `agg` over a window of values of
 /// magnitude up to `scale`: integers and lists exactly, floats to 1e-9
 /// relative (NaN equals NaN, -0.0 equals 0.0), where sums and means also
-/// allow 1e-9 x scale and variances 1e-9 x scale² (cancellation).
+/// allow 1e-9 x scale and variances 1e-9 x scale² (cancellation). max and
+/// min bit for bit (all NaNs equal): the oracle keeps the earliest tied
+/// row, so a zero's sign is that row's (docs/DESIGN.md §5.3).
 pub fn agrees(agg: AggKind, got: &Val, want: &Val, scale: f64) -> bool {
+    if matches!(agg, AggKind::Max | AggKind::Min) {
+        if let (Val::F(g), Val::F(w)) = (got, want) {
+            return (g.is_nan() && w.is_nan()) || g.to_bits() == w.to_bits();
+        }
+    }
     let floor = match agg {
         AggKind::Sum | AggKind::Mean | AggKind::Range => scale,
         AggKind::Var | AggKind::VarPop => scale * scale,

@@ -19,3 +19,4 @@ mod rolling;
 mod spine;
 mod time;
 mod window;
+mod zero_sign;
