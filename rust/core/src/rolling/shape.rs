@@ -6,11 +6,13 @@
 //! rows `[i + a, i + b]` clipped to the data, with `off = (w - 1) / 2` when
 //! centred (else 0), `a = off + 1 - w - [left closed]`, `b = off - [right
 //! open]`. That is a plain trailing window of `b - a + 1` rows shifted by
-//! `b` rows, so it runs the same fast kernel as `rolling` on the values
-//! padded with `max(b, 0)` nulls after (the truncated windows at the end) or
-//! one null before (`b = -1`), and the result is a zero-copy slice of it.
-//! Nulls are skipped by every aggregation but `first` / `last`
-//! (`NULL_IS_ROW`); those, and a `step` much longer than the window (where
+//! `b` rows, so it runs the same fast kernel as `rolling` on the values as
+//! they are and shifts the result (one copy of the output: a slice and a
+//! concatenation): `b = -1` puts the empty window first; centred, the last
+//! `b` rows' windows, cut by the end of the data, are the same kernel over
+//! those last rows padded with `b` nulls. Nulls are skipped by every
+//! aggregation but `first` / `last` (`NULL_IS_ROW`); those, an empty window
+//! (`w = 1, "neither"`), and a `step` much longer than the window (where
 //! the plain kernel would compute rows nobody reads), run [`rolling_frames`]:
 //! one FIFO aggregator driven by each row's `[start, end)` bounds, which
 //! jumps over the rows between two output windows that do not overlap.
@@ -204,21 +206,47 @@ pub fn rolling_shaped_dyn(
     if frames {
         return rolling_frames_dyn(values, &Frame::Rows { a, b }, agg, min_periods, algo, shape.step);
     }
-    let (front, back) = ((-b).max(0) as usize, b.max(0) as usize);
-    let padded: ArrayRef;
-    let input: &dyn Array = if front + back == 0 {
-        values
+    let cat = |parts: &[&dyn Array]| arrow_select::concat::concat(parts).map_err(|e| Error::Invalid(e.to_string()));
+    let arg = matches!(agg, AggKind::ArgMax | AggKind::ArgMin);
+    // The fast kernel over the values as they are (padding them with nulls
+    // would send a null-free column down the kernels' slower null path):
+    // full[j] is the window of `len` rows ending at row j.
+    let full = super::rolling_dyn(values, len, agg, min_periods, algo)?;
+    let mut out = if b < 0 {
+        // left / neither, not centred: row i is full[i - 1], row 0's window
+        // is empty (what a window of one null gives).
+        if n == 0 {
+            full
+        } else {
+            let empty = if mp > 0 {
+                arrow_array::new_null_array(full.data_type(), 1)
+            } else {
+                super::rolling_dyn(&arrow_array::new_null_array(values.data_type(), 1), 1, agg, None, algo)?
+            };
+            cat(&[empty.as_ref(), full.slice(0, n - 1).as_ref()])?
+        }
+    } else if b == 0 {
+        full
     } else {
-        let (f, k) = (arrow_array::new_null_array(values.data_type(), front), arrow_array::new_null_array(values.data_type(), back));
-        padded = arrow_select::concat::concat(&[f.as_ref(), values, k.as_ref()]).map_err(|e| Error::Invalid(e.to_string()))?;
-        padded.as_ref()
+        // Centred: row i is full[i + b] while i + b < n; the last b rows'
+        // windows are cut by the end of the data: the same kernel over the
+        // rows they cover followed by b nulls (nulls are skipped).
+        let b = b as usize;
+        let m = n.saturating_sub(b);
+        let t0 = (m as isize + a).max(0) as usize;
+        let tail_in = cat(&[values.slice(t0, n - t0).as_ref(), arrow_array::new_null_array(values.data_type(), b).as_ref()])?;
+        let tail_full = super::rolling_dyn(tail_in.as_ref(), len, agg, min_periods, algo)?;
+        // row i >= m sits at i + b - t0 of the padded tail
+        let mut tail = tail_full.slice(m + b - t0, n - m);
+        if t0 > 0 && arg {
+            tail = shift_indices(tail.as_ref(), -(t0 as i64));
+        }
+        if m == 0 {
+            tail
+        } else {
+            cat(&[full.slice(b, m).as_ref(), tail.as_ref()])?
+        }
     };
-    let full = super::rolling_dyn(input, len, agg, min_periods, algo)?;
-    // out[i] = full[i + b + front]: the window ending at row i + b.
-    let mut out = full.slice(back, n);
-    if front > 0 && matches!(agg, AggKind::ArgMax | AggKind::ArgMin) {
-        out = shift_indices(out.as_ref(), front as i64);
-    }
     if shape.step > 1 {
         let idx = UInt32Array::from_iter_values((0..n).step_by(shape.step).map(|i| i as u32));
         out = arrow_select::take::take(out.as_ref(), &idx, None).map_err(|e| Error::Invalid(e.to_string()))?;
@@ -226,7 +254,7 @@ pub fn rolling_shaped_dyn(
     Ok(out)
 }
 
-/// argmax / argmin positions counted in the padded column: back to rows.
+/// argmax / argmin positions counted from row `by` of the column: rows.
 fn shift_indices(a: &dyn Array, by: i64) -> ArrayRef {
     let a = a.as_any().downcast_ref::<PrimitiveArray<Int64Type>>().expect("arg* gives int64");
     let vals: Vec<i64> = a.values().iter().map(|&p| p - by).collect();
