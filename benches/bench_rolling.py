@@ -124,3 +124,58 @@ class Steps:
 
     def time_rolling_named_algorithm(self, algorithm, window):
         self.sw.rolling(self.arr, window, "max", algorithm=algorithm)
+
+
+SHAPES = {
+    # name: (time window?, rolling keywords)
+    "plain": (False, {}),
+    "closed_left": (False, {"closed": "left"}),
+    "closed_both": (False, {"closed": "both"}),
+    "center": (False, {"center": True}),
+    "step_4": (False, {"step": 4}),
+    "step_10000": (False, {"step": 10_000}),
+    "time_plain": (True, {}),
+    "time_closed_both": (True, {"closed": "both"}),
+    "time_center": (True, {"center": True}),
+}
+
+
+def _shape_times(n):
+    # one row a second with some ties, as int64 seconds
+    rng = np.random.default_rng(7)
+    return np.cumsum(rng.integers(0, 3, n)).astype("datetime64[s]").astype("datetime64[ns]")
+
+
+class Shape:
+    """Window shape (closed / center / step) against the plain call and
+    against pandas with the same keywords, window 1024 (rows or seconds).
+    Each setup checks slidewise against pandas (min_periods=1 on both)."""
+
+    params = (list(SHAPES), ["sum", "max"], ["slidewise", "pandas"])
+    param_names = ["shape", "agg", "library"]
+    timeout = 300
+
+    def setup(self, shape, agg, library):
+        import pandas as pd
+        import pyarrow as pa
+        import slidewise as sw
+
+        time, kw = SHAPES[shape]
+        x = _data()
+        arr = pa.array(x)
+        if time:
+            ts = _shape_times(len(x))
+            tarr = pa.array(ts)
+            df = pd.DataFrame({"t": ts, "x": x})
+            mine = lambda: sw.rolling(arr, "1024s", agg, timestamps=tarr, min_periods=1, **kw)  # noqa: E731
+            theirs = lambda: getattr(df.rolling("1024s", on="t", min_periods=1, **kw).x, agg)()  # noqa: E731
+        else:
+            s = pd.Series(x)
+            mine = lambda: sw.rolling(arr, 1024, agg, min_periods=1, **kw)  # noqa: E731
+            theirs = lambda: getattr(s.rolling(1024, min_periods=1, **kw), agg)()  # noqa: E731
+        check(f"Shape({shape}, {agg})", mine(), theirs(), "pandas", rtol=0.0 if agg == "max" else 1e-9,
+              atol=0.0 if agg == "max" else drift(len(x), 1024 * float(np.abs(x).max())))
+        self.run = mine if library == "slidewise" else theirs
+
+    def time_shape(self, shape, agg, library):
+        self.run()

@@ -20,7 +20,7 @@ from typing import Any, Iterable, Optional, Sequence, Union
 
 import pyarrow as pa
 
-from . import _arrow, _keys, _slidewise, _time, aggregators
+from . import _arrow, _keys, _shape, _slidewise, _time, aggregators
 from ._arrow import AGGS, ALGORITHMS, DTYPES
 from ._query import Query
 from ._stream import Stream
@@ -48,6 +48,9 @@ def rolling(
     min_periods: Optional[int] = None,
     algorithm: str = "auto",
     ignore_nulls: bool = False,
+    closed: Optional[str] = None,
+    center: bool = False,
+    step: Optional[int] = None,
 ) -> pa.Array:
     """Per-row rolling aggregate: row ``i`` gets ``agg`` over rows
     ``(i - window, i]`` (fewer at the start, as Spark's ``ROWS BETWEEN
@@ -76,15 +79,31 @@ def rolling(
     the input rows, keys in any order: pandas
     ``df.groupby(k).rolling(...)`` re-aligned to the input. ``argmax`` /
     ``argmin`` give input row indices.
+
+    Window shape, as pandas (docs/DESIGN.md "Window shape"):
+    ``closed="right"`` (default) / ``"left"`` / ``"both"`` / ``"neither"``
+    says which ends of the window are in it: for a count window ``"left"``
+    is the ``window`` rows before row ``i``, ``"both"`` one row more than
+    ``"right"``, ``"neither"`` one fewer; for a time window ``(t-w, t]``,
+    ``[t-w, t)``, ``[t-w, t]``, ``(t-w, t)``. ``center=True`` centres the
+    window on the row (count windows: rows ``i - window//2`` ..., pandas'
+    convention for even windows; time windows: ``t - w/2`` to ``t + w/2``).
+    ``step=k`` returns rows 0, k, 2k, ... only (count windows without
+    ``keys``; pandas supports it nowhere else). Windows still start partial
+    unless ``min_periods`` is given; pandas' default is
+    ``min_periods=window``.
     """
     if keys is not None:
         keys = _keys.key_array(keys)
     if timestamps is not None:
-        return _rolling_time(values, window, agg, timestamps, min_periods, algorithm, keys, ignore_nulls)
+        return _rolling_time(values, window, agg, timestamps, min_periods, algorithm, keys, ignore_nulls,
+                             (closed, center, step))
     w = _arrow.positive_int("window", window)
     agg = _arrow.check_agg(agg, ignore_nulls)
     algorithm = _arrow.check_algorithm(algorithm)
     mp = _arrow.min_periods_int(min_periods, w, "window")
+    if not _shape.is_default(closed, center, step):
+        return _shape.rolling_count(values, keys, w, agg, mp, algorithm, closed, center, step)
     if keys is not None:
         arr = _arrow.values_array(values)
         if len(keys) != len(arr):
@@ -93,7 +112,8 @@ def rolling(
     return _rolling_array(_arrow.values_array(values), w, agg, mp, algorithm)
 
 
-def _rolling_time(values, window, agg, timestamps, min_periods, algorithm, keys=None, ignore_nulls=False) -> pa.Array:
+def _rolling_time(values, window, agg, timestamps, min_periods, algorithm, keys=None, ignore_nulls=False,
+                  shape=(None, False, None)) -> pa.Array:
     agg = _arrow.check_agg(agg, ignore_nulls)
     algorithm = _arrow.check_algorithm(algorithm)
     arr = _arrow.values_array(values)
@@ -105,9 +125,11 @@ def _rolling_time(values, window, agg, timestamps, min_periods, algorithm, keys=
     else:
         span = _arrow.positive_int("window", window)
     mp = _arrow.min_periods_int(min_periods, 1 << 62, "2**62")
+    if keys is not None and len(keys) != len(arr):
+        raise ValueError(f"keys have {len(keys)} rows, values {len(arr)}")
+    if not _shape.is_default(*shape):
+        return _shape.rolling_time(arr, ts, keys, span, agg, mp, algorithm, *shape)
     if keys is not None:
-        if len(keys) != len(arr):
-            raise ValueError(f"keys have {len(keys)} rows, values {len(arr)}")
         return _slidewise.rolling_time_keyed(keys, arr, ts, span, agg, mp, algorithm)
     return _slidewise.rolling_time(arr, ts, span, agg, mp, algorithm)
 

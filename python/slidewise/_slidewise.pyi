@@ -84,6 +84,25 @@ def rolling_time_keyed(
     algorithm: str = "auto",
 ) -> Any: ...
 
+# Window shape (pandas closed= / center= / step=), rust/python/src/shape.rs;
+# step must be 1 with keys or time windows.
+def rolling_shaped(
+    values: Any, window: int, agg: str, min_periods: Optional[int] = None, algorithm: str = "auto",
+    closed: str = "right", center: bool = False, step: int = 1,
+) -> pa.Array: ...
+def rolling_keyed_shaped(
+    keys: Any, values: Any, window: int, agg: str, min_periods: Optional[int] = None, algorithm: str = "auto",
+    closed: str = "right", center: bool = False, step: int = 1,
+) -> pa.Array: ...
+def rolling_time_shaped(
+    values: Any, ts: Any, range: int, agg: str, min_periods: Optional[int] = None, algorithm: str = "auto",
+    closed: str = "right", center: bool = False, step: int = 1,
+) -> pa.Array: ...
+def rolling_time_keyed_shaped(
+    keys: Any, values: Any, ts: Any, range: int, agg: str, min_periods: Optional[int] = None,
+    algorithm: str = "auto", closed: str = "right", center: bool = False, step: int = 1,
+) -> pa.Array: ...
+
 class RawAggregator:
     """One FIFO final aggregator over Python values."""
 

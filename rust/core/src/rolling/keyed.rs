@@ -13,6 +13,7 @@ use crate::engine::{AggKind, DType, FromArrow, ToArrow};
 use crate::fifo::Algorithm;
 use crate::keys::{gather, gather_nulls, partition, KeyIndex, Partition};
 use crate::engine::first_decrease;
+use crate::rolling::shape::Shape;
 use crate::{invalid, Error, Result};
 
 /// Rows grouped by key, values gathered: the input of a keyed rolling.
@@ -95,12 +96,35 @@ pub fn rolling_keyed_dyn(
     min_periods: Option<usize>,
     algo: Algorithm,
 ) -> Result<ArrayRef> {
+    rolling_keyed_shaped_dyn(keys, values, window, agg, min_periods, algo, Shape::default())
+}
+
+/// [`rolling_keyed_dyn`] with pandas' `closed=` / `center=` within each key
+/// (`groupby(k).rolling(w, closed=..., center=...)`); pandas has no `step`
+/// on groupby rolling, so `step` must be 1.
+pub fn rolling_keyed_shaped_dyn(
+    keys: &dyn Array,
+    values: &dyn Array,
+    window: usize,
+    agg: AggKind,
+    min_periods: Option<usize>,
+    algo: Algorithm,
+    shape: Shape,
+) -> Result<ArrayRef> {
     crate::rolling::check_window(window, min_periods)?;
+    check_no_step(shape)?;
     let g = group_rows(keys, values)?;
     per_segment(&g, |seg, lo, _| {
-        let out = crate::rolling::rolling_dyn(seg, window, agg, min_periods, algo)?;
+        let out = crate::rolling::rolling_shaped_dyn(seg, window, agg, min_periods, algo, shape)?;
         Ok(input_rows(&g, agg, out, lo))
     })
+}
+
+fn check_no_step(shape: Shape) -> Result<()> {
+    if shape.step != 1 {
+        return invalid!("step is not supported with keys (pandas' groupby().rolling has no step), got step={}", shape.step);
+    }
+    Ok(())
 }
 
 /// argmax / argmin report row positions: within a key's segment they count
@@ -162,6 +186,23 @@ pub fn rolling_time_keyed_dyn(
     min_periods: Option<usize>,
     algo: Algorithm,
 ) -> Result<ArrayRef> {
+    rolling_time_keyed_shaped_dyn(keys, values, ts, range, agg, min_periods, algo, Shape::default())
+}
+
+/// [`rolling_time_keyed_dyn`] with pandas' `closed=` / `center=` within each
+/// key; `step` must be 1.
+#[allow(clippy::too_many_arguments)]
+pub fn rolling_time_keyed_shaped_dyn(
+    keys: &dyn Array,
+    values: &dyn Array,
+    ts: &dyn Array,
+    range: i64,
+    agg: AggKind,
+    min_periods: Option<usize>,
+    algo: Algorithm,
+    shape: Shape,
+) -> Result<ArrayRef> {
+    check_no_step(shape)?;
     if range <= 0 {
         return invalid!("time window must be positive, got {range}");
     }
@@ -184,7 +225,7 @@ pub fn rolling_time_keyed_dyn(
     }
     let ts_arr = PrimitiveArray::<Int64Type>::new(ScalarBuffer::from(tsg), None);
     per_segment(&g, |seg, lo, hi| {
-        let out = crate::rolling::time::rolling_time_dyn(seg, &ts_arr.slice(lo, hi - lo), range, agg, min_periods, algo)?;
+        let out = crate::rolling::time::rolling_time_shaped_dyn(seg, &ts_arr.slice(lo, hi - lo), range, agg, min_periods, algo, shape)?;
         Ok(input_rows(&g, agg, out, lo))
     })
 }

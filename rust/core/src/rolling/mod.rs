@@ -17,18 +17,22 @@
 //!   from an exact recomputation every block, exact wrapping integers.
 //! * [`many`]: many windows at once (`rolling_many`): a shared sparse-table
 //!   pass for max / min.
+//! * [`shape`]: pandas' `closed=`, `center=`, `step=` on count and time
+//!   windows.
 
 mod block;
 mod extreme;
 pub mod keyed;
 mod many;
+pub mod shape;
 mod sum;
 pub mod time;
 
-pub use keyed::{rolling_keyed_dyn, rolling_many_keyed_dyn, rolling_time_keyed_dyn};
+pub use keyed::{rolling_keyed_dyn, rolling_keyed_shaped_dyn, rolling_many_keyed_dyn, rolling_time_keyed_dyn, rolling_time_keyed_shaped_dyn};
 pub use extreme::extreme_values_at;
 pub use many::{rolling_many_dyn, rolling_many_tuned, Tuning};
-pub use time::rolling_time_dyn;
+pub use shape::{rolling_shaped_dyn, Closed, Shape};
+pub use time::{rolling_time_dyn, rolling_time_shaped_dyn};
 
 use arrow_array::{Array, ArrayRef};
 use arrow_buffer::{BooleanBuffer, NullBuffer};

@@ -16,6 +16,7 @@ mod many;
 mod optimizer;
 mod partial;
 mod rolling;
+mod shape;
 mod spine;
 mod time;
 mod window;

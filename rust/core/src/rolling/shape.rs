@@ -1,0 +1,347 @@
+//! Window shape, as pandas names it: `closed=` (which ends of the window are
+//! in it), `center=` (the window centred on the row) and `step=` (only every
+//! `step`-th row is output). docs/DESIGN.md "Window shape".
+//!
+//! Count windows follow pandas' `FixedWindowIndexer`: row `i`'s window is the
+//! rows `[i + a, i + b]` clipped to the data, with `off = (w - 1) / 2` when
+//! centred (else 0), `a = off + 1 - w - [left closed]`, `b = off - [right
+//! open]`. That is a plain trailing window of `b - a + 1` rows shifted by
+//! `b` rows, so it runs the same fast kernel as `rolling` on the values as
+//! they are and shifts the result (one copy of the output: a slice and a
+//! concatenation): `b = -1` puts the empty window first; centred, the last
+//! `b` rows' windows, cut by the end of the data, are the same kernel over
+//! those last rows padded with `b` nulls. Nulls are skipped by every
+//! aggregation but `first` / `last` (`NULL_IS_ROW`); those, an empty window
+//! (`w = 1, "neither"`), and a `step` much longer than the window (where
+//! the plain kernel would compute rows nobody reads), run [`rolling_frames`]:
+//! one FIFO aggregator driven by each row's `[start, end)` bounds, which
+//! jumps over the rows between two output windows that do not overlap.
+//!
+//! Time windows follow pandas 3's `VariableWindowIndexer`, exactly: with
+//! `t = ts[i]` and range `r`, the window holds the rows `j` with
+//! * not centred: `ts[j] > t - r` (`>=` when left-closed) and `j <= i`
+//!   (right-closed: by position, later rows of the same time are out) or
+//!   `ts[j] < t` (right-open: by time, earlier rows of the same time are out);
+//! * centred: `t - r/2 < ts[j] <= t + r/2`, each end closed or open as
+//!   `closed` says, by time on both sides, compared exactly (doubled, in
+//!   i128, no rounding of `r/2`).
+
+use arrow_array::types::Int64Type;
+use arrow_array::{Array, ArrayRef, PrimitiveArray, UInt32Array};
+use arrow_buffer::ScalarBuffer;
+use std::sync::Arc;
+
+use crate::engine::{AggKind, Column, DType, FromArrow, OutBuilder, ToArrow};
+use crate::fifo::{Algorithm, FifoAggregator, New};
+use crate::monoid::AggOp;
+use crate::{invalid, Error, Result};
+
+/// Which ends of the window are in it (pandas `closed=`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Closed {
+    /// `(start, end]`, the default.
+    #[default]
+    Right,
+    /// `[start, end)`: for a count window, the `w` rows before the row.
+    Left,
+    /// `[start, end]`: one row (count) more than `right`.
+    Both,
+    /// `(start, end)`: one row (count) fewer than `right`.
+    Neither,
+}
+
+impl Closed {
+    pub fn parse(s: &str) -> Result<Closed> {
+        Ok(match s {
+            "right" => Closed::Right,
+            "left" => Closed::Left,
+            "both" => Closed::Both,
+            "neither" => Closed::Neither,
+            _ => return invalid!("closed must be 'right', 'left', 'both' or 'neither', got {s:?}"),
+        })
+    }
+    #[inline]
+    pub fn left(self) -> bool {
+        matches!(self, Closed::Left | Closed::Both)
+    }
+    #[inline]
+    pub fn right(self) -> bool {
+        matches!(self, Closed::Right | Closed::Both)
+    }
+}
+
+/// The shape keywords of `rolling` (pandas `closed`, `center`, `step`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    pub closed: Closed,
+    pub center: bool,
+    /// Output every `step`-th row (rows 0, step, 2*step, ...); >= 1.
+    pub step: usize,
+}
+
+impl Default for Shape {
+    fn default() -> Self {
+        Shape { closed: Closed::Right, center: false, step: 1 }
+    }
+}
+
+impl Shape {
+    pub fn is_default(&self) -> bool {
+        *self == Shape::default()
+    }
+    fn check(&self) -> Result<()> {
+        if self.step == 0 {
+            return invalid!("step must be a positive number of rows, got 0");
+        }
+        Ok(())
+    }
+    /// Count window `w`: row `i`'s window is rows `[i + a, i + b]` (clipped),
+    /// pandas' `FixedWindowIndexer`.
+    pub fn row_offsets(&self, w: usize) -> (isize, isize) {
+        let w = w as isize;
+        let off = if self.center { (w - 1) / 2 } else { 0 };
+        (off + 1 - w - self.closed.left() as isize, off - !self.closed.right() as isize)
+    }
+}
+
+/// Row `i`'s window `[start, end)`.
+pub(crate) enum Frame<'a> {
+    /// Rows `[i + a, i + b]`, clipped.
+    Rows { a: isize, b: isize },
+    /// A time span over non-decreasing `ts` (module docs).
+    Time { ts: &'a [i64], range: i64, closed: Closed, center: bool },
+}
+
+impl Frame<'_> {
+    /// Bounds of row `i`'s window given the previous row's `(s, e)`: both
+    /// only move forward, so the scans cost O(n) over the whole column.
+    #[inline]
+    fn bounds(&self, i: usize, n: usize, s0: usize, e0: usize) -> (usize, usize) {
+        match *self {
+            Frame::Rows { a, b } => {
+                let clip = |x: isize| x.clamp(0, n as isize) as usize;
+                let (s, e) = (clip(i as isize + a), clip(i as isize + b + 1));
+                (s, e.max(s))
+            }
+            Frame::Time { ts, range, closed, center: false } => {
+                // The default `rolling("5s")` path, in i64 as before shapes
+                // existed; t - r below i64::MIN: no row is that old.
+                let lc = closed.left();
+                let mut s = s0;
+                if let Some(lb) = ts[i].checked_sub(range) {
+                    while s < i && if lc { ts[s] < lb } else { ts[s] <= lb } {
+                        s += 1;
+                    }
+                }
+                let e = if closed.right() {
+                    i + 1
+                } else {
+                    let mut e = e0.max(s);
+                    while e < i && ts[e] < ts[i] {
+                        e += 1;
+                    }
+                    e
+                };
+                (s, e)
+            }
+            Frame::Time { ts, range, closed, center: true } => {
+                // Doubled, in i128, so that r/2 is exact and nothing overflows.
+                let (t, r) = (ts[i] as i128, range as i128);
+                let lb = 2 * t - r;
+                let lc = closed.left();
+                let mut s = s0;
+                while s < i && {
+                    let v = 2 * ts[s] as i128;
+                    if lc { v < lb } else { v <= lb }
+                } {
+                    s += 1;
+                }
+                let e = {
+                    let ub = 2 * t + r;
+                    let rc = closed.right();
+                    let mut e = e0.max(s);
+                    while e < n && {
+                        let v = 2 * ts[e] as i128;
+                        if rc { v <= ub } else { v < ub }
+                    } {
+                        e += 1;
+                    }
+                    e
+                };
+                (s, e)
+            }
+        }
+    }
+}
+
+/// Count-window rolling with a shape (module docs); the default shape is
+/// exactly [`super::rolling_dyn`].
+pub fn rolling_shaped_dyn(
+    values: &dyn Array,
+    window: usize,
+    agg: AggKind,
+    min_periods: Option<usize>,
+    algo: Algorithm,
+    shape: Shape,
+) -> Result<ArrayRef> {
+    if shape.is_default() {
+        return super::rolling_dyn(values, window, agg, min_periods, algo);
+    }
+    super::check_window(window, min_periods)?;
+    shape.check()?;
+    let n = values.len();
+    let dtype = DType::of(values.data_type())?;
+    let (a, b) = shape.row_offsets(window);
+    let len = (b - a + 1) as usize; // w - 1, w or w + 1
+    let mp = min_periods.unwrap_or(0);
+    let out_rows = n.div_ceil(shape.step);
+    if mp > len {
+        // `neither` holds w - 1 rows: never enough values.
+        return Ok(arrow_array::new_null_array(&crate::engine::out_type(agg, dtype), out_rows));
+    }
+    // first / last see a padding null as a row; an empty window has no
+    // kernel; a step far longer than the window would compute rows no one
+    // reads: the FIFO over the frames.
+    let frames = len == 0 || matches!(agg, AggKind::First | AggKind::Last) || shape.step >= 8 * len;
+    if frames {
+        return rolling_frames_dyn(values, &Frame::Rows { a, b }, agg, min_periods, algo, shape.step);
+    }
+    let cat = |parts: &[&dyn Array]| arrow_select::concat::concat(parts).map_err(|e| Error::Invalid(e.to_string()));
+    let arg = matches!(agg, AggKind::ArgMax | AggKind::ArgMin);
+    // The fast kernel over the values as they are (padding them with nulls
+    // would send a null-free column down the kernels' slower null path):
+    // full[j] is the window of `len` rows ending at row j.
+    let full = super::rolling_dyn(values, len, agg, min_periods, algo)?;
+    let mut out = if b < 0 {
+        // left / neither, not centred: row i is full[i - 1], row 0's window
+        // is empty (what a window of one null gives).
+        if n == 0 {
+            full
+        } else {
+            let empty = if mp > 0 {
+                arrow_array::new_null_array(full.data_type(), 1)
+            } else {
+                super::rolling_dyn(&arrow_array::new_null_array(values.data_type(), 1), 1, agg, None, algo)?
+            };
+            cat(&[empty.as_ref(), full.slice(0, n - 1).as_ref()])?
+        }
+    } else if b == 0 {
+        full
+    } else {
+        // Centred: row i is full[i + b] while i + b < n; the last b rows'
+        // windows are cut by the end of the data: the same kernel over the
+        // rows they cover followed by b nulls (nulls are skipped).
+        let b = b as usize;
+        let m = n.saturating_sub(b);
+        let t0 = (m as isize + a).max(0) as usize;
+        let tail_in = cat(&[values.slice(t0, n - t0).as_ref(), arrow_array::new_null_array(values.data_type(), b).as_ref()])?;
+        let tail_full = super::rolling_dyn(tail_in.as_ref(), len, agg, min_periods, algo)?;
+        // row i >= m sits at i + b - t0 of the padded tail
+        let mut tail = tail_full.slice(m + b - t0, n - m);
+        if t0 > 0 && arg {
+            tail = shift_indices(tail.as_ref(), -(t0 as i64));
+        }
+        if m == 0 {
+            tail
+        } else {
+            cat(&[full.slice(b, m).as_ref(), tail.as_ref()])?
+        }
+    };
+    if shape.step > 1 {
+        let idx = UInt32Array::from_iter_values((0..n).step_by(shape.step).map(|i| i as u32));
+        out = arrow_select::take::take(out.as_ref(), &idx, None).map_err(|e| Error::Invalid(e.to_string()))?;
+    }
+    Ok(out)
+}
+
+/// argmax / argmin positions counted from row `by` of the column: rows.
+fn shift_indices(a: &dyn Array, by: i64) -> ArrayRef {
+    let a = a.as_any().downcast_ref::<PrimitiveArray<Int64Type>>().expect("arg* gives int64");
+    let vals: Vec<i64> = a.values().iter().map(|&p| p - by).collect();
+    Arc::new(PrimitiveArray::<Int64Type>::new(ScalarBuffer::from(vals), a.nulls().cloned()))
+}
+
+/// Rolling over arbitrary monotone frames with one FIFO aggregator.
+pub(crate) fn rolling_frames_dyn(
+    values: &dyn Array,
+    frame: &Frame,
+    agg: AggKind,
+    min_periods: Option<usize>,
+    algo: Algorithm,
+    step: usize,
+) -> Result<ArrayRef> {
+    let dtype = DType::of(values.data_type())?;
+    // Computed on the wide dtype (`DType::wide`), the result narrowed back.
+    let wide = crate::engine::widen(values)?;
+    let values = wide.as_deref().unwrap_or(values);
+    let out = crate::with_wide_dtype!(dtype.wide(), |T| {
+        let col = <T as FromArrow>::column(values)?;
+        crate::with_op!(agg, T, |Op| rolling_frames_op::<Op>(&col, frame, min_periods.unwrap_or(0), algo, step))
+    })?;
+    Ok(crate::engine::narrow(out, &crate::engine::out_type(agg, dtype)))
+}
+
+fn rolling_frames_op<M>(col: &Column<M::In>, frame: &Frame, min_periods: usize, algo: Algorithm, step: usize) -> Result<ArrayRef>
+where
+    M: AggOp,
+    M::Out: ToArrow,
+{
+    let algo = algo.resolve::<M>();
+    algo.check::<M>()?;
+    // A per-row hot loop: instantiated per algorithm, as `rolling`'s.
+    crate::with_fifo!(algo, M, rolling_frames(col, frame, min_periods, step))
+}
+
+/// Row `i` (every `step`-th) aggregates its frame's rows `[s, e)`: insert
+/// up to `e`, evict below `s`. A frame that starts past everything held
+/// (non-overlapping windows under a long `step`) drops the content and
+/// jumps, so the rows between windows are never inserted.
+pub(crate) fn rolling_frames<M, A>(col: &Column<M::In>, frame: &Frame, min_periods: usize, step: usize) -> Result<ArrayRef>
+where
+    M: AggOp,
+    M::Out: ToArrow,
+    A: FifoAggregator<M> + New,
+{
+    let n = col.len();
+    let cap = match *frame {
+        Frame::Rows { a, b } => crate::fifo::capacity_hint(((b - a + 1).max(1) as usize).min(n + 1)),
+        Frame::Time { .. } => 64,
+    };
+    let mut agg = A::new_with_capacity(cap)?;
+    let mut out = OutBuilder::<M::Out>::with_capacity(n.div_ceil(step));
+    let (mut lo, mut hi, mut valid) = (0usize, 0usize, 0usize);
+    let mut i = 0;
+    while i < n {
+        let (s, e) = frame.bounds(i, n, lo, hi);
+        if s >= hi && lo < hi {
+            while lo < hi {
+                agg.evict();
+                lo += 1;
+            }
+            valid = 0;
+        }
+        if lo == hi {
+            (lo, hi) = (s, s);
+        }
+        while hi < e {
+            valid += col.is_valid(hi) as usize;
+            agg.insert(col.lift::<M>(hi, hi as i64).unwrap_or_else(M::identity));
+            hi += 1;
+        }
+        while lo < s {
+            agg.evict();
+            valid -= col.is_valid(lo) as usize;
+            lo += 1;
+        }
+        let enough = min_periods == 0 || valid >= min_periods;
+        out.push(if !enough {
+            None
+        } else if lo == hi {
+            M::lower(&M::identity())
+        } else {
+            M::lower(&agg.query())
+        });
+        i += step;
+    }
+    Ok(out.finish())
+}
