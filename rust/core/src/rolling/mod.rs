@@ -17,15 +17,22 @@
 //!   from an exact recomputation every block, exact wrapping integers.
 //! * [`many`]: many windows at once (`rolling_many`): a shared sparse-table
 //!   pass for max / min.
+//! * [`order`]: median / quantile / rank (not monoids) on order-statistic
+//!   structures: [`sorted_buffer`], [`median_sort`], [`fenwick_rank`].
 
 mod block;
 mod extreme;
+mod fenwick_rank;
 pub mod keyed;
 mod many;
+mod median_sort;
+pub mod order;
+mod sorted_buffer;
 mod sum;
 pub mod time;
 
-pub use keyed::{rolling_keyed_dyn, rolling_many_keyed_dyn, rolling_time_keyed_dyn};
+pub use keyed::{rolling_keyed_dyn, rolling_many_keyed_dyn, rolling_order_keyed_dyn, rolling_time_keyed_dyn};
+pub use order::{rolling_many_order_dyn, rolling_order_dyn, Interpolation, OrderKernel, OrderStat, SortedWindow};
 pub use many::{rolling_many_dyn, rolling_many_tuned, Tuning};
 pub use time::rolling_time_dyn;
 
