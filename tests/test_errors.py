@@ -28,8 +28,8 @@ def test_bad_window_is_a_value_error(window):
 
 
 def test_argument_errors():
-    with pytest.raises(ValueError, match="unknown agg 'median'; expected one of count, sum, min, max"):
-        sw.rolling([1.0], 2, "median")
+    with pytest.raises(ValueError, match="unknown agg 'mode'; expected one of count, sum, min, max"):
+        sw.rolling([1.0], 2, "mode")
     with pytest.raises(ValueError, match="unknown algorithm 'fast'; expected one of auto, recalc, soe"):
         sw.rolling([1.0], 2, algorithm="fast")
     with pytest.raises(ValueError, match="algorithm 'soe' needs an invertible aggregation, and 'max'"):

@@ -51,6 +51,8 @@ def rolling(
     closed: Optional[str] = None,
     center: bool = False,
     step: Optional[int] = None,
+    q: Optional[float] = None,
+    interpolation: Optional[str] = None,
 ) -> pa.Array:
     """Per-row rolling aggregate: row ``i`` gets ``agg`` over rows
     ``(i - window, i]`` (fewer at the start, as Spark's ``ROWS BETWEEN
@@ -93,6 +95,11 @@ def rolling(
     unless ``min_periods`` is given; pandas' default is
     ``min_periods=window``.
     """
+    order, q, interpolation = _arrow.order_args(agg, q, interpolation)
+    if order:
+        if not _shape.is_default(closed, center, step):
+            raise ValueError(f"closed=, center= and step= are not implemented for agg={agg!r} yet")
+        return _rolling_order(values, [window], agg, q, interpolation, keys, timestamps, min_periods, algorithm)[0]
     if keys is not None:
         keys = _keys.key_array(keys)
     if timestamps is not None:
@@ -110,6 +117,24 @@ def rolling(
             raise ValueError(f"keys have {len(keys)} rows, values {len(arr)}")
         return _slidewise.rolling_keyed(keys, arr, w, agg, mp, algorithm)
     return _rolling_array(_arrow.values_array(values), w, agg, mp, algorithm)
+
+
+def _rolling_order(values, windows, agg, q, interpolation, keys, timestamps, min_periods, algorithm) -> list:
+    """median / quantile / rank for each window (one list of arrays)."""
+    if timestamps is not None:
+        raise ValueError(f"agg={agg!r} supports count windows only, not timestamps= (time windows are not implemented yet)")
+    if algorithm != "auto":
+        raise ValueError(f"agg={agg!r} has no FIFO algorithms: algorithm must be 'auto', got {algorithm!r}")
+    ws = [_arrow.positive_int("window", w) for w in windows]
+    mp = None
+    for w in ws:
+        mp = _arrow.min_periods_int(min_periods, w, "window")
+    arr = _arrow.values_array(values)
+    if keys is not None:
+        keys = _keys.key_array(keys)
+        if len(keys) != len(arr):
+            raise ValueError(f"keys have {len(keys)} rows, values {len(arr)}")
+    return _slidewise.rolling_order(arr, ws, agg, q, interpolation, mp, "auto", keys)
 
 
 def _rolling_time(values, window, agg, timestamps, min_periods, algorithm, keys=None, ignore_nulls=False,
@@ -143,6 +168,8 @@ def rolling_many(
     min_periods: Optional[int] = None,
     algorithm: str = "auto",
     ignore_nulls: bool = False,
+    q: Optional[float] = None,
+    interpolation: Optional[str] = None,
 ) -> pa.Table:
     """:func:`rolling` for several window lengths over the same column: a
     table with one column ``f"{agg}_{window}"`` per window. ``agg`` may be a
@@ -159,12 +186,29 @@ def rolling_many(
     ``ignore_nulls=True``: ``first`` / ``last`` of the non-null values (the
     columns are then named ``first_ignore_nulls_{window}``), as in
     :func:`rolling`.
+
+    ``median`` / ``quantile`` (with ``q``, ``interpolation``) / ``rank`` as in
+    :func:`rolling`, window by window (the column converted once); columns
+    are named ``median_{window}`` etc.
     """
-    aggs = [_arrow.check_agg(a, ignore_nulls) for a in ([agg] if isinstance(agg, str) else list(agg))]
+    aggs = [agg] if isinstance(agg, str) else list(agg)
     if not aggs:
         raise ValueError("rolling_many needs at least one aggregation")
     if len(set(aggs)) != len(aggs):
         raise ValueError(f"aggregations must be distinct, got {aggs}")
+    if any(isinstance(a, str) and a in _arrow.ORDER_AGGS for a in aggs):
+        if len(aggs) > 1:
+            raise ValueError(f"median / quantile / rank take one aggregation per rolling_many call, got {aggs}")
+        order, q, interpolation = _arrow.order_args(aggs[0], q, interpolation)
+        ws = [_arrow.positive_int("window", w) for w in windows]
+        if not ws:
+            raise ValueError("rolling_many needs at least one window")
+        if len(set(ws)) != len(ws):
+            raise ValueError(f"windows must be distinct, got {ws}")
+        cols = _rolling_order(values, ws, aggs[0], q, interpolation, keys, None, min_periods, algorithm)
+        return pa.Table.from_arrays(cols, names=[f"{aggs[0]}_{w}" for w in ws])
+    _arrow.order_args(aggs[0], q, interpolation)  # q / interpolation given without quantile: an error
+    aggs = [_arrow.check_agg(a, ignore_nulls) for a in aggs]
     algorithm = _arrow.check_algorithm(algorithm)
     ws = [_arrow.positive_int("window", w) for w in windows]
     if not ws:

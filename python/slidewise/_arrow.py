@@ -151,6 +151,35 @@ def min_periods_int(min_periods: Any, limit: int, limit_name: str) -> Optional[i
     return m
 
 
+ORDER_AGGS = ("median", "quantile", "rank")
+INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def order_args(agg: Any, q: Any, interpolation: Any) -> tuple:
+    """``(is_order_stat, q, interpolation)`` checked: ``q`` (in [0, 1]) and
+    ``interpolation`` belong to ``agg="quantile"`` only, which needs ``q``."""
+    if not (isinstance(agg, str) and agg in ORDER_AGGS):
+        if q is not None or interpolation is not None:
+            raise ValueError(f"q and interpolation apply to agg='quantile' only, not {agg!r}")
+        return False, None, None
+    if agg != "quantile":
+        if q is not None or interpolation is not None:
+            raise ValueError(f"q and interpolation apply to agg='quantile' only, not {agg!r}")
+        return True, None, None
+    if q is None:
+        raise ValueError("agg='quantile' needs q, a number in [0, 1] (e.g. q=0.9)")
+    if isinstance(q, (bool, np.bool_)) or not isinstance(q, (int, float, np.integer, np.floating)):
+        raise ValueError(f"q must be a number in [0, 1], got {q!r}")
+    qf = float(q)
+    if not 0.0 <= qf <= 1.0:
+        raise ValueError(f"q must be in [0, 1], got {q!r}")
+    if interpolation is None:
+        interpolation = "linear"
+    if not isinstance(interpolation, str) or interpolation not in INTERPOLATIONS:
+        raise ValueError(f"interpolation must be one of {', '.join(INTERPOLATIONS)}, got {interpolation!r}")
+    return True, qf, interpolation
+
+
 def check_agg(agg: Any, ignore_nulls: bool = False) -> str:
     """The core's name of ``agg``. ``first`` / ``last`` are Spark's: the
     value of the window's first / last row, null if that row's value is
@@ -158,7 +187,7 @@ def check_agg(agg: Any, ignore_nulls: bool = False) -> str:
     (the core's ``first_ignore_nulls``). Every other aggregation skips nulls
     always, so the flag changes nothing for them."""
     if not isinstance(agg, str) or agg not in AGGS:
-        raise ValueError(f"unknown agg {agg!r}; expected one of {', '.join(AGGS)}")
+        raise ValueError(f"unknown agg {agg!r}; expected one of {', '.join(AGGS + ORDER_AGGS)}")
     if not isinstance(ignore_nulls, bool):
         raise ValueError(f"ignore_nulls must be True or False, got {ignore_nulls!r}")
     if ignore_nulls and agg in ("first", "last"):

@@ -24,6 +24,19 @@ def rolling_time(
     values: Any, ts: Any, range: int, agg: str, min_periods: Optional[int] = None, algorithm: str = "auto"
 ) -> Any: ...
 
+def rolling_order(
+    values: Any,
+    windows: Sequence[int],
+    agg: str,
+    q: Optional[float] = None,
+    interpolation: Optional[str] = None,
+    min_periods: Optional[int] = None,
+    kernel: str = "auto",
+    keys: Optional[Any] = None,
+) -> list[pa.Array]:
+    """Rolling median / quantile / rank (float64) for each window, per key
+    with ``keys``; ``kernel``: auto, sorted_buffer, median_sort or fenwick."""
+
 # A query: (agg, kind, a, b, min_periods, arg column); kind "count" (a =
 # range, b = slide, rows), "time" (a = range, b = slide) or "session" (a =
 # gap), times in the time column's unit.

@@ -149,7 +149,46 @@ pub fn rolling_time_keyed<'py>(
     Ok(to_pyarrow(py, out)?)
 }
 
+/// The order statistic named by `agg` (median / quantile / rank).
+fn order_stat(agg: &str, q: Option<f64>, interpolation: Option<&str>) -> SwResult<core_rolling::OrderStat> {
+    match core_rolling::OrderStat::parse(agg, q, interpolation)? {
+        Some(s) => Ok(s),
+        None => Err(Error::Invalid(format!("not an order statistic: {agg:?} (median, quantile or rank)")).into()),
+    }
+}
+
+/// Rolling median / quantile / rank for each window (optionally per key):
+/// a list of float64 arrays. `kernel`: auto, sorted_buffer, median_sort or
+/// fenwick (tests and benchmarks).
+#[pyfunction]
+#[pyo3(signature = (values, windows, agg, q=None, interpolation=None, min_periods=None, kernel="auto", keys=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn rolling_order<'py>(
+    py: Python<'py>,
+    values: PyArray,
+    windows: Vec<i64>,
+    agg: &str,
+    q: Option<f64>,
+    interpolation: Option<&str>,
+    min_periods: Option<i64>,
+    kernel: &str,
+    keys: Option<PyArray>,
+) -> SwResult<Vec<Bound<'py, PyAny>>> {
+    let ws: Vec<usize> = windows.into_iter().map(size).collect::<SwResult<_>>()?;
+    let stat = order_stat(agg, q, interpolation)?;
+    let kernel = core_rolling::OrderKernel::parse(kernel)?;
+    let arr = values.array().clone();
+    let keys = keys.map(|k| k.array().clone());
+    let mp = self::min_periods(min_periods)?;
+    let out = py.detach(|| match keys {
+        Some(k) => core_rolling::rolling_order_keyed_dyn(k.as_ref(), arr.as_ref(), &ws, stat, mp, kernel),
+        None => core_rolling::rolling_many_order_dyn(arr.as_ref(), &ws, stat, mp, kernel),
+    })?;
+    Ok(out.into_iter().map(|a| to_pyarrow(py, a)).collect::<PyResult<_>>()?)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(rolling_order, m)?)?;
     m.add_function(wrap_pyfunction!(rolling, m)?)?;
     m.add_function(wrap_pyfunction!(rolling_many, m)?)?;
     m.add_function(wrap_pyfunction!(rolling_time, m)?)?;

@@ -127,6 +127,25 @@ fn check_no_step(shape: Shape) -> Result<()> {
     Ok(())
 }
 
+/// [`rolling_keyed_dyn`] for median / quantile / rank (`windows`: one
+/// array per window, as `rolling_many`).
+pub fn rolling_order_keyed_dyn(
+    keys: &dyn Array,
+    values: &dyn Array,
+    windows: &[usize],
+    stat: crate::rolling::OrderStat,
+    min_periods: Option<usize>,
+    kernel: crate::rolling::OrderKernel,
+) -> Result<Vec<ArrayRef>> {
+    for &w in windows {
+        crate::rolling::check_window(w, min_periods)?;
+    }
+    let g = group_rows(keys, values)?;
+    per_segment_many(&g, windows.len(), |seg, _, _| {
+        crate::rolling::rolling_many_order_dyn(seg, windows, stat, min_periods, kernel)
+    })
+}
+
 /// argmax / argmin report row positions: within a key's segment they count
 /// from the segment; map them to the input row index.
 fn input_rows(g: &Grouped, agg: AggKind, out: ArrayRef, lo: usize) -> ArrayRef {

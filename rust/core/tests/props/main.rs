@@ -14,6 +14,7 @@ mod general;
 mod keyed;
 mod many;
 mod optimizer;
+mod order;
 mod partial;
 mod rolling;
 mod shape;

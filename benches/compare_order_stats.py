@@ -1,0 +1,142 @@
+"""Rolling median / quantile / rank on 2M float64: slidewise against
+bottleneck (move_median, move_rank), polars (rolling_median,
+rolling_quantile) and pandas, all measured in this one run, printed as a
+markdown table of Mrows/s and ratios under a line naming the CPU.
+
+Before a case is timed every peer's result is checked against slidewise's
+on the same data (a difference stops the script, naming the case). Timings
+are interleaved (slidewise, then each peer, repeated) and the best of
+`--repeat` is kept. `--kernels` adds the per-kernel table (sorted buffer,
+Suomela's median_sort, Fenwick rank) behind the `auto` crossovers.
+
+    python benches/compare_order_stats.py [--rows 2000000] [--repeat 5]
+    python benches/compare_order_stats.py --quick     # the checks only
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+import pyarrow as pa
+
+import slidewise as sw
+from slidewise import _slidewise
+
+if __package__:
+    from ._check import Mismatch, check, machine
+else:
+    from _check import Mismatch, check, machine
+
+# pandas at every window is minutes; bottleneck's move_rank is O(window) a row.
+PANDAS_MAX = 1000
+RANK_MAX = 1000
+
+
+def peers(x, agg, w):
+    """The peers' calls, min_count / min_samples / min_periods = 1 (slidewise's
+    partial windows at the start). Data without NaN, so NaN-as-missing does not
+    come in."""
+    import bottleneck as bn
+    import pandas as pd
+    import polars as pl
+
+    s, ps = pl.Series(x), pd.Series(x)
+    out = {}
+    if agg == "median":
+        out["bottleneck"] = lambda: bn.move_median(x, w, min_count=1)
+        out["polars"] = lambda: s.rolling_median(w, min_samples=1)
+        if w <= PANDAS_MAX:
+            out["pandas"] = lambda: ps.rolling(w, min_periods=1).median()
+    elif agg == "quantile":
+        out["polars"] = lambda: s.rolling_quantile(0.9, "linear", w, min_samples=1)
+        if w <= PANDAS_MAX:
+            out["pandas"] = lambda: ps.rolling(w, min_periods=1).quantile(0.9)
+    elif agg == "rank" and w <= RANK_MAX:
+        out["bottleneck"] = lambda: bn.move_rank(x, w, min_count=1)
+    return out
+
+
+def ours(arr, agg, w, kernel="auto"):
+    kw = (0.9, "linear") if agg == "quantile" else (None, None)
+    return lambda: _slidewise.rolling_order(arr, [w], agg, kw[0], kw[1], None, kernel)[0]
+
+
+def public(arr, agg, w):
+    return sw.rolling(arr, w, agg, **({"q": 0.9} if agg == "quantile" else {}))
+
+
+def timed(fs: dict, repeat: int) -> dict:
+    """Best of `repeat` for each call, the calls interleaved."""
+    best = {k: float("inf") for k in fs}
+    for _ in range(repeat):
+        for k, f in fs.items():
+            t0 = time.perf_counter()
+            f()
+            best[k] = min(best[k], time.perf_counter() - t0)
+    return best
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--rows", type=int, default=2_000_000)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--windows", default="10,100,1000,10000,100000")
+    p.add_argument("--aggs", default="median,quantile,rank")
+    p.add_argument("--kernels", action="store_true", help="also time each kernel (the auto crossovers)")
+    p.add_argument("--quick", action="store_true", help="20,000 rows, one repeat: the checks only")
+    a = p.parse_args()
+    if a.quick:
+        a.rows, a.repeat = 20_000, 1
+    import polars as pl
+
+    x = np.random.default_rng(42).normal(size=a.rows).cumsum()
+    arr = pa.array(x)
+    print(machine("1 (rolling() runs on the calling thread)") + f"; polars thread pool: {pl.thread_pool_size()}")
+    print(f"{a.rows:,} float64 rows, best of {a.repeat} interleaved; Mrows/s (ratio = slidewise / peer); "
+          "each peer's result checked against slidewise's first; quantile is q=0.9, linear\n")
+    print("| agg | window | slidewise | bottleneck | polars | pandas | vs bottleneck | vs polars | vs pandas |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    names = ("bottleneck", "polars", "pandas")
+    for agg in a.aggs.split(","):
+        for w in map(int, a.windows.split(",")):
+            if w > a.rows:
+                continue
+            runs = peers(x, agg, w)
+            got = public(arr, agg, w)
+            for name, f in runs.items():
+                # bottleneck's median is (a + b) / 2 as ours; polars
+                # interpolates a + (b - a) / 2: within an ulp or two.
+                rtol = 0.0 if (name, agg) == ("bottleneck", "median") else 1e-12
+                check(f"rolling {agg}, window {w:,}, {a.rows:,} rows", got, f(), name, rtol=rtol)
+            del got
+            t = timed({"slidewise": lambda: public(arr, agg, w), **runs}, a.repeat)
+            r = {k: a.rows / v / 1e6 for k, v in t.items()}
+            mine = r["slidewise"]
+            cells = [f"{r[k]:.1f}" if k in r else "-" for k in names]
+            ratios = [f"{mine / r[k]:.1f}x" if k in r else "-" for k in names]
+            print(f"| {agg} | {w:,} | {mine:.1f} | " + " | ".join(cells + ratios) + " |", flush=True)
+    if a.kernels:
+        print("\nKernels (Mrows/s, same data; `auto` picks by window):\n")
+        print("| agg | window | sorted_buffer | median_sort | fenwick |")
+        print("|---|---|---|---|---|")
+        ks = {"median": ["sorted_buffer", "median_sort"], "rank": ["sorted_buffer", "fenwick"]}
+        for agg in ("median", "rank"):
+            for w in map(int, a.windows.split(",")):
+                fs = {k: ours(arr, agg, w, k) for k in ks[agg] if not (k == "sorted_buffer" and w > 10_000)}
+                ref = fs[ks[agg][-1]]()
+                for k, f in fs.items():
+                    check(f"{agg} kernel {k}, window {w:,}", f(), ref, ks[agg][-1], rtol=0.0)
+                t = timed(fs, a.repeat)
+                cell = {k: f"{a.rows / v / 1e6:.1f}" for k, v in t.items()}
+                print(f"| {agg} | {w:,} | " + " | ".join(cell.get(k, "-") for k in ("sorted_buffer", "median_sort", "fenwick")) + " |",
+                      flush=True)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Mismatch as e:
+        sys.exit(f"check failed, nothing timed for this case: {e}")

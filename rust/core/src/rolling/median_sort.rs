@@ -1,0 +1,241 @@
+//! Sort-based median filtering: J. Suomela, "Median filtering is
+//! equivalent to sorting", arXiv:1406.1717, 2014 (Section 3).
+//!
+//! The column is cut into blocks of `w` rows. Each block is sorted once
+//! (O(w log w), cache-friendly), and its rows become the nodes of a doubly
+//! linked list in sorted order, a node named by its sorted position, so
+//! "is node x before the pointer" is an integer comparison. The window
+//! ending at row `j` of block `B` is the tail of the previous block `A`
+//! (rows after `j`) and the head of `B` (rows up to `j`): sliding one row
+//! deletes one node from `A`'s list and re-inserts one into `B`'s. `B` is
+//! "unwound" first (every node deleted from the last row to the first), so
+//! each re-insertion is the O(1) undo of a deletion (Knuth's dancing links).
+//!
+//! Each list keeps a pointer and `s`, the number of present nodes before
+//! it. The two pointers are kept so that the nodes before them are the `t`
+//! smallest of the window and no node before one exceeds a node at or after
+//! the other: the `t`-th smallest is then the smaller of the two pointed
+//! keys. One deletion and one insertion move the pointers O(1) steps, so a
+//! row costs O(1) amortised after the O(log w) sort (the paper's argument).
+//!
+//! Generalised here from the median to any position `t` (quantiles: the
+//! `t`-th and `t + 1`-th smallest), to null rows (not nodes: the window
+//! count, hence `t`, varies by at most one a row), and to Spark's NaN order
+//! through the keys (`order::key`).
+
+use arrow_array::ArrayRef;
+use arrow_buffer::NullBuffer;
+
+use super::order::{finish, quantile_of, quantile_pos, unkey, Interpolation};
+
+const NONE: u32 = u32::MAX;
+/// Peek past the last node / before the first: above and below every key
+/// (`order::key` never gives 0 or `u64::MAX`).
+const HI: u64 = u64::MAX;
+const LO: u64 = 0;
+
+/// One block: its sorted keys and the linked list over them.
+#[derive(Default)]
+struct Block {
+    /// Sorted keys of the block's valid rows, then `HI` for the sentinel.
+    keys: Vec<u64>,
+    /// Local row -> node (sorted position), `NONE` for a null row.
+    pos: Vec<u32>,
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    /// The sentinel node (= number of nodes).
+    m: u32,
+    ptr: u32,
+    /// Present nodes before `ptr`.
+    s: u32,
+}
+
+impl Block {
+    /// Sort the block's rows and link them all; `pairs` is scratch.
+    fn init(&mut self, keys: &[u64], base: usize, nulls: Option<&NullBuffer>, pairs: &mut Vec<(u64, u32)>) {
+        pairs.clear();
+        match nulls {
+            None => pairs.extend(keys.iter().enumerate().map(|(r, &k)| (k, r as u32))),
+            Some(nb) => {
+                pairs.extend(keys.iter().enumerate().filter(|&(r, _)| nb.is_valid(base + r)).map(|(r, &k)| (k, r as u32)))
+            }
+        }
+        pairs.sort_unstable();
+        let m = pairs.len();
+        self.keys.clear();
+        self.keys.extend(pairs.iter().map(|p| p.0));
+        self.keys.push(HI);
+        self.pos.clear();
+        self.pos.resize(keys.len(), NONE);
+        for (p, &(_, r)) in pairs.iter().enumerate() {
+            self.pos[r as usize] = p as u32;
+        }
+        self.prev.clear();
+        self.next.clear();
+        self.prev.extend((0..=m as u32).map(|p| if p == 0 { m as u32 } else { p - 1 }));
+        self.next.extend((0..=m as u32).map(|p| if p == m as u32 { 0 } else { p + 1 }));
+        self.m = m as u32;
+        self.ptr = 0;
+        self.s = 0;
+    }
+
+    /// Delete every node, last row first: the list is empty and each node
+    /// remembers its neighbours for [`Block::undelete`] in row order.
+    fn unwind(&mut self) {
+        for r in (0..self.pos.len()).rev() {
+            let p = self.pos[r];
+            if p != NONE {
+                let (a, b) = (self.prev[p as usize], self.next[p as usize]);
+                self.next[a as usize] = b;
+                self.prev[b as usize] = a;
+            }
+        }
+        self.ptr = self.m;
+        self.s = 0;
+    }
+
+    #[inline(always)]
+    fn delete(&mut self, p: u32) {
+        let (a, b) = (self.prev[p as usize], self.next[p as usize]);
+        self.next[a as usize] = b;
+        self.prev[b as usize] = a;
+        if p < self.ptr {
+            self.s -= 1;
+        } else if p == self.ptr {
+            self.ptr = b;
+        }
+    }
+
+    #[inline(always)]
+    fn undelete(&mut self, p: u32) {
+        let (a, b) = (self.prev[p as usize], self.next[p as usize]);
+        self.next[a as usize] = p;
+        self.prev[b as usize] = p;
+        if p < self.ptr {
+            self.s += 1;
+        }
+    }
+
+    #[inline(always)]
+    fn peek(&self) -> u64 {
+        // keys[m] is HI
+        self.keys[self.ptr as usize]
+    }
+
+    #[inline(always)]
+    fn peek_prev(&self) -> u64 {
+        if self.s == 0 {
+            LO
+        } else {
+            self.keys[self.prev[self.ptr as usize] as usize]
+        }
+    }
+
+    #[inline(always)]
+    fn peek_next(&self) -> u64 {
+        if self.ptr == self.m {
+            HI
+        } else {
+            self.keys[self.next[self.ptr as usize] as usize]
+        }
+    }
+
+    #[inline(always)]
+    fn advance(&mut self) {
+        debug_assert!(self.ptr != self.m);
+        self.ptr = self.next[self.ptr as usize];
+        self.s += 1;
+    }
+
+    #[inline(always)]
+    fn retreat(&mut self) {
+        debug_assert!(self.s > 0);
+        self.ptr = self.prev[self.ptr as usize];
+        self.s -= 1;
+    }
+}
+
+/// Move the pointers until the nodes before them are the `t` smallest of
+/// the window (`t` < the window's count).
+#[inline(always)]
+fn balance(a: &mut Block, b: &mut Block, t: u32) {
+    loop {
+        let s = a.s + b.s;
+        if s < t {
+            if a.peek() <= b.peek() {
+                a.advance()
+            } else {
+                b.advance()
+            }
+        } else if s > t {
+            if a.peek_prev() >= b.peek_prev() {
+                a.retreat()
+            } else {
+                b.retreat()
+            }
+        } else if a.peek_prev() > b.peek() {
+            a.retreat();
+            b.advance();
+        } else if b.peek_prev() > a.peek() {
+            b.retreat();
+            a.advance();
+        } else {
+            return;
+        }
+    }
+}
+
+/// Rolling quantile `q` (median: 0.5, midpoint) of a column of keys; `need
+/// >= 1` values make a row valid.
+pub fn rolling_quantile(
+    keys: &[u64],
+    nulls: Option<&NullBuffer>,
+    window: usize,
+    need: usize,
+    q: f64,
+    interp: Interpolation,
+) -> ArrayRef {
+    let n = keys.len();
+    let w = window.max(1);
+    let mut out = vec![0.0f64; n];
+    let mut valid = vec![true; n];
+    let (mut a, mut b) = (Block::default(), Block::default());
+    // Two empty blocks: the first block's windows have nothing before them.
+    let mut pairs = Vec::with_capacity(w);
+    b.init(&[], 0, None, &mut pairs);
+    let mut count = 0usize;
+    for start in (0..n).step_by(w) {
+        let end = (start + w).min(n);
+        std::mem::swap(&mut a, &mut b);
+        b.init(&keys[start..end], start, nulls, &mut pairs);
+        b.unwind();
+        let has_prev = start > 0;
+        for j in 0..end - start {
+            if has_prev {
+                let p = a.pos[j];
+                if p != NONE {
+                    a.delete(p);
+                    count -= 1;
+                }
+            }
+            let p = b.pos[j];
+            if p != NONE {
+                b.undelete(p);
+                count += 1;
+            }
+            let i = start + j;
+            if count < need {
+                valid[i] = false;
+                continue;
+            }
+            let t = quantile_pos(count, q);
+            balance(&mut a, &mut b, t as u32);
+            let (pa, pb) = (a.peek(), b.peek());
+            let first = pa.min(pb);
+            let second = || if pa <= pb { a.peek_next().min(pb) } else { b.peek_next().min(pa) };
+            out[i] = quantile_of(count, q, interp, |k| unkey(if k == t { first } else { second() }));
+        }
+    }
+    let all_valid = valid.iter().all(|&v| v);
+    finish(out, (!all_valid).then_some(valid))
+}

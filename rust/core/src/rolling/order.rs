@@ -1,0 +1,352 @@
+//! Rolling order statistics: median, quantile and rank (not monoids, so
+//! they run on order-statistic structures rather than the FIFO aggregators).
+//!
+//! Semantics (docs/DESIGN.md "Rolling median, quantile and rank"):
+//! * a null is not an input; a window with no value (or fewer than
+//!   `min_periods`) gives null;
+//! * values are ordered as Spark orders doubles: NaN is a value, above
+//!   +inf, every NaN equal to every other; -0.0 equals +0.0 (and is
+//!   returned as +0.0);
+//! * quantile `q` with pandas' interpolations (`Series.rolling(w).quantile`):
+//!   position `q * (n - 1)` in the sorted window, then linear / lower /
+//!   higher / midpoint / nearest (half to even position) between its two
+//!   neighbours; median is quantile 0.5 with midpoint (pandas computes
+//!   `(a + b) / 2` for an even count);
+//! * rank as `bottleneck.move_rank`: the rank of the row's own value in
+//!   its window, `2 * ((g + (e - 1) / 2) / (n - 1) - 0.5)` with `g` values
+//!   below it and `e` equal to it (itself included), 0 for a single value,
+//!   null where the row itself is null.
+//!
+//! Every kernel works on `u64` keys ([`key`]) whose integer order is that
+//! value order, computed once per batch from any numeric dtype (ints widen
+//! to f64, exact up to 2^53), so each kernel exists once, not per dtype.
+//!
+//! Kernels (measured crossovers in docs/DESIGN.md):
+//! * [`super::sorted_buffer`]: a sorted array updated with one memmove per
+//!   row; fastest for short windows, and the push / evict / query structure
+//!   a stream can hold ([`SortedWindow`]);
+//! * [`super::median_sort`]: Suomela's sort-based median filtering, O(log w)
+//!   per row, for long windows (median, quantile);
+//! * [`super::fenwick_rank`]: a Fenwick tree over the column's value ranks,
+//!   O(log n) per row, for rank over long windows.
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
+use arrow_array::{Array, ArrayRef, Float64Array};
+use arrow_buffer::{BooleanBuffer, NullBuffer, ScalarBuffer};
+use arrow_schema::DataType;
+
+pub use super::sorted_buffer::SortedWindow;
+use crate::{invalid, Result};
+
+/// pandas' `interpolation=` of `rolling(...).quantile(q, interpolation)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interpolation {
+    Linear,
+    Lower,
+    Higher,
+    Midpoint,
+    Nearest,
+}
+
+impl Interpolation {
+    pub const NAMES: [&'static str; 5] = ["linear", "lower", "higher", "midpoint", "nearest"];
+
+    pub fn parse(s: &str) -> Result<Interpolation> {
+        Ok(match s {
+            "linear" => Interpolation::Linear,
+            "lower" => Interpolation::Lower,
+            "higher" => Interpolation::Higher,
+            "midpoint" => Interpolation::Midpoint,
+            "nearest" => Interpolation::Nearest,
+            _ => return invalid!("interpolation must be one of {:?}, got {s:?}", Self::NAMES),
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
+/// One rolling order statistic.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum OrderStat {
+    Median,
+    Quantile { q: f64, interpolation: Interpolation },
+    Rank,
+}
+
+impl OrderStat {
+    pub const NAMES: [&'static str; 3] = ["median", "quantile", "rank"];
+
+    /// `None` when `agg` is not an order statistic (and neither keyword is
+    /// given); errors for a missing / out-of-range `q`, an unknown
+    /// interpolation, or either keyword on another aggregation.
+    pub fn parse(agg: &str, q: Option<f64>, interpolation: Option<&str>) -> Result<Option<OrderStat>> {
+        let stat = match agg {
+            "median" => OrderStat::Median,
+            "rank" => OrderStat::Rank,
+            "quantile" => {
+                let Some(q) = q else {
+                    return invalid!("quantile needs q (a number in [0, 1])");
+                };
+                if !(0.0..=1.0).contains(&q) {
+                    return invalid!("q must be in [0, 1], got {q}");
+                }
+                let interpolation = Interpolation::parse(interpolation.unwrap_or("linear"))?;
+                return Ok(Some(OrderStat::Quantile { q, interpolation }));
+            }
+            _ => {
+                if q.is_some() || interpolation.is_some() {
+                    return invalid!("q and interpolation apply to agg=\"quantile\" only, not {agg:?}");
+                }
+                return Ok(None);
+            }
+        };
+        if q.is_some() || interpolation.is_some() {
+            return invalid!("q and interpolation apply to agg=\"quantile\" only, not {agg:?}");
+        }
+        Ok(Some(stat))
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            OrderStat::Median => "median",
+            OrderStat::Quantile { .. } => "quantile",
+            OrderStat::Rank => "rank",
+        }
+    }
+
+    /// The (q, interpolation) a median or quantile reads; `None` for rank.
+    pub fn quantile(&self) -> Option<(f64, Interpolation)> {
+        match *self {
+            OrderStat::Median => Some((0.5, Interpolation::Midpoint)),
+            OrderStat::Quantile { q, interpolation } => Some((q, interpolation)),
+            OrderStat::Rank => None,
+        }
+    }
+}
+
+/// Which kernel runs; `Auto` picks by window length (tests force the others).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OrderKernel {
+    Auto,
+    SortedBuffer,
+    MedianSort,
+    FenwickRank,
+}
+
+impl OrderKernel {
+    pub fn parse(s: &str) -> Result<OrderKernel> {
+        Ok(match s {
+            "auto" => OrderKernel::Auto,
+            "sorted_buffer" => OrderKernel::SortedBuffer,
+            "median_sort" => OrderKernel::MedianSort,
+            "fenwick" => OrderKernel::FenwickRank,
+            _ => return invalid!("order-statistic kernel must be auto, sorted_buffer, median_sort or fenwick, got {s:?}"),
+        })
+    }
+}
+
+/// Windows up to this length run the sorted buffer (one memmove of at most
+/// `w` keys per row beats Suomela's O(log w) linked-list walk there).
+/// Measured in docs/DESIGN.md.
+pub const SORTED_BUFFER_MAX: usize = 192;
+/// Rank: windows up to this length run the sorted buffer, longer ones the
+/// Fenwick tree.
+pub const RANK_SORTED_MAX: usize = 512;
+
+const SIGN: u64 = 1 << 63;
+/// Key of NaN: above every number. `u64::MAX` and 0 stay free as the
+/// sentinels of [`super::median_sort`].
+pub const NAN_KEY: u64 = u64::MAX - 1;
+
+/// Order-preserving key: `key(a) < key(b)` iff `a < b` in Spark's double
+/// order (NaN largest, all NaNs equal, -0.0 == 0.0).
+#[inline(always)]
+pub fn key(x: f64) -> u64 {
+    if x != x {
+        return NAN_KEY;
+    }
+    // -0.0 and +0.0 are one key (+0.0's); `x + 0.0` maps -0.0 to +0.0.
+    let b = (x + 0.0).to_bits();
+    if b & SIGN != 0 {
+        !b
+    } else {
+        b | SIGN
+    }
+}
+
+/// The value of a key.
+#[inline(always)]
+pub fn unkey(k: u64) -> f64 {
+    if k == NAN_KEY {
+        f64::NAN
+    } else if k & SIGN != 0 {
+        f64::from_bits(k & !SIGN)
+    } else {
+        f64::from_bits(!k)
+    }
+}
+
+/// The value at position `q * (n - 1)` of a sorted window of `n >= 1`
+/// values read through `kth`, as pandas' `roll_quantile` computes it.
+#[inline(always)]
+pub fn quantile_of(n: usize, q: f64, interp: Interpolation, kth: impl Fn(usize) -> f64) -> f64 {
+    if n == 1 {
+        return kth(0);
+    }
+    let f = q * (n - 1) as f64;
+    let idx = f as usize;
+    let frac = f - idx as f64;
+    if frac == 0.0 {
+        return kth(idx);
+    }
+    match interp {
+        Interpolation::Linear => {
+            let (lo, hi) = (kth(idx), kth(idx + 1));
+            lo + (hi - lo) * frac
+        }
+        Interpolation::Lower => kth(idx),
+        Interpolation::Higher => kth(idx + 1),
+        Interpolation::Midpoint => (kth(idx) + kth(idx + 1)) / 2.0,
+        Interpolation::Nearest => {
+            if frac == 0.5 {
+                kth(if idx % 2 == 0 { idx } else { idx + 1 })
+            } else if frac < 0.5 {
+                kth(idx)
+            } else {
+                kth(idx + 1)
+            }
+        }
+    }
+}
+
+/// Where a quantile reads: the position `idx` and whether `idx + 1` is read
+/// too (for kernels that fetch the two neighbours at once).
+#[inline(always)]
+pub fn quantile_pos(n: usize, q: f64) -> usize {
+    if n <= 1 {
+        0
+    } else {
+        (q * (n - 1) as f64) as usize
+    }
+}
+
+/// bottleneck's `move_rank` from the counts: `less` values below the row's
+/// own, `equal` equal to it (itself included), `n` in the window.
+#[inline(always)]
+pub fn rank_of(less: usize, equal: usize, n: usize) -> f64 {
+    if n == 1 {
+        return 0.0;
+    }
+    let r = (2 * less + equal - 1) as f64 / 2.0 / (n - 1) as f64;
+    2.0 * (r - 0.5)
+}
+
+/// The column as keys (one pass, any numeric dtype) and its nulls.
+pub fn keys_of(values: &dyn Array) -> Result<(Vec<u64>, Option<NullBuffer>)> {
+    let nulls = values.logical_nulls().filter(|n| n.null_count() > 0);
+    let keys: Vec<u64> = match values.data_type() {
+        DataType::Float64 => values.as_primitive::<Float64Type>().values().iter().map(|&x| key(x)).collect(),
+        DataType::Float32 => values.as_primitive::<Float32Type>().values().iter().map(|&x| key(x as f64)).collect(),
+        DataType::Int64 => values.as_primitive::<Int64Type>().values().iter().map(|&x| key(x as f64)).collect(),
+        DataType::Int32 => values.as_primitive::<Int32Type>().values().iter().map(|&x| key(x as f64)).collect(),
+        other => return invalid!("median / quantile / rank need int32, int64, float32 or float64 values, got {other}"),
+    };
+    Ok((keys, nulls))
+}
+
+/// A float64 result with its validity.
+pub(crate) fn finish(vals: Vec<f64>, valid: Option<Vec<bool>>) -> ArrayRef {
+    let nulls = valid.map(|v| NullBuffer::new(BooleanBuffer::from(v))).filter(|n| n.null_count() > 0);
+    Arc::new(Float64Array::new(ScalarBuffer::from(vals), nulls))
+}
+
+/// Rolling `stat` over `values`: row `i` reads rows `(i - window, i]`.
+pub fn rolling_order_dyn(
+    values: &dyn Array,
+    window: usize,
+    stat: OrderStat,
+    min_periods: Option<usize>,
+    kernel: OrderKernel,
+) -> Result<ArrayRef> {
+    super::check_window(window, min_periods)?;
+    let (keys, nulls) = keys_of(values)?;
+    Ok(rolling_order_keys(&keys, nulls.as_ref(), window, stat, min_periods.unwrap_or(0), kernel))
+}
+
+/// [`rolling_order_dyn`] for several windows over the same column: the
+/// keys are computed once; one array per window, in the order given.
+pub fn rolling_many_order_dyn(
+    values: &dyn Array,
+    windows: &[usize],
+    stat: OrderStat,
+    min_periods: Option<usize>,
+    kernel: OrderKernel,
+) -> Result<Vec<ArrayRef>> {
+    for &w in windows {
+        super::check_window(w, min_periods)?;
+    }
+    let (keys, nulls) = keys_of(values)?;
+    let mp = min_periods.unwrap_or(0);
+    Ok(windows.iter().map(|&w| rolling_order_keys(&keys, nulls.as_ref(), w, stat, mp, kernel)).collect())
+}
+
+/// [`rolling_order_dyn`] on keys.
+pub fn rolling_order_keys(
+    keys: &[u64],
+    nulls: Option<&NullBuffer>,
+    window: usize,
+    stat: OrderStat,
+    min_periods: usize,
+    kernel: OrderKernel,
+) -> ArrayRef {
+    let n = keys.len();
+    let window = window.min(n.max(1));
+    // A window needs at least one value.
+    let need = min_periods.max(1);
+    let kernel = match kernel {
+        OrderKernel::Auto => match stat {
+            OrderStat::Rank if window <= RANK_SORTED_MAX => OrderKernel::SortedBuffer,
+            OrderStat::Rank => OrderKernel::FenwickRank,
+            _ if window <= SORTED_BUFFER_MAX => OrderKernel::SortedBuffer,
+            _ => OrderKernel::MedianSort,
+        },
+        k => k,
+    };
+    match (kernel, stat.quantile()) {
+        (OrderKernel::FenwickRank, None) => super::fenwick_rank::rolling_rank(keys, nulls, window, need),
+        (OrderKernel::MedianSort, Some((q, i))) => super::median_sort::rolling_quantile(keys, nulls, window, need, q, i),
+        // the sorted buffer answers everything (a kernel that cannot
+        // answer the statistic falls back to it)
+        _ => super::sorted_buffer::rolling(keys, nulls, window, need, stat),
+    }
+}
+
+/// The naive oracle: sort every window (tests).
+#[doc(hidden)]
+pub fn naive(values: &[Option<f64>], window: usize, stat: OrderStat, min_periods: usize) -> Vec<Option<f64>> {
+    let need = min_periods.max(1);
+    (0..values.len())
+        .map(|i| {
+            let lo = (i + 1).saturating_sub(window);
+            let mut ks: Vec<u64> = values[lo..=i].iter().flatten().map(|&x| key(x)).collect();
+            if ks.len() < need {
+                return None;
+            }
+            ks.sort_unstable();
+            match stat.quantile() {
+                Some((q, interp)) => Some(quantile_of(ks.len(), q, interp, |k| unkey(ks[k]))),
+                None => {
+                    let me = key(values[i]?);
+                    let less = ks.iter().filter(|&&k| k < me).count();
+                    let equal = ks.iter().filter(|&&k| k == me).count();
+                    Some(rank_of(less, equal, ks.len()))
+                }
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,174 @@
+//! Rolling median / quantile / rank: every kernel (sorted buffer, Suomela's
+//! median_sort, the Fenwick rank) equals the naive sort-per-window oracle
+//! (`order::naive`) on random columns with many ties, nulls, NaN, ±inf and
+//! -0.0, random windows (short and past the column), min_periods, q and
+//! interpolation; and [`SortedWindow`]'s every operation equals a plain
+//! sorted Vec.
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Float64Type;
+use arrow_array::{Array, ArrayRef, Float64Array, Int32Array};
+use proptest::prelude::*;
+use slidewise_core::rolling::order::{naive, Interpolation, OrderKernel, OrderStat};
+use slidewise_core::rolling::{rolling_many_order_dyn, rolling_order_dyn, rolling_order_keyed_dyn, SortedWindow};
+
+/// Few distinct values (many ties), with NaN, ±inf, ±0.0 and nulls.
+fn cell() -> impl Strategy<Value = Option<f64>> {
+    prop_oneof![
+        12 => (-4i32..5).prop_map(|v| Some(v as f64)),
+        3 => (-1000.0f64..1000.0).prop_map(Some),
+        1 => Just(Some(f64::NAN)),
+        1 => Just(Some(f64::INFINITY)),
+        1 => Just(Some(f64::NEG_INFINITY)),
+        1 => Just(Some(-0.0)),
+        3 => Just(None),
+    ]
+}
+
+fn stat() -> impl Strategy<Value = OrderStat> {
+    prop_oneof![
+        Just(OrderStat::Median),
+        Just(OrderStat::Rank),
+        (prop_oneof![Just(0.0), Just(0.5), Just(1.0), Just(0.25), 0.0f64..=1.0], 0usize..5).prop_map(|(q, i)| {
+            OrderStat::Quantile { q, interpolation: Interpolation::parse(Interpolation::NAMES[i]).unwrap() }
+        }),
+    ]
+}
+
+fn array(xs: &[Option<f64>]) -> ArrayRef {
+    Arc::new(Float64Array::from(xs.to_vec()))
+}
+
+fn cells(a: &ArrayRef) -> Vec<Option<f64>> {
+    let a = a.as_primitive::<Float64Type>();
+    (0..a.len()).map(|i| a.is_valid(i).then(|| a.value(i))).collect()
+}
+
+fn same(got: &[Option<f64>], want: &[Option<f64>]) -> bool {
+    got.len() == want.len()
+        && got.iter().zip(want).all(|(g, w)| match (g, w) {
+            (Some(g), Some(w)) => g == w || (g.is_nan() && w.is_nan()),
+            (None, None) => true,
+            _ => false,
+        })
+}
+
+fn kernels(stat: OrderStat) -> Vec<OrderKernel> {
+    match stat {
+        OrderStat::Rank => vec![OrderKernel::Auto, OrderKernel::SortedBuffer, OrderKernel::FenwickRank],
+        _ => vec![OrderKernel::Auto, OrderKernel::SortedBuffer, OrderKernel::MedianSort],
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(600))]
+
+    #[test]
+    fn kernels_equal_naive(
+        xs in prop::collection::vec(cell(), 0..400),
+        w in prop_oneof![6 => 1usize..12, 3 => 1usize..80, 1 => 1usize..500],
+        mpf in prop::option::of(0.0f64..=1.0),
+        stat in stat(),
+    ) {
+        let mp = mpf.map(|f| (f * w as f64) as usize);
+        let want = naive(&xs, w, stat, mp.unwrap_or(0));
+        for k in kernels(stat) {
+            let got = cells(&rolling_order_dyn(array(&xs).as_ref(), w, stat, mp, k).unwrap());
+            prop_assert!(same(&got, &want), "{:?} w={} mp={:?} {:?}\n got {:?}\nwant {:?}", k, w, mp, stat, got, want);
+        }
+    }
+
+    /// Long windows over long columns: blocks of median_sort past the first.
+    #[test]
+    fn median_sort_long(
+        xs in prop::collection::vec(cell(), 500..3000),
+        w in 100usize..700,
+        stat in stat(),
+    ) {
+        let want = naive(&xs, w, stat, 0);
+        let k = if stat == OrderStat::Rank { OrderKernel::FenwickRank } else { OrderKernel::MedianSort };
+        let got = cells(&rolling_order_dyn(array(&xs).as_ref(), w, stat, None, k).unwrap());
+        prop_assert!(same(&got, &want));
+    }
+
+    /// Every operation of the stream structure against a sorted Vec.
+    #[test]
+    fn sorted_window_ops(ops in prop::collection::vec((0u8..6, cell(), 0.0f64..=1.0, 0usize..5), 0..300)) {
+        let mut sw = SortedWindow::new();
+        let mut model: Vec<f64> = Vec::new();
+        let key = slidewise_core::rolling::order::key;
+        let sort = |m: &mut Vec<f64>| m.sort_by_key(|&x| key(x));
+        for (op, v, q, i) in ops {
+            let x = v.unwrap_or(1.0);
+            match op {
+                0 | 1 => { sw.push(x); model.push(x); sort(&mut model); }
+                2 => {
+                    let at = model.iter().position(|&y| key(y) == key(x));
+                    prop_assert_eq!(sw.evict(x), at.is_some());
+                    if let Some(at) = at { model.remove(at); }
+                }
+                3 => {
+                    // replace a present value (or a missing one: no change)
+                    let old = if model.is_empty() { x } else { model[(q * (model.len() - 1) as f64) as usize] };
+                    let at = model.iter().position(|&y| key(y) == key(old));
+                    prop_assert_eq!(sw.replace(old, x), at.is_some());
+                    if let Some(at) = at { model.remove(at); model.push(x); sort(&mut model); }
+                }
+                4 => {
+                    let interp = Interpolation::parse(Interpolation::NAMES[i]).unwrap();
+                    let want = naive(&model.iter().map(|&v| Some(v)).collect::<Vec<_>>(), model.len().max(1), OrderStat::Quantile { q, interpolation: interp }, 0).last().copied().flatten();
+                    let got = sw.quantile(q, interp);
+                    prop_assert!(same(&[got], &[want]));
+                }
+                _ => {
+                    let less = model.iter().filter(|&&y| key(y) < key(x)).count();
+                    let eq = model.iter().filter(|&&y| key(y) == key(x)).count();
+                    prop_assert_eq!(sw.less_equal(x), (less, eq));
+                    if !model.is_empty() {
+                        let k = (q * (model.len() - 1) as f64) as usize;
+                        prop_assert_eq!(key(sw.kth(k)), key(model[k]));
+                    }
+                }
+            }
+            prop_assert_eq!(sw.len(), model.len());
+        }
+    }
+}
+
+#[test]
+fn many_and_keyed_equal_single() {
+    let xs: Vec<Option<f64>> = (0..500).map(|i| if i % 7 == 3 { None } else { Some(((i * 37) % 11) as f64) }).collect();
+    let ks: ArrayRef = Arc::new(Int32Array::from((0..500).map(|i| (i * 13 % 3) as i32).collect::<Vec<_>>()));
+    let ws = [2usize, 4, 9, 250, 1000];
+    for stat in [OrderStat::Median, OrderStat::Rank, OrderStat::Quantile { q: 0.3, interpolation: Interpolation::Nearest }] {
+        let many = rolling_many_order_dyn(array(&xs).as_ref(), &ws, stat, Some(2), OrderKernel::Auto).unwrap();
+        let keyed = rolling_order_keyed_dyn(ks.as_ref(), array(&xs).as_ref(), &ws, stat, Some(2), OrderKernel::Auto).unwrap();
+        for (j, &w) in ws.iter().enumerate() {
+            assert!(same(&cells(&many[j]), &naive(&xs, w, stat, 2)));
+            // keyed: each key's rows alone
+            let got = cells(&keyed[j]);
+            for key in 0..3 {
+                let rows: Vec<usize> = (0..500).filter(|i| (i * 13 % 3) as i32 == key).collect();
+                let sub: Vec<Option<f64>> = rows.iter().map(|&i| xs[i]).collect();
+                let want = naive(&sub, w, stat, 2);
+                let got_k: Vec<Option<f64>> = rows.iter().map(|&i| got[i]).collect();
+                assert!(same(&got_k, &want), "{stat:?} w={w} key={key}");
+            }
+        }
+    }
+}
+
+#[test]
+fn errors() {
+    assert!(OrderStat::parse("quantile", None, None).is_err());
+    assert!(OrderStat::parse("quantile", Some(1.5), None).is_err());
+    assert!(OrderStat::parse("quantile", Some(f64::NAN), None).is_err());
+    assert!(OrderStat::parse("quantile", Some(0.5), Some("cubic")).is_err());
+    assert!(OrderStat::parse("median", Some(0.5), None).is_err());
+    assert!(OrderStat::parse("sum", None, Some("linear")).is_err());
+    assert_eq!(OrderStat::parse("sum", None, None).unwrap(), None);
+    assert!(rolling_order_dyn(array(&[Some(1.0)]).as_ref(), 0, OrderStat::Median, None, OrderKernel::Auto).is_err());
+    assert!(rolling_order_dyn(array(&[Some(1.0)]).as_ref(), 2, OrderStat::Median, Some(3), OrderKernel::Auto).is_err());
+}
