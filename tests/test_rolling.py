@@ -141,10 +141,13 @@ def test_int64_mean_is_exact_not_a_wrapped_sum(algo):
     assert got == pytest.approx(want, rel=1e-12), got
 
 
-@pytest.mark.xfail(strict=True, reason="var of 1e9 + small noise is ~1e-7 off (relative): Chan's merge in "
-                   "plain f64 carries the rounding of the mean (ulp(1e9) ~ 1e-7) into M2; docs/DESIGN.md promises full "
-                   "precision for such data and a 1e-9 tolerance (library issue; issue #15 makes var/std exact)")
-@pytest.mark.parametrize("algo", ["auto", "recalc", "two_stacks", "flatfit"])
+_CHAN_XFAIL = pytest.mark.xfail(
+    strict=True, reason="var of 1e9 + small noise is ~1e-7 off (relative) through the named FIFO algorithms: "
+    "Chan's merge in plain f64 carries the rounding of the mean (ulp(1e9) ~ 1e-7) into M2; the auto kernel "
+    "(rolling/moments.rs) is exact")
+
+
+@pytest.mark.parametrize("algo", ["auto"] + [pytest.param(a, marks=_CHAN_XFAIL) for a in ("recalc", "two_stacks", "flatfit")])
 def test_var_of_a_large_offset_plus_small_noise_keeps_full_precision(algo):
     x = 1e9 + rng_for("var_offset").integers(0, 4, 2000) / 4  # exact in float64
     got = sw.rolling(x, 10, "var", algorithm=algo).to_pylist()

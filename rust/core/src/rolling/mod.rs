@@ -15,6 +15,8 @@
 //!   where a NaN is near), ties to the earliest row (-0.0 vs 0.0 as Spark).
 //! * [`sum`]: sum / mean / count: compensated Subtract-on-Evict restarted
 //!   from an exact recomputation every block, exact wrapping integers.
+//! * [`moments`]: var / std: exact double-double partials of shifted
+//!   values over van Herk blocks, segments in vector lanes.
 //! * [`many`]: many windows at once (`rolling_many`): a shared sparse-table
 //!   pass for max / min.
 //! * [`shape`]: pandas' `closed=`, `center=`, `step=` on count and time
@@ -28,6 +30,7 @@ mod fenwick_rank;
 pub mod keyed;
 mod many;
 mod median_sort;
+mod moments;
 pub mod order;
 pub mod shape;
 mod sorted_buffer;
@@ -110,6 +113,10 @@ fn specialised<T: FastNum>(col: &Column<T>, window: usize, mp: usize, agg: AggKi
         AggKind::Sum => sum::rolling_sum::<T>(col, window, mp),
         AggKind::Mean => sum::rolling_mean::<T>(col, window, mp),
         AggKind::Count => sum::rolling_count(col, window, mp),
+        AggKind::Var => moments::rolling_var::<T>(col, window, mp, 1, false),
+        AggKind::Std => moments::rolling_var::<T>(col, window, mp, 1, true),
+        AggKind::VarPop => moments::rolling_var::<T>(col, window, mp, 0, false),
+        AggKind::StdPop => moments::rolling_var::<T>(col, window, mp, 0, true),
         AggKind::Collect => block::rolling_collect::<T>(col, window, mp),
         _ => return None,
     })
