@@ -18,13 +18,15 @@
 //! * [`moments`]: var / std: exact double-double partials of shifted
 //!   values over van Herk blocks, segments in vector lanes.
 //! * [`many`]: many windows at once (`rolling_many`): a shared sparse-table
-//!   pass for max / min.
+//!   pass for max / min; [`prefix`]: compensated prefix sums shared by
+//!   many sums / means.
 
 mod block;
 mod extreme;
 pub mod keyed;
 mod many;
 mod moments;
+mod prefix;
 mod sum;
 pub mod time;
 
