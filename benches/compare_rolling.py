@@ -121,7 +121,7 @@ def exact_moments(samples: int = 300):
     out = []
     for name, x in sets.items():
         for w in (16, 4096):
-            got = {a: sw.rolling(x, w, a).to_numpy() for a in ("mean", "var", "std")}
+            got = {a: sw.rolling(x, w, a).to_numpy(zero_copy_only=False) for a in ("mean", "var", "std")}
             peer = {"mean": bn.move_mean(x, w), "var": bn.move_var(x, w, ddof=1), "std": bn.move_std(x, w, ddof=1)}
             worst = {(a, who): 0.0 for a in got for who in ("slidewise", "bottleneck")}
             for i in np.linspace(w - 1, rows - 1, samples if w < 1000 else samples // 10).astype(int):
