@@ -28,12 +28,14 @@ def _peer(x, agg, window, library):
         import polars as pl
 
         s = pl.Series(x)
-        f = {"max": s.rolling_max, "min": s.rolling_min, "sum": s.rolling_sum, "std": s.rolling_std}[agg]
+        f = {"max": s.rolling_max, "min": s.rolling_min, "sum": s.rolling_sum, "std": s.rolling_std,
+             "mean": s.rolling_mean, "var": s.rolling_var}[agg]
         return lambda: f(window, min_samples=1)
     import bottleneck as bn
 
-    f = {"max": bn.move_max, "min": bn.move_min, "sum": bn.move_sum, "std": bn.move_std}[agg]
-    kw = {"ddof": 1} if agg == "std" else {}
+    f = {"max": bn.move_max, "min": bn.move_min, "sum": bn.move_sum, "std": bn.move_std, "mean": bn.move_mean,
+         "var": bn.move_var}[agg]
+    kw = {"ddof": 1} if agg in ("std", "var") else {}
     return lambda: f(x, window, min_count=1, **kw)
 
 
@@ -51,12 +53,12 @@ def _tolerance(x, agg, window, peer):
     if peer == "polars":
         return {"rtol": 1e-9}
     m = float(np.abs(x).max())
-    scale = {"sum": min(window, len(x)) * m, "std": m * m}[agg]
+    scale = {"sum": min(window, len(x)) * m, "mean": m, "std": m * m, "var": m * m}[agg]
     return {"rtol": 1e-9, "atol": drift(len(x), scale), "squared": agg == "std"}
 
 
 class Rolling:
-    params = (["max", "min", "sum", "std"], WINDOWS, ["slidewise", "polars", "bottleneck"])
+    params = (["max", "min", "sum", "mean", "std", "var"], WINDOWS, ["slidewise", "polars", "bottleneck"])
     param_names = ["agg", "window", "library"]
     timeout = 300
 

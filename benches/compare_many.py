@@ -1,5 +1,6 @@
-"""rolling_many: 64 random windows in [1, 32768] over 10M float64, "max":
-slidewise's shared pass against 64 bottleneck.move_max calls and 64 polars
+"""rolling_many: 64 random windows in [1, 32768] over 10M float64, "max"
+(or --agg min / sum / mean / std / var): slidewise's rolling_many against 64
+bottleneck.move_max (move_sum, ...) calls and 64 polars
 rolling_max calls, all in this one run (best of `--repeat`), printed as a
 markdown table with the ratio to bottleneck, under a line naming the CPU and
 the threads slidewise may use. Also the floor: allocating and writing the
@@ -28,8 +29,10 @@ import slidewise as sw
 
 if __package__:  # imported from the benches package (asv discovers every module)
     from ._check import Mismatch, check, machine, many_threads
+    from .compare_rolling import tolerance
 else:  # python benches/compare_many.py
     from _check import Mismatch, check, machine, many_threads
+    from compare_rolling import tolerance
 
 
 def timed(f, repeat):
@@ -49,7 +52,7 @@ def main() -> None:
     ap.add_argument("--windows", type=int, default=64)
     ap.add_argument("--max-window", type=int, default=32768)
     ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--agg", default="max", choices=["max", "min"])
+    ap.add_argument("--agg", default="max", choices=["max", "min", "sum", "mean", "std", "var"])
     ap.add_argument("--skip-polars", action="store_true")
     ap.add_argument("--quick", action="store_true",
                     help="300,000 rows (x 64 windows: enough for the threaded pass), one repeat: the checks only")
@@ -67,11 +70,17 @@ def main() -> None:
         ws = sorted(set(ws) | {int(rng.integers(1, a.max_window + 1))})
     arr = pa.array(x)
     s = pl.Series(x)
-    bn_f = bn.move_max if a.agg == "max" else bn.move_min
+    bn_name = {"max": "move_max", "min": "move_min", "sum": "move_sum", "mean": "move_mean", "std": "move_std",
+               "var": "move_var"}[a.agg]
+    kw = {"ddof": 1} if a.agg in ("std", "var") else {}
+
+    def bn_f(v, w, min_count):
+        return getattr(bn, bn_name)(v, w, min_count=min_count, **kw)
 
     gb = a.rows * len(ws) * 8 / 1e9
-    print(machine(f"{many_threads(a.rows, len(ws))} (rolling_many's max/min pass: min(4, CPUs) "
-                  "when rows x windows >= 2^24, else 1)") + f"; polars thread pool: {pl.thread_pool_size()}")
+    shared = a.agg in ("max", "min", "sum", "mean")
+    print(machine(f"{many_threads(a.rows, len(ws)) if shared else 1} (rolling_many's shared max/min/sum/mean pass: "
+                  "min(4, CPUs) when rows x windows >= 2^24, else 1; std/var window by window on 1)") + f"; polars thread pool: {pl.thread_pool_size()}")
     peers = "bottleneck's" + ("" if a.skip_polars else " and polars'")
     print(f"{a.rows:,} float64 rows, {len(ws)} windows in [1, {a.max_window}], agg {a.agg}, "
           f"output {gb:.2f} GB, best of {a.repeat}; every column checked equal to {peers} first\n", flush=True)
@@ -80,14 +89,16 @@ def main() -> None:
     # (min_count / min_samples = 1: the first w - 1 rows get the partial
     # window's value, as slidewise's default). max / min pick one of the
     # values, so equal, bit for bit (no NaN in the data).
-    pl_f = s.rolling_max if a.agg == "max" else s.rolling_min
+    # sum / mean / std / var: within 1e-9 relative plus bottleneck's running
+    # drift at the data's scale (as compare_rolling.tolerance), polars 1e-9.
+    pl_f = getattr(s, f"rolling_{a.agg}")
     t = sw.rolling_many(arr, ws, a.agg)
     for w in ws:
         got = t.column(f"{a.agg}_{w}")
         case = f"rolling_many {a.agg}, window {w:,} (one of {len(ws)}), {a.rows:,} rows"
-        check(case, got, bn_f(x, w, min_count=1), "bottleneck", rtol=0.0)
+        check(case, got, bn_f(x, w, min_count=1), "bottleneck", **tolerance(a.agg, "bottleneck", x, w))
         if not a.skip_polars:
-            check(case, got, pl_f(w, min_samples=1), "polars", rtol=0.0)
+            check(case, got, pl_f(w, min_samples=1), "polars", **tolerance(a.agg, "polars", x, w))
     del t, got
 
     runs = {

@@ -27,7 +27,7 @@ if __package__:  # imported from the benches package (asv discovers every module
 else:  # python benches/compare_rolling.py
     from _check import Mismatch, check, drift, machine
 
-AGGS = ("max", "min", "sum", "mean", "std")
+AGGS = ("max", "min", "sum", "mean", "std", "var", "std_pop")
 
 
 def best(f, repeat):
@@ -43,9 +43,10 @@ def peers(x, agg, w):
     """The peers' calls for one case. min_count / min_samples / min_periods = 1:
     the first w - 1 rows get the partial window's value, as slidewise's
     default (Spark's ROWS frame); no NaN in the data, so pandas' and
-    bottleneck's NaN-as-missing does not come in. std is the sample std
-    (ddof=1) everywhere; over one value it is null in slidewise and polars,
-    NaN in bottleneck and pandas."""
+    bottleneck's NaN-as-missing does not come in. std / var are the sample
+    ones (ddof=1) everywhere, std_pop the population std (ddof=0); over one
+    value the sample std is null in slidewise and polars, NaN in bottleneck
+    and pandas."""
     import bottleneck as bn
     import polars as pl
 
@@ -54,11 +55,15 @@ def peers(x, agg, w):
         "bottleneck": {"max": lambda: bn.move_max(x, w, min_count=1), "min": lambda: bn.move_min(x, w, min_count=1),
                        "sum": lambda: bn.move_sum(x, w, min_count=1),
                        "mean": lambda: bn.move_mean(x, w, min_count=1),
-                       "std": lambda: bn.move_std(x, w, min_count=1, ddof=1)}[agg],
+                       "std": lambda: bn.move_std(x, w, min_count=1, ddof=1),
+                       "var": lambda: bn.move_var(x, w, min_count=1, ddof=1),
+                       "std_pop": lambda: bn.move_std(x, w, min_count=1, ddof=0)}[agg],
         "polars": {"max": lambda: s.rolling_max(w, min_samples=1), "min": lambda: s.rolling_min(w, min_samples=1),
                    "sum": lambda: s.rolling_sum(w, min_samples=1),
                    "mean": lambda: s.rolling_mean(w, min_samples=1),
-                   "std": lambda: s.rolling_std(w, min_samples=1)}[agg],
+                   "std": lambda: s.rolling_std(w, min_samples=1),
+                   "var": lambda: s.rolling_var(w, min_samples=1),
+                   "std_pop": lambda: s.rolling_std(w, min_samples=1, ddof=0)}[agg],
     }
     if w <= 1024:
         import pandas as pd
@@ -68,7 +73,9 @@ def peers(x, agg, w):
                          "min": lambda: ps.rolling(w, min_periods=1).min(),
                          "sum": lambda: ps.rolling(w, min_periods=1).sum(),
                          "mean": lambda: ps.rolling(w, min_periods=1).mean(),
-                         "std": lambda: ps.rolling(w, min_periods=1).std()}[agg]
+                         "std": lambda: ps.rolling(w, min_periods=1).std(),
+                         "var": lambda: ps.rolling(w, min_periods=1).var(),
+                         "std_pop": lambda: ps.rolling(w, min_periods=1).std(ddof=0)}[agg]
     return out
 
 
@@ -80,7 +87,7 @@ def peers(x, agg, w):
 # (values up to 4,700, window stds down to 0.24): all below 1/20 of drift().
 # polars' and pandas' sums and means are compensated and stay within 2e-13
 # relative of slidewise's, polars' std within 2e-12.
-RUNNING = {"bottleneck": {"sum", "mean", "std"}, "pandas": {"std"}}
+RUNNING = {"bottleneck": {"sum", "mean", "std", "var", "std_pop"}, "pandas": {"std", "var", "std_pop"}}
 
 
 def tolerance(agg, peer, x, w):
@@ -94,8 +101,41 @@ def tolerance(agg, peer, x, w):
     if agg not in RUNNING.get(peer, ()):
         return {"rtol": 1e-9}
     m = float(np.abs(x).max())
-    scale = {"sum": min(w, len(x)) * m, "mean": m, "std": m * m}[agg]
-    return {"rtol": 1e-9, "atol": drift(len(x), scale), "squared": agg == "std"}
+    scale = {"sum": min(w, len(x)) * m, "mean": m, "std": m * m, "var": m * m, "std_pop": m * m}[agg]
+    return {"rtol": 1e-9, "atol": drift(len(x), scale), "squared": agg.startswith("std")}
+
+
+def exact_moments(samples: int = 300):
+    """Worst relative error of sw.rolling mean / var / std against exact
+    per-window values (math.fsum; statistics.variance on Fractions), next to
+    bottleneck's, on 1e9 plus unit noise and on values mixing 1e8 and 1e-3
+    (runs of large values between stretches of small ones), 200,000 rows,
+    windows 16 and 4,096; full windows only (bottleneck's min_count=w)."""
+    import statistics
+    from fractions import Fraction
+
+    import bottleneck as bn
+
+    rows = 200_000
+    rng = np.random.default_rng(11)
+    big = (rng.random(rows) < 0.01) | ((np.arange(rows) // 500) % 7 == 3)
+    sets = {"1e9 + N(0,1)": 1e9 + rng.normal(0.0, 1.0, rows),
+            "1e8 and 1e-3 mixed": np.where(big, rng.uniform(1e8, 2e8, rows), rng.uniform(1e-3, 2e-3, rows))}
+    out = []
+    for name, x in sets.items():
+        for w in (16, 4096):
+            got = {a: sw.rolling(x, w, a).to_numpy(zero_copy_only=False) for a in ("mean", "var", "std")}
+            peer = {"mean": bn.move_mean(x, w), "var": bn.move_var(x, w, ddof=1), "std": bn.move_std(x, w, ddof=1)}
+            worst = {(a, who): 0.0 for a in got for who in ("slidewise", "bottleneck")}
+            for i in np.linspace(w - 1, rows - 1, samples if w < 1000 else samples // 10).astype(int):
+                xs = x[i - w + 1:i + 1]
+                v = float(statistics.variance([Fraction(float(t)) for t in xs]))
+                exact = {"mean": math.fsum(xs) / w, "var": v, "std": math.sqrt(v)}
+                for a in got:
+                    for who, r in (("slidewise", got[a]), ("bottleneck", peer[a])):
+                        worst[a, who] = max(worst[a, who], abs(r[i] - exact[a]) / abs(exact[a]))
+            out.append((name, w, worst))
+    return out
 
 
 def exactness(rows: int, w: int = 1000, samples: int = 2000) -> float:
@@ -162,6 +202,12 @@ def main():
     e_sw, e_bn = exactness(a.rows)
     print(f"\nrolling sum, window 1000, values mixing 1e8 and 1e-3: worst relative error vs math.fsum "
           f"slidewise {e_sw:.1e}, bottleneck.move_sum {e_bn:.1e}")
+    print("\nworst relative error vs exact per-window values (fsum; statistics.variance on Fractions):\n")
+    print("| data | window | mean: slidewise | bottleneck | var: slidewise | bottleneck | std: slidewise | bottleneck |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, w, worst in exact_moments(60 if a.quick else 300):
+        cells = [f"{worst[agg, who]:.1e}" for agg in ("mean", "var", "std") for who in ("slidewise", "bottleneck")]
+        print(f"| {name} | {w:,} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

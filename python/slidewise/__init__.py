@@ -176,8 +176,11 @@ def rolling_many(
     list: one column per (aggregation, window), aggregation-major.
 
     max / min share one pass over the column for all windows (a sparse
-    table of power-of-two blocks); other aggregations run window by window.
-    The GIL is released for the whole call.
+    table of power-of-two blocks), and so do sum / mean of float64 (one
+    compensated prefix sum, each window a difference); other aggregations
+    run window by window. The shared passes split the rows over up to 4
+    threads when windows x rows >= 2^24. The GIL is released for the whole
+    call.
 
     With ``keys`` every window is per key, as :func:`rolling` with ``keys``:
     the rows are grouped once for all windows, and each key's rows run the

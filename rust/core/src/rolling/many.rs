@@ -87,6 +87,13 @@ pub fn rolling_many_tuned(
             })
         });
     }
+    if algo == Algorithm::Auto && matches!(agg, AggKind::Sum | AggKind::Mean) && dtype == DType::F64 {
+        let col = <f64 as FromArrow>::column(values)?;
+        let mp = min_periods.unwrap_or(0);
+        if let Some(out) = super::prefix::many_sums(&col, &ws, mp, agg == AggKind::Mean, threads_for(n, ws.len(), tuning), tuning.chunk) {
+            return Ok(out);
+        }
+    }
     ws.iter()
         .map(|&w| match min_periods {
             // Only possible for a window capped to the data: never enough
@@ -96,6 +103,16 @@ pub fn rolling_many_tuned(
             _ => super::rolling_dyn(values, w, agg, min_periods, algo),
         })
         .collect()
+}
+
+/// Threads for a shared pass: each a contiguous range of rows, only when
+/// the output is large (most of the time is writing it, and first-touch
+/// page faults run on the touching thread, so they are shared too); at most
+/// 4 and the available parallelism.
+fn threads_for(n: usize, windows: usize, tuning: Tuning) -> usize {
+    let work = n.saturating_mul(windows.max(1));
+    let auto = if work >= 1 << 24 { std::thread::available_parallelism().map_or(1, |p| p.get()).min(4) } else { 1 };
+    tuning.threads.unwrap_or(auto).clamp(1, n.max(1))
 }
 
 /// Rows of output per chunk: enough that the halo (`wmax - 1` rows read
@@ -119,9 +136,7 @@ fn many_extreme<T: FastNum, const MAX: bool>(col: &Column<T>, windows: &[usize],
     // worth it when the output is large. Most of the time is writing the
     // output, and first-touch page faults run on the touching thread, so
     // they are shared too.
-    let work = n.saturating_mul(windows.len().max(1));
-    let auto = if work >= 1 << 24 { std::thread::available_parallelism().map_or(1, |p| p.get()).min(4) } else { 1 };
-    let threads = tuning.threads.unwrap_or(auto).clamp(1, n.max(1));
+    let threads = threads_for(n, windows.len(), tuning);
     if n > 0 && !windows.is_empty() {
         let mut rest: Vec<&mut [T]> = outs.iter_mut().map(|v| v.as_mut_slice()).collect();
         std::thread::scope(|s| {
@@ -158,7 +173,7 @@ fn many_extreme<T: FastNum, const MAX: bool>(col: &Column<T>, windows: &[usize],
 }
 
 /// `cum[i]` = non-null rows before row `i` (`n + 1` entries).
-fn prefix_counts(nb: &NullBuffer) -> Vec<u32> {
+pub(super) fn prefix_counts(nb: &NullBuffer) -> Vec<u32> {
     let mut cum = Vec::with_capacity(nb.len() + 1);
     let mut c = 0u32;
     cum.push(0);
@@ -169,7 +184,7 @@ fn prefix_counts(nb: &NullBuffer) -> Vec<u32> {
     cum
 }
 
-fn masked(cum: &[u32], w: usize, need: usize) -> Option<NullBuffer> {
+pub(super) fn masked(cum: &[u32], w: usize, need: usize) -> Option<NullBuffer> {
     let n = cum.len() - 1;
     let buf = NullBuffer::new(BooleanBuffer::collect_bool(n, |i| {
         (cum[i + 1] - cum[(i + 1).saturating_sub(w)]) as usize >= need

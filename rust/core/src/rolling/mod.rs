@@ -18,7 +18,8 @@
 //! * [`moments`]: var / std: exact double-double partials of shifted
 //!   values over van Herk blocks, segments in vector lanes.
 //! * [`many`]: many windows at once (`rolling_many`): a shared sparse-table
-//!   pass for max / min.
+//!   pass for max / min; [`prefix`]: compensated prefix sums shared by
+//!   many sums / means.
 //! * [`shape`]: pandas' `closed=`, `center=`, `step=` on count and time
 //!   windows.
 //! * [`order`]: median / quantile / rank (not monoids) on order-statistic
@@ -32,6 +33,7 @@ mod many;
 mod median_sort;
 mod moments;
 pub mod order;
+mod prefix;
 pub mod shape;
 mod sorted_buffer;
 mod sum;
@@ -113,6 +115,14 @@ fn specialised<T: FastNum>(col: &Column<T>, window: usize, mp: usize, agg: AggKi
         AggKind::Sum => sum::rolling_sum::<T>(col, window, mp),
         AggKind::Mean => sum::rolling_mean::<T>(col, window, mp),
         AggKind::Count => sum::rolling_count(col, window, mp),
+        // The exact kernel shifts each block by a row every window of the
+        // block holds; a null there is filled from outside some windows,
+        // and a huge filler next to small data loses them (var_pop of
+        // [i64::MAX, null, null, 0, 1] over 4 rows gave 0, not 0.25).
+        // Columns with nulls, and values whose squares could overflow, take
+        // Chan's merge (`block`), as before the exact kernel.
+        AggKind::Var | AggKind::Std | AggKind::VarPop | AggKind::StdPop
+            if col.nulls.is_some() || !moments::squares_fit(col.values) => return None,
         AggKind::Var => moments::rolling_var::<T>(col, window, mp, 1, false),
         AggKind::Std => moments::rolling_var::<T>(col, window, mp, 1, true),
         AggKind::VarPop => moments::rolling_var::<T>(col, window, mp, 0, false),

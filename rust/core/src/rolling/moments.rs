@@ -21,10 +21,11 @@
 //! `eps S2` each computed to their own relative `eps`. Result: `M2` within
 //! a few ulps plus `O(eps^2 n (R^2 + range^2))`, see docs/DESIGN.md.
 //!
-//! Speed: `LANES` contiguous segments of the column run in lock step, one
-//! per vector lane (the loop-carried adds of one segment would otherwise
-//! bound it at one add latency per row), compiled for AVX2 + FMA when the CPU
-//! has them (detected at run time), the same source portable otherwise.
+//! Speed: contiguous segments of the column run in lock step, one per
+//! vector lane (the loop-carried adds of one segment would otherwise bound
+//! it at one add latency per row): eight with AVX-512, four with AVX2 + FMA
+//! (detected at run time), one portable, all from the same source through
+//! the [`Lane`] trait.
 //!
 //! Non-finite values propagate through the sums: a window holding inf or
 //! NaN gives NaN, as Spark and the generic `Moments` do. Null rows have
@@ -34,11 +35,7 @@ use arrow_array::ArrayRef;
 
 use super::{buffer, validity, window_counts, FastNum};
 use crate::engine::{Column, ToArrow};
-use crate::ops::arith::two_sum;
 use crate::ops::Num;
-
-/// Segments in lock step.
-const LANES: usize = 4;
 
 /// Rolling variance (`ddof` 1 or 0), or its square root.
 pub(super) fn rolling_var<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize, ddof: usize, sqrt: bool) -> ArrayRef {
@@ -60,6 +57,16 @@ pub(super) fn rolling_var<T: FastNum>(col: &Column<T>, window: usize, min_period
     f64::to_arrow(out, nulls)
 }
 
+/// Whether every finite value's square (and a difference's) stays finite:
+/// |x| below 2^500 (~3e150). Non-finite values propagate either way.
+pub(super) fn squares_fit<T: Num>(xs: &[T]) -> bool {
+    const LIMIT: f64 = 3.2733906078961419e150; // 2^500
+    xs.iter().all(|v| {
+        let f = v.to_f64().abs();
+        f < LIMIT || !f.is_finite()
+    })
+}
+
 /// The values as f64 without a copy when they are f64.
 fn as_f64<T: Num>(xs: &[T]) -> Option<&[f64]> {
     (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>())
@@ -68,13 +75,18 @@ fn as_f64<T: Num>(xs: &[T]) -> Option<&[f64]> {
 }
 
 /// The values as f64, null slots holding the last finite value before them
-/// (0 at first): a null has weight 0, and a finite filler keeps `0 * y` 0.
+/// (the first finite value before any): a null has weight 0, a finite filler
+/// keeps `0 * y` 0, and a filler near the data keeps the shift near it.
 fn finite_filled<T: Num>(col: &Column<T>) -> Vec<f64> {
     let mut out = buffer::<f64>(col.len());
     match col.nulls {
         None => out.iter_mut().zip(col.values).for_each(|(o, v)| *o = v.to_f64()),
         Some(nb) => {
-            let mut last = 0.0;
+            // Leading nulls take the first finite value: a null row can be a
+            // block's first row, whose value is the shift (0 there would
+            // square values of 1e9 into the sums).
+            let first = col.values.iter().zip(nb.iter()).map(|(v, ok)| (v.to_f64(), ok)).find(|&(f, ok)| ok && f.is_finite());
+            let mut last = first.map_or(0.0, |(f, _)| f);
             for ((o, v), ok) in out.iter_mut().zip(col.values).zip(nb.iter()) {
                 let f = v.to_f64();
                 if ok {
@@ -96,238 +108,525 @@ fn finite_filled<T: Num>(col: &Column<T>) -> Vec<f64> {
 /// window holds `ddof` values or fewer get garbage, masked by the caller.
 pub(super) fn var_into(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) {
     let n = x.len();
-    assert!(out.len() == n && wt.is_none_or(|w| w.len() == n) && window >= 1);
+    assert!(out.len() == n && wt.is_none_or(|w| w.len() == n) && window >= 1 && window <= n.max(1));
     if n == 0 {
         return;
     }
     #[cfg(target_arch = "x86_64")]
     {
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the feature is present (it implies FMA).
+            unsafe { avx512::run(x, wt, window, ddof, sqrt, out) };
+            return;
+        }
         if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
             // SAFETY: the features are present.
             unsafe { avx2::run(x, wt, window, ddof, sqrt, out) };
             return;
         }
     }
-    run::<false>(x, wt, window, ddof, sqrt, out);
+    run::<S<false>, S<false>>(x, wt, window, ddof, sqrt, out);
 }
 
-#[cfg(target_arch = "x86_64")]
-mod avx2 {
-    /// [`super::run`] compiled with AVX2 and FMA (the lane arrays become
-    /// vectors; `mul_add` one instruction).
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn run(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) {
-        super::run::<true>(x, wt, window, ddof, sqrt, out)
-    }
-}
-
+/// `V` for the lanes, `V1` for the rest (one segment).
 #[inline(always)]
-fn run<const FMA: bool>(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) {
+fn run<V: Lane, V1: Lane>(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) {
     let n = x.len();
     // Lanes only when every lane but the first starts a full window in
     // (then only lane 0's first block has partial windows).
-    let len = n / LANES;
-    let done = if len >= window.max(64) {
-        let starts: [usize; LANES] = std::array::from_fn(|k| k * len);
+    let len = n / V::K;
+    let done = if V::K > 1 && len >= window.max(64) {
+        let starts: Vec<usize> = (0..V::K).map(|k| k * len).collect();
         match wt {
-            None => lanes::<LANES, FMA, false>(x, &[], window, starts, len, ddof, sqrt, out),
-            Some(w) => lanes::<LANES, FMA, true>(x, w, window, starts, len, ddof, sqrt, out),
+            None => lanes::<V, false>(x, &[], window, &starts, len, ddof, sqrt, out),
+            Some(w) => lanes::<V, true>(x, w, window, &starts, len, ddof, sqrt, out),
         }
-        LANES * len
+        V::K * len
     } else {
         0
     };
     if done < n {
         match wt {
-            None => lanes::<1, FMA, false>(x, &[], window, [done], n - done, ddof, sqrt, out),
-            Some(w) => lanes::<1, FMA, true>(x, w, window, [done], n - done, ddof, sqrt, out),
+            None => lanes::<V1, false>(x, &[], window, &[done], n - done, ddof, sqrt, out),
+            Some(w) => lanes::<V1, true>(x, w, window, &[done], n - done, ddof, sqrt, out),
         }
     }
 }
 
-/// Exact product: `a * b = p + e`.
-#[inline(always)]
-fn two_prod<const FMA: bool>(a: f64, b: f64) -> (f64, f64) {
-    let p = a * b;
-    if FMA {
-        (p, a.mul_add(b, -p))
-    } else {
-        // Dekker / Veltkamp splitting.
-        let split = |v: f64| {
-            let c = 134_217_729.0 * v;
-            let h = c - (c - v);
-            (h, v - h)
-        };
-        let (ah, al) = split(a);
-        let (bh, bl) = split(b);
-        (p, ((ah * bh - p) + ah * bl + al * bh) + al * bl)
-    }
+/// `K` f64 lanes: scalar (`K = 1`, FMA or Dekker's product) or one AVX2
+/// vector. Only ever called inside [`run`]'s instantiation for its CPU.
+trait Lane: Copy {
+    const K: usize;
+    fn splat(v: f64) -> Self;
+    fn add(self, o: Self) -> Self;
+    fn sub(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    fn div(self, o: Self) -> Self;
+    fn sqrt(self) -> Self;
+    /// `self * o = p + e` exactly.
+    fn two_prod(self, o: Self) -> (Self, Self);
+    /// Negative to 0, NaN kept.
+    fn clamp0(self) -> Self;
+    /// Bitwise and with an all-ones / all-zeros mask.
+    fn and(self, m: Self) -> Self;
+    /// `x[idx[k] + j]` in lane `k`.
+    fn gather(x: &[f64], idx: &[usize], j: usize) -> Self;
+    fn scatter(self, out: &mut [f64], idx: &[usize], j: usize);
+    fn load(p: &[f64]) -> Self;
+    fn store(self, p: &mut [f64]);
 }
 
-/// Partial sums of `K` segments: `S1 = s1 + c1`, `S2 = s2 + c2`, count `n`.
+/// One scalar lane.
 #[derive(Clone, Copy)]
-struct Acc<const K: usize> {
-    s1: [f64; K],
-    c1: [f64; K],
-    s2: [f64; K],
-    c2: [f64; K],
-    n: [f64; K],
+struct S<const FMA: bool>(f64);
+
+impl<const FMA: bool> Lane for S<FMA> {
+    const K: usize = 1;
+    #[inline(always)]
+    fn splat(v: f64) -> Self {
+        S(v)
+    }
+    #[inline(always)]
+    fn add(self, o: Self) -> Self {
+        S(self.0 + o.0)
+    }
+    #[inline(always)]
+    fn sub(self, o: Self) -> Self {
+        S(self.0 - o.0)
+    }
+    #[inline(always)]
+    fn mul(self, o: Self) -> Self {
+        S(self.0 * o.0)
+    }
+    #[inline(always)]
+    fn div(self, o: Self) -> Self {
+        S(self.0 / o.0)
+    }
+    #[inline(always)]
+    fn sqrt(self) -> Self {
+        S(self.0.sqrt())
+    }
+    #[inline(always)]
+    fn two_prod(self, o: Self) -> (Self, Self) {
+        let (a, b) = (self.0, o.0);
+        let p = a * b;
+        if FMA {
+            (S(p), S(a.mul_add(b, -p)))
+        } else {
+            // Dekker / Veltkamp splitting.
+            let split = |v: f64| {
+                let c = 134_217_729.0 * v;
+                let h = c - (c - v);
+                (h, v - h)
+            };
+            let (ah, al) = split(a);
+            let (bh, bl) = split(b);
+            (S(p), S(((ah * bh - p) + ah * bl + al * bh) + al * bl))
+        }
+    }
+    #[inline(always)]
+    fn clamp0(self) -> Self {
+        S(if self.0 < 0.0 { 0.0 } else { self.0 })
+    }
+    #[inline(always)]
+    fn and(self, m: Self) -> Self {
+        S(f64::from_bits(self.0.to_bits() & m.0.to_bits()))
+    }
+    #[inline(always)]
+    fn gather(x: &[f64], idx: &[usize], j: usize) -> Self {
+        S(x[idx[0] + j])
+    }
+    #[inline(always)]
+    fn scatter(self, out: &mut [f64], idx: &[usize], j: usize) {
+        out[idx[0] + j] = self.0;
+    }
+    #[inline(always)]
+    fn load(p: &[f64]) -> Self {
+        S(p[0])
+    }
+    #[inline(always)]
+    fn store(self, p: &mut [f64]) {
+        p[0] = self.0;
+    }
 }
 
-impl<const K: usize> Acc<K> {
-    const ZERO: Self = Acc { s1: [0.0; K], c1: [0.0; K], s2: [0.0; K], c2: [0.0; K], n: [0.0; K] };
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
 
-    /// Fold in `y` with weight `v` (`y` is already 0 where `v` is 0). Only
-    /// `s1`, `s2`, `c1`, `c2` and `n` are loop-carried, one add each.
-    #[inline(always)]
-    fn add<const FMA: bool>(&mut self, y: [f64; K], v: [f64; K]) {
-        for k in 0..K {
-            let (t, e) = two_sum(self.s1[k], y[k]);
-            self.s1[k] = t;
-            self.c1[k] += e;
-            let (p, pe) = two_prod::<FMA>(y[k], y[k]);
-            let (t, e) = two_sum(self.s2[k], p);
-            self.s2[k] = t;
-            self.c2[k] += e + pe;
-            self.n[k] += v[k];
+    use super::{Lane, S};
+
+    /// [`super::run`] with four segments in an AVX2 vector, FMA products.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn run(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) {
+        super::run::<V4, S<true>>(x, wt, window, ddof, sqrt, out)
+    }
+
+    #[derive(Clone, Copy)]
+    pub(super) struct V4(__m256d);
+
+    // SAFETY (every method): only called from `run` above, compiled with
+    // AVX2 and FMA, which the caller checked; slices are indexed checked.
+    impl Lane for V4 {
+        const K: usize = 4;
+        #[inline(always)]
+        fn splat(v: f64) -> Self {
+            unsafe { V4(_mm256_set1_pd(v)) }
+        }
+        #[inline(always)]
+        fn add(self, o: Self) -> Self {
+            unsafe { V4(_mm256_add_pd(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn sub(self, o: Self) -> Self {
+            unsafe { V4(_mm256_sub_pd(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn mul(self, o: Self) -> Self {
+            unsafe { V4(_mm256_mul_pd(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn div(self, o: Self) -> Self {
+            unsafe { V4(_mm256_div_pd(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn sqrt(self) -> Self {
+            unsafe { V4(_mm256_sqrt_pd(self.0)) }
+        }
+        #[inline(always)]
+        fn two_prod(self, o: Self) -> (Self, Self) {
+            unsafe {
+                let p = _mm256_mul_pd(self.0, o.0);
+                (V4(p), V4(_mm256_fmsub_pd(self.0, o.0, p)))
+            }
+        }
+        #[inline(always)]
+        fn clamp0(self) -> Self {
+            // maxpd returns its second operand when either is NaN.
+            unsafe { V4(_mm256_max_pd(_mm256_setzero_pd(), self.0)) }
+        }
+        #[inline(always)]
+        fn and(self, m: Self) -> Self {
+            unsafe { V4(_mm256_and_pd(self.0, m.0)) }
+        }
+        #[inline(always)]
+        fn gather(x: &[f64], idx: &[usize], j: usize) -> Self {
+            unsafe { V4(_mm256_set_pd(x[idx[3] + j], x[idx[2] + j], x[idx[1] + j], x[idx[0] + j])) }
+        }
+        #[inline(always)]
+        fn scatter(self, out: &mut [f64], idx: &[usize], j: usize) {
+            let mut t = [0.0; 4];
+            unsafe { _mm256_storeu_pd(t.as_mut_ptr(), self.0) };
+            for k in 0..4 {
+                out[idx[k] + j] = t[k];
+            }
+        }
+        #[inline(always)]
+        fn load(p: &[f64]) -> Self {
+            let p = &p[..4];
+            unsafe { V4(_mm256_loadu_pd(p.as_ptr())) }
+        }
+        #[inline(always)]
+        fn store(self, p: &mut [f64]) {
+            let p = &mut p[..4];
+            unsafe { _mm256_storeu_pd(p.as_mut_ptr(), self.0) }
         }
     }
 }
 
-/// Suffix partials of the previous block, per lane: entry `j` holds rows
-/// `[start + j, start + window)` of that block; entry `window` is empty.
-struct Suffix<const K: usize> {
-    s1: Vec<[f64; K]>,
-    c1: Vec<[f64; K]>,
-    s2: Vec<[f64; K]>,
-    c2: Vec<[f64; K]>,
-    n: Vec<[f64; K]>,
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    use super::{Lane, S};
+
+    /// [`super::run`] with eight segments in an AVX-512 vector: half the
+    /// instructions per row of AVX2 (the kernel is instruction bound).
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    pub(super) unsafe fn run(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) {
+        super::run::<V8, S<true>>(x, wt, window, ddof, sqrt, out)
+    }
+
+    #[derive(Clone, Copy)]
+    pub(super) struct V8(__m512d);
+
+    // SAFETY (every method): only called from `run` above, compiled with
+    // AVX-512F, which the caller checked; slices are indexed checked.
+    impl Lane for V8 {
+        const K: usize = 8;
+        #[inline(always)]
+        fn splat(v: f64) -> Self {
+            unsafe { V8(_mm512_set1_pd(v)) }
+        }
+        #[inline(always)]
+        fn add(self, o: Self) -> Self {
+            unsafe { V8(_mm512_add_pd(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn sub(self, o: Self) -> Self {
+            unsafe { V8(_mm512_sub_pd(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn mul(self, o: Self) -> Self {
+            unsafe { V8(_mm512_mul_pd(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn div(self, o: Self) -> Self {
+            unsafe { V8(_mm512_div_pd(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn sqrt(self) -> Self {
+            unsafe { V8(_mm512_sqrt_pd(self.0)) }
+        }
+        #[inline(always)]
+        fn two_prod(self, o: Self) -> (Self, Self) {
+            unsafe {
+                let p = _mm512_mul_pd(self.0, o.0);
+                (V8(p), V8(_mm512_fmsub_pd(self.0, o.0, p)))
+            }
+        }
+        #[inline(always)]
+        fn clamp0(self) -> Self {
+            // max(x, 0) keeping NaN: zero where x < 0 (false for NaN).
+            unsafe {
+                let neg = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(self.0, _mm512_setzero_pd());
+                V8(_mm512_mask_mov_pd(self.0, neg, _mm512_setzero_pd()))
+            }
+        }
+        #[inline(always)]
+        fn and(self, m: Self) -> Self {
+            unsafe { V8(_mm512_castsi512_pd(_mm512_and_si512(_mm512_castpd_si512(self.0), _mm512_castpd_si512(m.0)))) }
+        }
+        #[inline(always)]
+        fn gather(x: &[f64], idx: &[usize], j: usize) -> Self {
+            let v: [f64; 8] = std::array::from_fn(|k| x[idx[k] + j]);
+            unsafe { V8(_mm512_loadu_pd(v.as_ptr())) }
+        }
+        #[inline(always)]
+        fn scatter(self, out: &mut [f64], idx: &[usize], j: usize) {
+            let mut t = [0.0; 8];
+            unsafe { _mm512_storeu_pd(t.as_mut_ptr(), self.0) };
+            for k in 0..8 {
+                out[idx[k] + j] = t[k];
+            }
+        }
+        #[inline(always)]
+        fn load(p: &[f64]) -> Self {
+            let p = &p[..8];
+            unsafe { V8(_mm512_loadu_pd(p.as_ptr())) }
+        }
+        #[inline(always)]
+        fn store(self, p: &mut [f64]) {
+            let p = &mut p[..8];
+            unsafe { _mm512_storeu_pd(p.as_mut_ptr(), self.0) }
+        }
+    }
 }
 
-impl<const K: usize> Suffix<K> {
-    fn new(window: usize) -> Self {
-        let z = || vec![[0.0; K]; window + 1];
-        Suffix { s1: z(), c1: z(), s2: z(), c2: z(), n: z() }
+/// TwoSum on lanes: `a + b = s + e` exactly.
+#[inline(always)]
+fn two_sum_v<V: Lane>(a: V, b: V) -> (V, V) {
+    let s = a.add(b);
+    let bb = s.sub(a);
+    (s, a.sub(s.sub(bb)).add(b.sub(bb)))
+}
+
+/// Partial sums per lane: `S1 = s1 + c1`, `S2 = s2 + c2`, count `n`.
+#[derive(Clone, Copy)]
+struct Acc<V> {
+    s1: V,
+    c1: V,
+    s2: V,
+    c2: V,
+    n: V,
+}
+
+impl<V: Lane> Acc<V> {
+    #[inline(always)]
+    fn zero() -> Self {
+        let z = V::splat(0.0);
+        Acc { s1: z, c1: z, s2: z, c2: z, n: z }
     }
 
+    /// Fold in `y` with weight `v` (`y` is already 0 where `v` is 0). The
+    /// loop-carried chains are one add each.
     #[inline(always)]
-    fn set(&mut self, j: usize, a: &Acc<K>) {
-        self.s1[j] = a.s1;
-        self.c1[j] = a.c1;
-        self.s2[j] = a.s2;
-        self.c2[j] = a.c2;
-        self.n[j] = a.n;
-    }
-
-    #[inline(always)]
-    fn set_lane(&mut self, j: usize, k: usize, a: &Acc<1>) {
-        self.s1[j][k] = a.s1[0];
-        self.c1[j][k] = a.c1[0];
-        self.s2[j][k] = a.s2[0];
-        self.c2[j][k] = a.c2[0];
-        self.n[j][k] = a.n[0];
+    fn add(&mut self, y: V, v: V) {
+        let (t, e) = two_sum_v(self.s1, y);
+        self.s1 = t;
+        self.c1 = self.c1.add(e);
+        let (p, pe) = y.two_prod(y);
+        let (t, e) = two_sum_v(self.s2, p);
+        self.s2 = t;
+        self.c2 = self.c2.add(e.add(pe));
+        self.n = self.n.add(v);
     }
 }
 
-/// Rows `[starts[k], starts[k] + len)` for each lane `k`, in lock step.
-/// Needs `starts[k] >= window` for `k >= 1` (only lane 0 may hold the
-/// partial windows at the start).
+/// Suffix partials of a chunk, lane-interleaved (`K` values per entry).
+struct Buf {
+    s1: Vec<f64>,
+    c1: Vec<f64>,
+    s2: Vec<f64>,
+    c2: Vec<f64>,
+    n: Vec<f64>,
+}
+
+impl Buf {
+    fn new(len: usize) -> Buf {
+        Buf { s1: vec![0.0; len], c1: vec![0.0; len], s2: vec![0.0; len], c2: vec![0.0; len], n: vec![0.0; len] }
+    }
+    #[inline(always)]
+    fn set<V: Lane>(&mut self, at: usize, a: &Acc<V>) {
+        let o = at * V::K;
+        a.s1.store(&mut self.s1[o..]);
+        a.c1.store(&mut self.c1[o..]);
+        a.s2.store(&mut self.s2[o..]);
+        a.c2.store(&mut self.c2[o..]);
+        a.n.store(&mut self.n[o..]);
+    }
+    #[inline(always)]
+    fn get<V: Lane>(&self, at: usize) -> Acc<V> {
+        let o = at * V::K;
+        Acc {
+            s1: V::load(&self.s1[o..]),
+            c1: V::load(&self.c1[o..]),
+            s2: V::load(&self.s2[o..]),
+            c2: V::load(&self.c2[o..]),
+            n: V::load(&self.n[o..]),
+        }
+    }
+}
+
+/// Rows a block's forward pass takes at a time: the suffixes it reads are
+/// rebuilt per chunk from states saved every `CHUNK` rows, so the scratch
+/// stays in L1 / L2 whatever the window (a whole window of suffixes would
+/// be 160 bytes a row for 1M-row windows, all of it from memory).
+const CHUNK: usize = 2048;
+
+/// Rows `[starts[k], starts[k] + len)` for each lane `k` (`starts.len()` is
+/// `V::K`), in lock step. Needs `starts[k] >= window` for `k >= 1`: only
+/// lane 0 may hold the partial windows at the start.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn lanes<const K: usize, const FMA: bool, const NULLS: bool>(
+fn lanes<V: Lane, const NULLS: bool>(
     x: &[f64],
     wt: &[f64],
     window: usize,
-    starts: [usize; K],
+    starts: &[usize],
     len: usize,
     ddof: f64,
     sqrt: bool,
     out: &mut [f64],
 ) {
-    assert!(starts.iter().all(|&a| a + len <= x.len()) && out.len() == x.len() && (!NULLS || wt.len() == x.len()));
-    assert!(starts.iter().skip(1).all(|&a| a >= window));
-    let weight = |i: usize| if NULLS { wt[i] } else { 1.0 };
-    let mut suf = Suffix::<K>::new(window);
-    // The suffixes of the rows before each lane (none before row 0), with
-    // the shift of the lane's first block.
-    for (k, &a) in starts.iter().enumerate() {
-        let shift = x[a];
-        let mut acc = Acc::<1>::ZERO;
-        for j in (1..window).rev() {
-            if a + j >= window {
-                let r = a + j - window;
-                let v = weight(r);
-                acc.add::<FMA>([(x[r] - shift) * v], [v]);
-            }
-            suf.set_lane(j, k, &acc);
-        }
-    }
+    assert!(starts.len() == V::K && out.len() == x.len() && (!NULLS || wt.len() == x.len()));
+    assert!(starts.iter().all(|&a| a + len <= x.len()) && starts.iter().skip(1).all(|&a| a >= window));
+    let k = V::K;
+    let ch = CHUNK.min(window);
+    let nchunks = window.div_ceil(ch);
+    let mut local = Buf::new((ch + 1) * k);
+    let mut bnd: Vec<Acc<V>> = vec![Acc::zero(); nchunks];
+    let one = V::splat(1.0);
     let full_n = window as f64;
-    let (inv_n, inv_d) = (1.0 / full_n, 1.0 / (full_n - ddof));
+    let (inv_n, inv_d) = (V::splat(1.0 / full_n), V::splat(1.0 / (full_n - ddof)));
+    let fulln = V::splat(full_n);
+    let vddof = V::splat(ddof);
+    let all = V::splat(f64::from_bits(u64::MAX));
+    let mut base = vec![0usize; k];
+    let mut prev = vec![0usize; k];
     let mut off = 0;
     while off < len {
         let blen = (len - off).min(window);
-        let base: [usize; K] = std::array::from_fn(|k| starts[k] + off);
-        let shift: [f64; K] = base.map(|b| x[b]);
+        for q in 0..k {
+            base[q] = starts[q] + off;
+            // The block before (absent only before row 0: masked out).
+            prev[q] = base[q].saturating_sub(window);
+        }
+        let mask: V = if base[0] >= window {
+            all
+        } else {
+            let m: Vec<f64> = base.iter().map(|&b| if b >= window { f64::from_bits(u64::MAX) } else { 0.0 }).collect();
+            V::load(&m)
+        };
+        let shift = V::gather(x, &base, 0);
         // Partial windows (lane 0's first block) or nulls: the count varies.
         let varying = NULLS || base[0] < window;
-        let mut acc = Acc::<K>::ZERO;
-        for j in 0..blen {
-            let v: [f64; K] = base.map(|b| weight(b + j));
-            let y: [f64; K] = std::array::from_fn(|k| (x[base[k] + j] - shift[k]) * v[k]);
-            acc.add::<FMA>(y, v);
-            let (p1, q1, p2, q2, pn) = (&suf.s1[j + 1], &suf.c1[j + 1], &suf.s2[j + 1], &suf.c2[j + 1], &suf.n[j + 1]);
-            let r: [f64; K] = std::array::from_fn(|k| {
-                let (a1, e1) = two_sum(acc.s1[k], p1[k]);
-                let (a2, e2) = two_sum(acc.s2[k], p2[k]);
-                let lo1 = e1 + (acc.c1[k] + q1[k]);
-                let lo2 = e2 + (acc.c2[k] + q2[k]);
-                let (iv, id) = if varying {
-                    let cnt = acc.n[k] + pn[k];
-                    (1.0 / cnt, 1.0 / (cnt - ddof))
-                } else {
-                    (inv_n, inv_d)
-                };
-                let cnt = if varying { acc.n[k] + pn[k] } else { full_n };
-                finish::<FMA>(a1, lo1, a2, lo2, cnt, iv, id, sqrt)
-            });
-            for k in 0..K {
-                out[base[k] + j] = r[k];
+        // States of the suffixes at the chunk ends: bnd[c] holds offsets
+        // [min((c + 1) ch, window), window) of the block before.
+        if nchunks > 1 {
+            let mut acc = Acc::<V>::zero();
+            bnd[nchunks - 1] = acc;
+            for o in (ch..window).rev() {
+                let (y, v) = prev_row::<V, NULLS>(x, wt, &prev, o, mask, shift);
+                acc.add(y, v);
+                if o % ch == 0 {
+                    bnd[o / ch - 1] = acc;
+                }
             }
         }
-        // This block's suffixes for the next block, with its shift.
-        if off + window < len {
-            let shift: [f64; K] = base.map(|b| x[b + window]);
-            let mut acc = Acc::<K>::ZERO;
-            for j in (1..window).rev() {
-                let v: [f64; K] = base.map(|b| weight(b + j));
-                let y: [f64; K] = std::array::from_fn(|k| (x[base[k] + j] - shift[k]) * v[k]);
-                acc.add::<FMA>(y, v);
-                suf.set(j, &acc);
+        let mut acc = Acc::<V>::zero();
+        let mut c0 = 0;
+        while c0 < blen {
+            let c1 = (c0 + ch).min(window);
+            // Suffixes at offsets (c0, c1], at local index offset - c0.
+            let mut sa = bnd[c0 / ch];
+            local.set(c1 - c0, &sa);
+            for o in (c0 + 1..c1).rev() {
+                let (y, v) = prev_row::<V, NULLS>(x, wt, &prev, o, mask, shift);
+                sa.add(y, v);
+                local.set(o - c0, &sa);
             }
+            for j in c0..c1.min(blen) {
+                let v = if NULLS { V::gather(wt, &base, j) } else { one };
+                let y = V::gather(x, &base, j).sub(shift);
+                acc.add(if NULLS { y.mul(v) } else { y }, v);
+                let p = local.get::<V>(j + 1 - c0);
+                let (a1, e1) = two_sum_v(acc.s1, p.s1);
+                let (a2, e2) = two_sum_v(acc.s2, p.s2);
+                let lo1 = e1.add(acc.c1.add(p.c1));
+                let lo2 = e2.add(acc.c2.add(p.c2));
+                let r = if varying {
+                    let cnt = acc.n.add(p.n);
+                    finish(a1, lo1, a2, lo2, cnt, one.div(cnt), one.div(cnt.sub(vddof)), sqrt)
+                } else {
+                    finish(a1, lo1, a2, lo2, fulln, inv_n, inv_d, sqrt)
+                };
+                r.scatter(out, &base, j);
+            }
+            c0 = c1;
         }
         off += window;
     }
+}
+
+/// Row `prev[k] + o` of the block before, masked, as `(y, weight)`. A
+/// function, not a closure: a closure would be compiled without the
+/// caller's AVX2, its intrinsics left as calls.
+#[inline(always)]
+fn prev_row<V: Lane, const NULLS: bool>(x: &[f64], wt: &[f64], prev: &[usize], o: usize, mask: V, shift: V) -> (V, V) {
+    let v = if NULLS { V::gather(wt, prev, o).and(mask) } else { mask.and(V::splat(1.0)) };
+    let y = V::gather(x, prev, o).sub(shift);
+    let y = if NULLS { y.mul(v) } else { y };
+    (y.and(mask), v)
 }
 
 /// `M2 = S2 - 2 m S1 + n m^2` with `m = S1 / n` rounded (module comment),
 /// divided by `n - ddof`; `S1 = s1 + c1`, `S2 = s2 + c2`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn finish<const FMA: bool>(s1: f64, c1: f64, s2: f64, c2: f64, n: f64, inv_n: f64, inv_d: f64, sqrt: bool) -> f64 {
-    let m = s1 * inv_n;
+fn finish<V: Lane>(s1: V, c1: V, s2: V, c2: V, n: V, inv_n: V, inv_d: V, sqrt: bool) -> V {
+    let m = s1.mul(inv_n);
     // m S1 = ph + pl + m c1, exactly but for the last product.
-    let (ph, pl) = two_prod::<FMA>(m, s1);
+    let (ph, pl) = m.two_prod(s1);
     // r = S1 - n m, small: its leading part exactly.
-    let (q, qe) = two_prod::<FMA>(n, m);
-    let r = ((s1 - q) - qe) + c1;
+    let (q, qe) = n.two_prod(m);
+    let r = s1.sub(q).sub(qe).add(c1);
     // S2 >= m S1 up to rounding: when they are close the subtraction is
     // exact (Sterbenz), else its rounding is relative to the result.
-    let d = s2 - ph;
-    let m2 = d + (((c2 - pl) - m * c1) - m * r);
+    let d = s2.sub(ph);
+    let m2 = d.add(c2.sub(pl).sub(m.mul(c1)).sub(m.mul(r)));
     // Rounding can leave a zero variance a hair negative; NaN stays NaN.
-    let m2 = if m2 < 0.0 { 0.0 } else { m2 };
-    let v = m2 * inv_d;
+    let v = m2.clamp0().mul(inv_d);
     if sqrt {
         v.sqrt()
     } else {
@@ -347,6 +646,52 @@ mod tests {
         m2 / (n - ddof)
     }
 
+    /// Nulls (weight 0, finite filler) and NaN, several chunks and lanes.
+    #[test]
+    fn weights_and_nan_match_two_pass() {
+        let n = 9_001;
+        let mut st = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            st ^= st << 13;
+            st ^= st >> 7;
+            st ^= st << 17;
+            st
+        };
+        let x: Vec<f64> = (0..n).map(|i| if i == 4_000 { f64::NAN } else { -3e8 + (next() >> 44) as f64 }).collect();
+        let wt: Vec<f64> = (0..n).map(|_| (next() % 5 != 0) as u8 as f64).collect();
+        for w in [2, 7, 2049, 2250] {
+            for fma in [false, true] {
+                let mut out = vec![0.0; n];
+                if fma {
+                    var_into(&x, Some(&wt), w, 1.0, true, &mut out);
+                    #[cfg(target_arch = "x86_64")]
+                    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+                        let mut o2 = vec![0.0; n];
+                        unsafe { avx2::run(&x, Some(&wt), w, 1.0, true, &mut o2) };
+                        for i in 0..n {
+                            let (a, b) = (o2[i], out[i]);
+                            assert!(a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= 1e-12 * b.abs(), "avx2 w {w} row {i}");
+                        }
+                    }
+                } else {
+                    run::<S<false>, S<false>>(&x, Some(&wt), w, 1.0, true, &mut out);
+                }
+                for i in 0..n {
+                    let lo = (i + 1).saturating_sub(w);
+                    let vals: Vec<f64> = (lo..=i).filter(|&r| wt[r] == 1.0).map(|r| x[r]).collect();
+                    if vals.len() < 2 {
+                        continue;
+                    }
+                    let (got, want) = (out[i], exact_var(&vals, 1.0).sqrt());
+                    assert!(
+                        (got.is_nan() && want.is_nan()) || (got - want).abs() <= 1e-9 * want.abs(),
+                        "w {w} row {i}: {got} vs {want}"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn lanes_and_tail_match_two_pass() {
         let mut st = 0x9E37_79B9_7F4A_7C15u64;
@@ -364,8 +709,16 @@ mod tests {
                 let mut out = vec![0.0; x.len()];
                 if fma {
                     var_into(&x, None, w, ddof, false, &mut out);
+                    #[cfg(target_arch = "x86_64")]
+                    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+                        let mut o2 = vec![0.0; x.len()];
+                        unsafe { avx2::run(&x, None, w, ddof, false, &mut o2) };
+                        for i in 1..x.len() {
+                            assert!((o2[i] - out[i]).abs() <= 1e-12 * out[i].abs(), "avx2 w {w} row {i}");
+                        }
+                    }
                 } else {
-                    run::<false>(&x, None, w, ddof, false, &mut out);
+                    run::<S<false>, S<false>>(&x, None, w, ddof, false, &mut out);
                 }
                 for i in 1..x.len() {
                     let lo = (i + 1).saturating_sub(w);

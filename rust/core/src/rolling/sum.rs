@@ -70,14 +70,20 @@ fn all_finite<T: Num>(xs: &[T]) -> bool {
 /// compensation comes out NaN met an inf / NaN (or overflowed) and is
 /// redone by [`counted_block`], so finite columns pay no pre-check pass.
 pub(super) fn float_sums<T: Num>(x: &[T], window: usize) -> Vec<f64> {
+    float_sums_scaled(x, window, 1.0)
+}
+
+/// The sums times `scale`, multiplied as they are stored (a mean needs no
+/// second pass over the output; `scale = 1` changes nothing).
+pub(super) fn float_sums_scaled<T: Num>(x: &[T], window: usize, scale: f64) -> Vec<f64> {
     let n = x.len();
     let mut out = buffer::<f64>(n);
-    region(x, window, 0, n, &mut out);
+    region(x, window, 0, n, scale, &mut out);
     out
 }
 
 /// Rows `[r0, r1)`, with `r0 == 0` or `r0 >= window`.
-fn region<T: Num>(x: &[T], window: usize, r0: usize, r1: usize, out: &mut [f64]) {
+fn region<T: Num>(x: &[T], window: usize, r0: usize, r1: usize, scale: f64, out: &mut [f64]) {
     let len = r1 - r0;
     // Segments long enough that the restarts (three windows read per
     // group: the first segment continues the previous group's last chain)
@@ -94,8 +100,8 @@ fn region<T: Num>(x: &[T], window: usize, r0: usize, r1: usize, out: &mut [f64])
             // Segments shorter than the window: the later segments' first
             // windows would reach before row 0; split at the window.
             let a = window.min(r1);
-            region(x, window, r0, a, out);
-            region(x, window, a, r1, out);
+            region(x, window, r0, a, scale, out);
+            region(x, window, a, r1, scale, out);
             return;
         }
         PAD0
@@ -116,12 +122,12 @@ fn region<T: Num>(x: &[T], window: usize, r0: usize, r1: usize, out: &mut [f64])
                 };
             }
             let m = if g == 0 { mode } else if mode == PAD0 { SLIDE } else { mode };
-            let (ok, end) = group(x, window, b0, seg, m, st, out);
+            let (ok, end) = group(x, window, b0, seg, m, st, scale, out);
             carry = if ok[3] { Some(end) } else { None };
             for (k, good) in ok.into_iter().enumerate() {
                 let s0 = b0 + k * seg;
                 if !good {
-                    counted_block(x, window, s0, s0 + seg, &mut out[s0..s0 + seg]);
+                    counted_block(x, window, s0, s0 + seg, scale, &mut out[s0..s0 + seg]);
                 }
             }
             b0 += 4 * seg;
@@ -134,9 +140,9 @@ fn region<T: Num>(x: &[T], window: usize, r0: usize, r1: usize, out: &mut [f64])
             None => all_finite(&x[b0.saturating_sub(window)..r1]),
         };
         if finite {
-            finite_block(x, window, b0, r1, carry, &mut out[b0..r1]);
+            finite_block(x, window, b0, r1, carry, scale, &mut out[b0..r1]);
         } else {
-            counted_block(x, window, b0, r1, &mut out[b0..r1]);
+            counted_block(x, window, b0, r1, scale, &mut out[b0..r1]);
         }
     }
 }
@@ -158,6 +164,7 @@ fn group<T: Num>(
     seg: usize,
     mode: u8,
     st: [(f64, f64); 4],
+    scale: f64,
     out: &mut [f64],
 ) -> ([bool; 4], (f64, f64)) {
     assert!(b0 + 4 * seg <= x.len() && out.len() == x.len());
@@ -175,15 +182,15 @@ fn group<T: Num>(
             let xf = unsafe { std::slice::from_raw_parts(x.as_ptr() as *const f64, x.len()) };
             let (ok, end) = unsafe {
                 match mode {
-                    SLIDE => avx2::group::<SLIDE>(xf, window, b0, seg, st, out),
-                    INSERT => avx2::group::<INSERT>(xf, window, b0, seg, st, out),
-                    _ => avx2::group::<PAD0>(xf, window, b0, seg, st, out),
+                    SLIDE => avx2::group::<SLIDE>(xf, window, b0, seg, st, scale, out),
+                    INSERT => avx2::group::<INSERT>(xf, window, b0, seg, st, scale, out),
+                    _ => avx2::group::<PAD0>(xf, window, b0, seg, st, scale, out),
                 }
             };
             return ([0, 1, 2, 3].map(|k| ok[k] && fin[k]), end);
         }
     }
-    let (ok, end) = group_portable(x, window, b0, seg, st, out);
+    let (ok, end) = group_portable(x, window, b0, seg, st, scale, out);
     ([0, 1, 2, 3].map(|k| ok[k] && fin[k]), end)
 }
 
@@ -209,6 +216,7 @@ fn group_portable<T: Num>(
     b0: usize,
     seg: usize,
     st: [(f64, f64); 4],
+    scale: f64,
     out: &mut [f64],
 ) -> ([bool; 4], (f64, f64)) {
     let mut s = st.map(|v| v.0);
@@ -221,7 +229,7 @@ fn group_portable<T: Num>(
             let (t, e2) = two_sum(s[k], d);
             s[k] = t;
             c[k] += e1 + e2;
-            out[i] = s[k] + c[k];
+            out[i] = (s[k] + c[k]) * scale;
         }
     }
     (c.map(|v| v.is_finite()), (s[3], c[3]))
@@ -289,12 +297,14 @@ mod avx2 {
         b0: usize,
         seg: usize,
         st: [(f64, f64); 4],
+        scale: f64,
         out: &mut [f64],
     ) -> ([bool; 4], (f64, f64)) {
         let s0 = st.map(|v| v.0);
         let c0 = st.map(|v| v.1);
         let mut s = _mm256_loadu_pd(s0.as_ptr());
         let mut c = _mm256_loadu_pd(c0.as_ptr());
+        let sc = _mm256_set1_pd(scale);
         let xin = x.as_ptr().add(b0);
         let o = out.as_mut_ptr().add(b0);
         let mut j = 0;
@@ -331,7 +341,7 @@ mod avx2 {
                 let e2 = _mm256_add_pd(_mm256_sub_pd(s, _mm256_sub_pd(t2, bb)), _mm256_sub_pd(d, bb));
                 s = t2;
                 c = _mm256_add_pd(c, if MODE == INSERT { e2 } else { _mm256_add_pd(e1, e2) });
-                r[t] = _mm256_add_pd(s, c);
+                r[t] = _mm256_mul_pd(_mm256_add_pd(s, c), sc);
             }
             let r = transpose(r);
             for (k, v) in r.into_iter().enumerate() {
@@ -348,7 +358,7 @@ mod avx2 {
 }
 
 #[inline(always)]
-fn finite_block<T: Num>(x: &[T], window: usize, b0: usize, b1: usize, start: Option<(f64, f64)>, out: &mut [f64]) {
+fn finite_block<T: Num>(x: &[T], window: usize, b0: usize, b1: usize, start: Option<(f64, f64)>, scale: f64, out: &mut [f64]) {
     let (mut s, mut c) = start.unwrap_or_else(|| exact_sum(&x[b0.saturating_sub(window)..b0]));
     // Rows before `window` only insert (partial windows at the start).
     let mid = window.clamp(b0, b1);
@@ -356,7 +366,7 @@ fn finite_block<T: Num>(x: &[T], window: usize, b0: usize, b1: usize, start: Opt
         let (t, e) = two_sum(s, v.to_f64());
         s = t;
         c += e;
-        *o = s + c;
+        *o = (s + c) * scale;
     }
     if mid == b1 {
         return;
@@ -368,13 +378,13 @@ fn finite_block<T: Num>(x: &[T], window: usize, b0: usize, b1: usize, start: Opt
         let (t, e2) = two_sum(s, d);
         s = t;
         c += e1 + e2;
-        *o = s + c;
+        *o = (s + c) * scale;
     }
 }
 
 /// The same with non-finite values counted apart (`FSum`), per row.
 #[cold]
-fn counted_block<T: Num>(x: &[T], window: usize, b0: usize, b1: usize, out: &mut [f64]) {
+fn counted_block<T: Num>(x: &[T], window: usize, b0: usize, b1: usize, scale: f64, out: &mut [f64]) {
     let mut acc = FSum::default();
     for v in &x[b0.saturating_sub(window)..b0] {
         acc = acc.add(&FSum::lift(v.to_f64()));
@@ -384,7 +394,7 @@ fn counted_block<T: Num>(x: &[T], window: usize, b0: usize, b1: usize, out: &mut
         if i >= window {
             acc = acc.sub(&FSum::lift(x[i - window].to_f64()));
         }
-        out[i - b0] = acc.value();
+        out[i - b0] = acc.value() * scale;
     }
 }
 
@@ -421,6 +431,19 @@ pub(super) fn rolling_sum<T: FastNum>(col: &Column<T>, window: usize, min_period
 
 pub(super) fn rolling_mean<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize) -> ArrayRef {
     let counts = col.nulls.map(|nb| window_counts(nb, window));
+    if col.nulls.is_none() && std::any::TypeId::of::<T::Wide>() == std::any::TypeId::of::<f64>() {
+        // Floats without nulls: the kernel scales by 1 / window as it
+        // stores (no second pass); the partial windows at the start are
+        // rescaled (within 3 ulps of sum / count).
+        let w = window as f64;
+        let mut out = float_sums_scaled(col.values, window, 1.0 / w);
+        let k = window.min(out.len());
+        for (i, o) in out[..k].iter_mut().enumerate() {
+            *o = *o * w / (i + 1) as f64;
+        }
+        let nulls = validity(col.len(), window, min_periods.max(1), None);
+        return f64::to_arrow(out, nulls);
+    }
     // Divide in place: a second output buffer would cost as much in page
     // faults as the sums themselves.
     let mut out = T::into_f64s(sums_of(col, window));
@@ -478,7 +501,7 @@ mod tests {
         for w in [16, 1000, 300_000] {
             let got = float_sums(&x, w);
             let mut want = vec![0.0; n];
-            counted_block(&x, w, 0, n, &mut want);
+            counted_block(&x, w, 0, n, 1.0, &mut want);
             for i in 0..n {
                 let (a, b) = (got[i], want[i]);
                 assert!(a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= 1e-9 * b.abs().max(1.0), "w {w} row {i}: {a} vs {b}");

@@ -1,0 +1,159 @@
+//! Many rolling sums / means of one float64 column in one shared pass
+//! (`rolling_many`): compensated prefix sums, every window a difference.
+//!
+//! Per chunk of output rows `[a, b)` (plus the longest window's halo
+//! before it) one running Neumaier sum gives `P[t] = ph[t] + pl[t]`, the
+//! sum of the chunk's first `t` rows, with `ph` the rounded running sum and
+//! `pl` its accumulated TwoSum errors. A window's sum is then
+//! `(ph[e] - ph[s]) + (pl[e] - pl[s])`: the first difference is exact when
+//! the two are within a factor 2 (Sterbenz), else rounded relative to the
+//! result, and `pl` is `O(eps sqrt(L))` times the prefix's size, so the
+//! error is a rounding of the result plus `O(L eps^2)` times the sum of
+//! `|x|` over the chunk (`L` its rows): the same class as the
+//! single-window kernel's (rolling/sum.rs), and restarting every chunk
+//! keeps `L` at most the chunk plus the longest window. Each window then
+//! costs four loads and three adds per row, which vectorise: the output's
+//! own writes are most of the time.
+//!
+//! Only finite columns take this path (an inf would poison every later
+//! prefix); the caller falls back to the per-window kernel otherwise.
+
+use arrow_array::ArrayRef;
+use arrow_buffer::NullBuffer;
+
+use super::many::{masked, prefix_counts};
+use super::{buffer, validity};
+use crate::engine::{Column, ToArrow};
+use crate::ops::arith::two_sum;
+
+/// Output rows per chunk (the halo is read again per chunk).
+fn chunk_rows(wmax: usize) -> usize {
+    (4 * wmax).clamp(1 << 14, 1 << 17)
+}
+
+/// Sums (or means, `mean`) of `windows` (already capped to the column)
+/// over `col`, or `None` when a value is not finite.
+pub(super) fn many_sums(
+    col: &Column<f64>,
+    windows: &[usize],
+    min_periods: usize,
+    mean: bool,
+    threads: usize,
+    chunk: Option<usize>,
+) -> Option<Vec<ArrayRef>> {
+    let n = col.len();
+    let filled;
+    let x: &[f64] = match col.nulls {
+        None => col.values,
+        Some(nb) => {
+            filled = col.values.iter().zip(nb.iter()).map(|(&v, ok)| if ok { v } else { 0.0 }).collect::<Vec<f64>>();
+            &filled
+        }
+    };
+    if !x.chunks(512).all(|c| c.iter().fold(true, |a, &v| a & ((v - v) == 0.0))) {
+        return None;
+    }
+    let cum = col.nulls.map(prefix_counts);
+    let wmax = windows.iter().copied().max().unwrap_or(1);
+    let chunk = chunk.unwrap_or_else(|| chunk_rows(wmax)).max(1);
+    let mut outs: Vec<Vec<f64>> = windows.iter().map(|_| buffer::<f64>(n)).collect();
+    let threads = threads.clamp(1, n.max(1));
+    if n > 0 && !windows.is_empty() {
+        let mut rest: Vec<&mut [f64]> = outs.iter_mut().map(|v| v.as_mut_slice()).collect();
+        let cum = cum.as_deref();
+        std::thread::scope(|s| {
+            let mut r0 = 0;
+            for t in 0..threads {
+                let r1 = n * (t + 1) / threads;
+                let mut mine = Vec::with_capacity(rest.len());
+                for sl in rest.iter_mut() {
+                    let (a, b) = std::mem::take(sl).split_at_mut(r1 - r0);
+                    mine.push(a);
+                    *sl = b;
+                }
+                let mut job = move || sum_rows(x, cum, windows, r0, r1, chunk, mean, &mut mine);
+                if t + 1 == threads {
+                    job();
+                } else {
+                    s.spawn(job);
+                }
+                r0 = r1;
+            }
+        });
+    }
+    Some(
+        outs.into_iter()
+            .zip(windows)
+            .map(|(out, &w)| {
+                let nulls: Option<NullBuffer> = match &cum {
+                    None => validity(n, w, min_periods.max(1), None),
+                    Some(c) => masked(c, w, min_periods.max(1)),
+                };
+                f64::to_arrow(out, nulls)
+            })
+            .collect(),
+    )
+}
+
+/// Rows `[r0, r1)` of every window (`outs[q]` holds exactly those rows).
+#[allow(clippy::too_many_arguments)]
+fn sum_rows(x: &[f64], cum: Option<&[u32]>, windows: &[usize], r0: usize, r1: usize, chunk: usize, mean: bool, outs: &mut [&mut [f64]]) {
+    let wmax = windows.iter().copied().max().unwrap_or(1);
+    let mut ph: Vec<f64> = Vec::new();
+    let mut pl: Vec<f64> = Vec::new();
+    let mut a = r0;
+    while a < r1 {
+        let b = (a + chunk).min(r1);
+        // P[t] = sum of rows [h0, h0 + t).
+        let h0 = a.saturating_sub(wmax);
+        ph.clear();
+        pl.clear();
+        let (mut s, mut c) = (0.0, 0.0);
+        ph.push(0.0);
+        pl.push(0.0);
+        for &v in &x[h0..b] {
+            let (t, e) = two_sum(s, v);
+            s = t;
+            c += e;
+            ph.push(s);
+            pl.push(c);
+        }
+        for (q, &w) in windows.iter().enumerate() {
+            let out = &mut outs[q][a - r0..b - r0];
+            // Row i's window is rows [max(i + 1 - w, 0), i]: prefix indices
+            // e = i + 1 - h0 and s = e - w (clamped at the column start).
+            let full = a.max(w - 1).min(b);
+            for i in a..full {
+                // Partial windows: here h0 = 0 (a < w - 1 <= wmax).
+                let (e, s) = (i + 1 - h0, (i + 1).saturating_sub(w) - h0);
+                out[i - a] = (ph[e] - ph[s]) + (pl[e] - pl[s]);
+            }
+            if full < b {
+                let e0 = full + 1 - h0;
+                let len = b - full;
+                let (he, hs) = (&ph[e0..e0 + len], &ph[e0 - w..e0 - w + len]);
+                let (le, ls) = (&pl[e0..e0 + len], &pl[e0 - w..e0 - w + len]);
+                for ((((o, &p1), &p0), &l1), &l0) in out[full - a..].iter_mut().zip(he).zip(hs).zip(le).zip(ls) {
+                    *o = (p1 - p0) + (l1 - l0);
+                }
+            }
+            if mean {
+                match cum {
+                    None => {
+                        for i in a..full {
+                            out[i - a] /= (i + 1) as f64;
+                        }
+                        let inv = w as f64;
+                        out[full - a..].iter_mut().for_each(|o| *o /= inv);
+                    }
+                    Some(cum) => {
+                        for i in a..b {
+                            out[i - a] /= (cum[i + 1] - cum[(i + 1).saturating_sub(w)]) as f64;
+                        }
+                    }
+                }
+            }
+        }
+        a = b;
+    }
+}
