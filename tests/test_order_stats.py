@@ -178,6 +178,10 @@ def test_nan_is_a_value_above_every_number():
     # NaN ranks top; two NaNs tie; the null row has no rank
     assert rank == [0.0, 1.0, 0.0, None, 1.0, 1.0]
     assert sw.rolling([float("nan"), float("nan")], 2, "rank").to_pylist() == [0.0, 0.0]
+    # linear between two equal infinities is the infinity (Spark; pandas: NaN)
+    inf = float("inf")
+    assert sw.rolling([inf, inf], 2, "quantile", q=0.3).to_pylist() == [inf, inf]
+    assert sw.rolling([-inf, -inf], 2, "median").to_pylist() == [-inf, -inf]
     # -0.0 equals 0.0
     assert sw.rolling([0.0, -0.0, 0.0], 3, "rank").to_pylist() == [0.0, 0.0, 0.0]
 

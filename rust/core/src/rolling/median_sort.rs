@@ -60,7 +60,8 @@ impl Block {
                 pairs.extend(keys.iter().enumerate().filter(|&(r, _)| nb.is_valid(base + r)).map(|(r, &k)| (k, r as u32)))
             }
         }
-        pairs.sort_unstable();
+        // ties in any order: a node is named by its sorted position only
+        pairs.sort_unstable_by_key(|p| p.0);
         let m = pairs.len();
         self.keys.clear();
         self.keys.extend(pairs.iter().map(|p| p.0));

@@ -207,7 +207,13 @@ pub fn quantile_of(n: usize, q: f64, interp: Interpolation, kth: impl Fn(usize) 
     match interp {
         Interpolation::Linear => {
             let (lo, hi) = (kth(idx), kth(idx + 1));
-            lo + (hi - lo) * frac
+            // Equal neighbours are the answer (Spark's percentile does the
+            // same); pandas' formula alone gives NaN for two equal infinities.
+            if lo == hi {
+                lo
+            } else {
+                lo + (hi - lo) * frac
+            }
         }
         Interpolation::Lower => kth(idx),
         Interpolation::Higher => kth(idx + 1),

@@ -13,6 +13,9 @@ use arrow_buffer::NullBuffer;
 
 use super::order::{finish, key, quantile_of, rank_of, unkey, Interpolation, OrderStat};
 
+/// Windows up to this many values replace by walking instead of memmove.
+const SHIFT_MAX: usize = 48;
+
 /// A multiset of doubles in Spark's order (NaN largest) with order-statistic
 /// queries.
 #[derive(Clone, Debug, Default)]
@@ -118,6 +121,26 @@ impl SortedWindow {
         let i = self.lower_bound(old);
         if i >= self.keys.len() || self.keys[i] != old {
             return false;
+        }
+        if self.keys.len() <= SHIFT_MAX {
+            // Short window: walk `new` from `old`'s slot to its place, one
+            // compare and move a step (insertion sort's inner loop); no
+            // second search, no memmove call.
+            let keys = &mut self.keys[..];
+            let mut j = i;
+            if new > old {
+                while j + 1 < keys.len() && keys[j + 1] < new {
+                    keys[j] = keys[j + 1];
+                    j += 1;
+                }
+            } else {
+                while j > 0 && keys[j - 1] > new {
+                    keys[j] = keys[j - 1];
+                    j -= 1;
+                }
+            }
+            keys[j] = new;
+            return true;
         }
         let j = self.lower_bound(new);
         if j <= i {

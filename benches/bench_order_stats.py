@@ -1,0 +1,66 @@
+"""asv: rolling median / quantile / rank, slidewise against bottleneck and
+polars on the same 2M float64 rows in one run (pandas is in
+benches/compare_order_stats.py). Each setup checks the result it is about
+to time against the other side's first, so a wrong result fails the
+benchmark instead of being timed."""
+
+import numpy as np
+
+from ._check import check
+
+N = 2_000_000
+WINDOWS = [10, 100, 1000, 10_000, 100_000]
+
+
+def _data():
+    return np.random.default_rng(42).normal(size=N).cumsum()
+
+
+def _call(x, arr, agg, window, library):
+    """min_count / min_samples = 1: partial windows at the start, as slidewise."""
+    if library == "slidewise":
+        import slidewise as sw
+
+        kw = {"q": 0.9} if agg == "quantile" else {}
+        return lambda: sw.rolling(arr, window, agg, **kw)
+    if library == "polars":
+        import polars as pl
+
+        s = pl.Series(x)
+        if agg == "median":
+            return lambda: s.rolling_median(window, min_samples=1)
+        if agg == "quantile":
+            return lambda: s.rolling_quantile(0.9, "linear", window, min_samples=1)
+        return None
+    import bottleneck as bn
+
+    if agg == "median":
+        return lambda: bn.move_median(x, window, min_count=1)
+    if agg == "rank" and window <= 1000:  # O(window) a row
+        return lambda: bn.move_rank(x, window, min_count=1)
+    return None
+
+
+class OrderStats:
+    params = (["median", "quantile", "rank"], WINDOWS, ["slidewise", "bottleneck", "polars"])
+    param_names = ["agg", "window", "library"]
+    timeout = 300
+
+    def setup(self, agg, window, library):
+        import pyarrow as pa
+
+        x = _data()
+        arr = pa.array(x)
+        self.run = _call(x, arr, agg, window, library)
+        if self.run is None:
+            raise NotImplementedError(f"{library} has no rolling {agg} (or not at window {window})")
+        mine = _call(x, arr, agg, window, "slidewise")
+        peer = library if library != "slidewise" else ("bottleneck" if agg != "quantile" else "polars")
+        want = _call(x, arr, agg, window, peer)
+        if want is None:
+            return  # nothing to check slidewise against at this window (rank past 1000)
+        exact = (peer, agg) == ("bottleneck", "median")
+        check(f"OrderStats({agg}, {window}, {library})", mine(), want(), peer, rtol=0.0 if exact else 1e-12)
+
+    def time_rolling(self, agg, window, library):
+        self.run()
