@@ -20,7 +20,7 @@ from conftest import valid_algos
 from oracle import agg_window, assert_same_list, count_windows, same
 
 AGGS = ["sum", "count", "mean", "min", "max", "first", "last", "first_ignore_nulls", "last_ignore_nulls", "collect", "argmax", "var"]
-ORDER_SENSITIVE = {"first", "last", "collect", "argmax", "argmin"}
+ORDER_SENSITIVE = {"first", "last", "first_ignore_nulls", "last_ignore_nulls", "collect", "argmax", "argmin"}
 LATE_ALGOS = ["auto", "cbix", "flatfat", "two_stacks", "recalc"]
 TS = pa.timestamp("s")
 FLOAT_EDGES = [math.nan, math.inf, -math.inf, -0.0, 0.5]
