@@ -253,10 +253,10 @@ def test_min_periods_above_window_is_refused_with_a_shape():
 def test_the_binding_checks_too():
     from slidewise import _slidewise
     with pytest.raises(ValueError, match="closed must be"):
-        _slidewise.rolling_shaped(pa.array([1.0]), 1, "sum", None, "auto", "up", False, 1)
+        _slidewise.rolling(pa.array([1.0]), 1, "sum", None, "auto", "up", False, 1)
     with pytest.raises(ValueError, match="step must be"):
-        _slidewise.rolling_shaped(pa.array([1.0]), 1, "sum", None, "auto", "left", False, 0)
+        _slidewise.rolling(pa.array([1.0]), 1, "sum", None, "auto", "left", False, 0)
     with pytest.raises(ValueError, match="step is not supported"):
-        _slidewise.rolling_time_shaped(pa.array([1.0]), pa.array([0]), 1, "sum", None, "auto", "left", False, 2)
+        _slidewise.rolling_time(pa.array([1.0]), pa.array([0]), 1, "sum", None, "auto", "left", False, 2)
     with pytest.raises(ValueError, match="step is not supported"):
-        _slidewise.rolling_keyed_shaped(pa.array([0]), pa.array([1.0]), 1, "sum", None, "auto", "left", False, 2)
+        _slidewise.rolling_keyed(pa.array([0]), pa.array([1.0]), 1, "sum", None, "auto", "left", False, 2)

@@ -49,13 +49,13 @@ def rolling_count(values, keys, w: int, agg: str, mp: Optional[int], algorithm: 
     if keys is not None:
         if len(keys) != len(arr):
             raise ValueError(f"keys have {len(keys)} rows, values {len(arr)}")
-        return _slidewise.rolling_keyed_shaped(keys, arr, w, agg, mp, algorithm, closed, center, step)
-    return _slidewise.rolling_shaped(arr, w, agg, mp, algorithm, closed, center, step)
+        return _slidewise.rolling_keyed(keys, arr, w, agg, mp, algorithm, closed, center, step)
+    return _slidewise.rolling(arr, w, agg, mp, algorithm, closed, center, step)
 
 
 def rolling_time(arr: pa.Array, ts: pa.Array, keys, span: int, agg: str, mp: Optional[int], algorithm: str,
                  closed, center, step) -> pa.Array:
     closed, center, step = check(closed, center, step, time=True, keyed=keys is not None)
     if keys is not None:
-        return _slidewise.rolling_time_keyed_shaped(keys, arr, ts, span, agg, mp, algorithm, closed, center, step)
-    return _slidewise.rolling_time_shaped(arr, ts, span, agg, mp, algorithm, closed, center, step)
+        return _slidewise.rolling_time_keyed(keys, arr, ts, span, agg, mp, algorithm, closed, center, step)
+    return _slidewise.rolling_time(arr, ts, span, agg, mp, algorithm, closed, center, step)

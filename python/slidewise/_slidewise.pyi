@@ -11,7 +11,8 @@ DTYPES: List[str]
 
 
 def rolling(
-    values: Any, window: int, agg: str, min_periods: Optional[int] = None, algorithm: str = "auto"
+    values: Any, window: int, agg: str, min_periods: Optional[int] = None, algorithm: str = "auto",
+    closed: str = "right", center: bool = False, step: int = 1,
 ) -> pa.Array:
     """Per-row rolling aggregate of an int32/int64/float32/float64 Arrow array."""
 
@@ -21,7 +22,8 @@ def rolling_many(
     """``rolling`` for each window, one array per window in order; max/min in one shared pass."""
 
 def rolling_time(
-    values: Any, ts: Any, range: int, agg: str, min_periods: Optional[int] = None, algorithm: str = "auto"
+    values: Any, ts: Any, range: int, agg: str, min_periods: Optional[int] = None, algorithm: str = "auto",
+    closed: str = "right", center: bool = False, step: int = 1,
 ) -> Any: ...
 
 def rolling_order(
@@ -85,8 +87,11 @@ class Stream:
     def plans(self) -> int: ...
     def out_type(self, q: int) -> pa.DataType: ...
 
+# closed= / center= / step=: pandas' window shape (step must be 1 with keys or
+# time windows); the defaults run the plain kernels.
 def rolling_keyed(
-    keys: Any, values: Any, window: int, agg: str, min_periods: Optional[int] = None, algorithm: str = "auto"
+    keys: Any, values: Any, window: int, agg: str, min_periods: Optional[int] = None, algorithm: str = "auto",
+    closed: str = "right", center: bool = False, step: int = 1,
 ) -> Any: ...
 def rolling_many_keyed(
     keys: Any, values: Any, windows: Sequence[int], aggs: Sequence[str], min_periods: Optional[int] = None,
@@ -94,27 +99,8 @@ def rolling_many_keyed(
 ) -> List[Any]: ...
 def rolling_time_keyed(
     keys: Any, values: Any, ts: Any, range: int, agg: str, min_periods: Optional[int] = None,
-    algorithm: str = "auto",
-) -> Any: ...
-
-# Window shape (pandas closed= / center= / step=), rust/python/src/shape.rs;
-# step must be 1 with keys or time windows.
-def rolling_shaped(
-    values: Any, window: int, agg: str, min_periods: Optional[int] = None, algorithm: str = "auto",
-    closed: str = "right", center: bool = False, step: int = 1,
-) -> pa.Array: ...
-def rolling_keyed_shaped(
-    keys: Any, values: Any, window: int, agg: str, min_periods: Optional[int] = None, algorithm: str = "auto",
-    closed: str = "right", center: bool = False, step: int = 1,
-) -> pa.Array: ...
-def rolling_time_shaped(
-    values: Any, ts: Any, range: int, agg: str, min_periods: Optional[int] = None, algorithm: str = "auto",
-    closed: str = "right", center: bool = False, step: int = 1,
-) -> pa.Array: ...
-def rolling_time_keyed_shaped(
-    keys: Any, values: Any, ts: Any, range: int, agg: str, min_periods: Optional[int] = None,
     algorithm: str = "auto", closed: str = "right", center: bool = False, step: int = 1,
-) -> pa.Array: ...
+) -> Any: ...
 
 class RawAggregator:
     """One FIFO final aggregator over Python values."""

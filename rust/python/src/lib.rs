@@ -11,7 +11,6 @@ mod error;
 mod optimizer;
 mod raw;
 mod rolling;
-mod shape;
 mod stream;
 
 use arrow_array::ArrayRef;
@@ -35,7 +34,6 @@ fn to_pyarrow<'py>(py: Python<'py>, a: ArrayRef) -> PyResult<Bound<'py, PyAny>> 
 #[pymodule]
 fn _slidewise(m: &Bound<'_, PyModule>) -> PyResult<()> {
     rolling::register(m)?;
-    shape::register(m)?;
     m.add_class::<stream::Stream>()?;
     m.add_class::<raw::RawAggregator>()?;
     optimizer::register(m)?;

@@ -8,7 +8,7 @@ use pyo3_arrow::PyArray;
 
 use slidewise_core::engine::AggKind;
 use slidewise_core::fifo::Algorithm;
-use slidewise_core::rolling as core_rolling;
+use slidewise_core::rolling::{self as core_rolling, Closed, Shape};
 
 use slidewise_core::Error;
 
@@ -20,14 +20,27 @@ fn size(v: i64) -> SwResult<usize> {
     usize::try_from(v).map_err(|_| Error::Invalid(format!("window must be a positive number of rows, got {v}")).into())
 }
 
+/// pandas' window shape: `closed` right / left / both / neither, `center`,
+/// `step` (a positive row count).
+fn shape(closed: &str, center: bool, step: i64) -> SwResult<Shape> {
+    let step = usize::try_from(step)
+        .ok()
+        .filter(|&s| s > 0)
+        .ok_or_else(|| Error::Invalid(format!("step must be a positive number of rows, got {step}")))?;
+    Ok(Shape { closed: Closed::parse(closed)?, center, step })
+}
+
 fn min_periods(mp: Option<i64>) -> SwResult<Option<usize>> {
     mp.map(|m| usize::try_from(m).map_err(|_| Error::Invalid(format!("min_periods must be >= 0, got {m}")).into()))
         .transpose()
 }
 
 /// Per-row rolling aggregate of an int32/int64/float32/float64 array.
+/// `closed` / `center` / `step`: pandas' window shape (`rolling/shape.rs`;
+/// the defaults run the plain kernels).
 #[pyfunction]
-#[pyo3(signature = (values, window, agg, min_periods=None, algorithm="auto"))]
+#[pyo3(signature = (values, window, agg, min_periods=None, algorithm="auto", closed="right", center=false, step=1))]
+#[allow(clippy::too_many_arguments)]
 pub fn rolling<'py>(
     py: Python<'py>,
     values: PyArray,
@@ -35,12 +48,15 @@ pub fn rolling<'py>(
     agg: &str,
     min_periods: Option<i64>,
     algorithm: &str,
+    closed: &str,
+    center: bool,
+    step: i64,
 ) -> SwResult<Bound<'py, PyAny>> {
     let (agg, algo) = (AggKind::parse(agg)?, Algorithm::parse(algorithm)?);
     let arr = values.array().clone();
-    let w = size(window)?;
+    let (w, sh) = (size(window)?, shape(closed, center, step)?);
     let mp = self::min_periods(min_periods)?;
-    let out = py.detach(|| core_rolling::rolling_dyn(arr.as_ref(), w, agg, mp, algo))?;
+    let out = py.detach(|| core_rolling::rolling_shaped_dyn(arr.as_ref(), w, agg, mp, algo, sh))?;
     Ok(to_pyarrow(py, out)?)
 }
 
@@ -67,7 +83,8 @@ pub fn rolling_many<'py>(
 /// ts[j] > ts[i] - range (pandas `rolling("5s")`); `ts` int64 in the unit of
 /// `range`.
 #[pyfunction]
-#[pyo3(signature = (values, ts, range, agg, min_periods=None, algorithm="auto"))]
+#[pyo3(signature = (values, ts, range, agg, min_periods=None, algorithm="auto", closed="right", center=false, step=1))]
+#[allow(clippy::too_many_arguments)]
 pub fn rolling_time<'py>(
     py: Python<'py>,
     values: PyArray,
@@ -76,18 +93,22 @@ pub fn rolling_time<'py>(
     agg: &str,
     min_periods: Option<i64>,
     algorithm: &str,
+    closed: &str,
+    center: bool,
+    step: i64,
 ) -> SwResult<Bound<'py, PyAny>> {
     let (agg, algo) = (AggKind::parse(agg)?, Algorithm::parse(algorithm)?);
     let (arr, ts) = (values.array().clone(), ts.array().clone());
-    let mp = self::min_periods(min_periods)?;
-    let out = py.detach(|| core_rolling::rolling_time_dyn(arr.as_ref(), ts.as_ref(), range, agg, mp, algo))?;
+    let (mp, sh) = (self::min_periods(min_periods)?, shape(closed, center, step)?);
+    let out = py.detach(|| core_rolling::rolling_time_shaped_dyn(arr.as_ref(), ts.as_ref(), range, agg, mp, algo, sh))?;
     Ok(to_pyarrow(py, out)?)
 }
 
 /// Per-row rolling within each key (pandas `groupby(k).rolling(window)`,
 /// aligned with the input rows).
 #[pyfunction]
-#[pyo3(signature = (keys, values, window, agg, min_periods=None, algorithm="auto"))]
+#[pyo3(signature = (keys, values, window, agg, min_periods=None, algorithm="auto", closed="right", center=false, step=1))]
+#[allow(clippy::too_many_arguments)]
 pub fn rolling_keyed<'py>(
     py: Python<'py>,
     keys: PyArray,
@@ -96,12 +117,15 @@ pub fn rolling_keyed<'py>(
     agg: &str,
     min_periods: Option<i64>,
     algorithm: &str,
+    closed: &str,
+    center: bool,
+    step: i64,
 ) -> SwResult<Bound<'py, PyAny>> {
     let (agg, algo) = (AggKind::parse(agg)?, Algorithm::parse(algorithm)?);
     let (k, v) = (keys.array().clone(), values.array().clone());
-    let w = size(window)?;
+    let (w, sh) = (size(window)?, shape(closed, center, step)?);
     let mp = self::min_periods(min_periods)?;
-    let out = py.detach(|| core_rolling::rolling_keyed_dyn(k.as_ref(), v.as_ref(), w, agg, mp, algo))?;
+    let out = py.detach(|| core_rolling::rolling_keyed_shaped_dyn(k.as_ref(), v.as_ref(), w, agg, mp, algo, sh))?;
     Ok(to_pyarrow(py, out)?)
 }
 
@@ -130,7 +154,7 @@ pub fn rolling_many_keyed<'py>(
 /// Per-row time rolling within each key (pandas
 /// `groupby(k).rolling("5s", on=ts)`); `ts` int64, non-decreasing per key.
 #[pyfunction]
-#[pyo3(signature = (keys, values, ts, range, agg, min_periods=None, algorithm="auto"))]
+#[pyo3(signature = (keys, values, ts, range, agg, min_periods=None, algorithm="auto", closed="right", center=false, step=1))]
 #[allow(clippy::too_many_arguments)]
 pub fn rolling_time_keyed<'py>(
     py: Python<'py>,
@@ -141,11 +165,14 @@ pub fn rolling_time_keyed<'py>(
     agg: &str,
     min_periods: Option<i64>,
     algorithm: &str,
+    closed: &str,
+    center: bool,
+    step: i64,
 ) -> SwResult<Bound<'py, PyAny>> {
     let (agg, algo) = (AggKind::parse(agg)?, Algorithm::parse(algorithm)?);
     let (k, v, t) = (keys.array().clone(), values.array().clone(), ts.array().clone());
-    let mp = self::min_periods(min_periods)?;
-    let out = py.detach(|| core_rolling::rolling_time_keyed_dyn(k.as_ref(), v.as_ref(), t.as_ref(), range, agg, mp, algo))?;
+    let (mp, sh) = (self::min_periods(min_periods)?, shape(closed, center, step)?);
+    let out = py.detach(|| core_rolling::rolling_time_keyed_shaped_dyn(k.as_ref(), v.as_ref(), t.as_ref(), range, agg, mp, algo, sh))?;
     Ok(to_pyarrow(py, out)?)
 }
 
