@@ -138,25 +138,7 @@ fn many_extreme<T: FastNum, const MAX: bool>(col: &Column<T>, windows: &[usize],
     // they are shared too.
     let threads = threads_for(n, windows.len(), tuning);
     if n > 0 && !windows.is_empty() {
-        let mut rest: Vec<&mut [T]> = outs.iter_mut().map(|v| v.as_mut_slice()).collect();
-        std::thread::scope(|s| {
-            let mut r0 = 0;
-            for t in 0..threads {
-                let r1 = n * (t + 1) / threads;
-                let mut mine = Vec::with_capacity(rest.len());
-                for sl in rest.iter_mut() {
-                    let (a, b) = std::mem::take(sl).split_at_mut(r1 - r0);
-                    mine.push(a);
-                    *sl = b;
-                }
-                if t + 1 == threads {
-                    extreme_rows::<T, MAX>(col, windows, r0, r1, chunk, &mut mine);
-                } else {
-                    s.spawn(move || extreme_rows::<T, MAX>(col, windows, r0, r1, chunk, &mut mine));
-                }
-                r0 = r1;
-            }
-        });
+        split_rows(&mut outs, n, threads, |r0, r1, mine| extreme_rows::<T, MAX>(col, windows, r0, r1, chunk, mine));
     }
     let need = min_periods.max(1);
     let cum = col.nulls.map(prefix_counts);
@@ -170,6 +152,37 @@ fn many_extreme<T: FastNum, const MAX: bool>(col: &Column<T>, windows: &[usize],
             T::to_arrow(out, nulls)
         })
         .collect()
+}
+
+/// Run `job(r0, r1, rows r0..r1 of every output)` over `threads`
+/// contiguous row ranges, all but the last on scoped threads (each output
+/// split the same way, so the threads write disjoint slices).
+pub(super) fn split_rows<O: Send>(
+    outs: &mut [Vec<O>],
+    n: usize,
+    threads: usize,
+    job: impl Fn(usize, usize, &mut [&mut [O]]) + Sync,
+) {
+    let mut rest: Vec<&mut [O]> = outs.iter_mut().map(|v| v.as_mut_slice()).collect();
+    let job = &job;
+    std::thread::scope(|s| {
+        let mut r0 = 0;
+        for t in 0..threads {
+            let r1 = n * (t + 1) / threads;
+            let mut mine = Vec::with_capacity(rest.len());
+            for sl in rest.iter_mut() {
+                let (a, b) = std::mem::take(sl).split_at_mut(r1 - r0);
+                mine.push(a);
+                *sl = b;
+            }
+            if t + 1 == threads {
+                job(r0, r1, &mut mine);
+            } else {
+                s.spawn(move || job(r0, r1, &mut mine));
+            }
+            r0 = r1;
+        }
+    });
 }
 
 /// `cum[i]` = non-null rows before row `i` (`n + 1` entries).

@@ -21,7 +21,7 @@
 use arrow_array::ArrayRef;
 use arrow_buffer::NullBuffer;
 
-use super::many::{masked, prefix_counts};
+use super::many::{masked, prefix_counts, split_rows};
 use super::{buffer, validity};
 use crate::engine::{Column, ToArrow};
 use crate::ops::arith::two_sum;
@@ -59,27 +59,8 @@ pub(super) fn many_sums(
     let mut outs: Vec<Vec<f64>> = windows.iter().map(|_| buffer::<f64>(n)).collect();
     let threads = threads.clamp(1, n.max(1));
     if n > 0 && !windows.is_empty() {
-        let mut rest: Vec<&mut [f64]> = outs.iter_mut().map(|v| v.as_mut_slice()).collect();
         let cum = cum.as_deref();
-        std::thread::scope(|s| {
-            let mut r0 = 0;
-            for t in 0..threads {
-                let r1 = n * (t + 1) / threads;
-                let mut mine = Vec::with_capacity(rest.len());
-                for sl in rest.iter_mut() {
-                    let (a, b) = std::mem::take(sl).split_at_mut(r1 - r0);
-                    mine.push(a);
-                    *sl = b;
-                }
-                let mut job = move || sum_rows(x, cum, windows, r0, r1, chunk, mean, &mut mine);
-                if t + 1 == threads {
-                    job();
-                } else {
-                    s.spawn(job);
-                }
-                r0 = r1;
-            }
-        });
+        split_rows(&mut outs, n, threads, |r0, r1, mine| sum_rows(x, cum, windows, r0, r1, chunk, mean, mine));
     }
     Some(
         outs.into_iter()
