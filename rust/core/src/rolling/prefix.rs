@@ -19,9 +19,8 @@
 //! prefix); the caller falls back to the per-window kernel otherwise.
 
 use arrow_array::ArrayRef;
-use arrow_buffer::NullBuffer;
+use arrow_buffer::{BooleanBuffer, NullBuffer};
 
-use super::many::{masked, prefix_counts, split_rows};
 use super::{buffer, validity};
 use crate::engine::{Column, ToArrow};
 use crate::ops::arith::two_sum;
@@ -137,4 +136,59 @@ fn sum_rows(x: &[f64], cum: Option<&[u32]>, windows: &[usize], r0: usize, r1: us
         }
         a = b;
     }
+}
+
+// Shared with `many.rs` (the max / min sparse table): the row split over
+// threads, and the validity of each window from prefix counts of non-null
+// rows.
+
+/// Run `job(r0, r1, rows r0..r1 of every output)` over `threads`
+/// contiguous row ranges, all but the last on scoped threads (each output
+/// split the same way, so the threads write disjoint slices).
+pub(super) fn split_rows<O: Send>(
+    outs: &mut [Vec<O>],
+    n: usize,
+    threads: usize,
+    job: impl Fn(usize, usize, &mut [&mut [O]]) + Sync,
+) {
+    let mut rest: Vec<&mut [O]> = outs.iter_mut().map(|v| v.as_mut_slice()).collect();
+    let job = &job;
+    std::thread::scope(|s| {
+        let mut r0 = 0;
+        for t in 0..threads {
+            let r1 = n * (t + 1) / threads;
+            let mut mine = Vec::with_capacity(rest.len());
+            for sl in rest.iter_mut() {
+                let (a, b) = std::mem::take(sl).split_at_mut(r1 - r0);
+                mine.push(a);
+                *sl = b;
+            }
+            if t + 1 == threads {
+                job(r0, r1, &mut mine);
+            } else {
+                s.spawn(move || job(r0, r1, &mut mine));
+            }
+            r0 = r1;
+        }
+    });
+}
+
+/// `cum[i]` = non-null rows before row `i` (`n + 1` entries).
+pub(super) fn prefix_counts(nb: &NullBuffer) -> Vec<u32> {
+    let mut cum = Vec::with_capacity(nb.len() + 1);
+    let mut c = 0u32;
+    cum.push(0);
+    for ok in nb.iter() {
+        c += ok as u32;
+        cum.push(c);
+    }
+    cum
+}
+
+pub(super) fn masked(cum: &[u32], w: usize, need: usize) -> Option<NullBuffer> {
+    let n = cum.len() - 1;
+    let buf = NullBuffer::new(BooleanBuffer::collect_bool(n, |i| {
+        (cum[i + 1] - cum[(i + 1).saturating_sub(w)]) as usize >= need
+    }));
+    (buf.null_count() > 0).then_some(buf)
 }
