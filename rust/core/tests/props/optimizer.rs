@@ -20,6 +20,21 @@ fn all_equal(qs: &[Slide]) -> u128 {
     want
 }
 
+/// Whether the shared plan of `qs` is within `MAX_EDGES` (a drawn set of
+/// slides can have a composite slide of tens of millions of rows: the plan
+/// refuses it with a message, and there is nothing to compare). Any other
+/// refusal fails the case.
+fn within_the_edge_bound(qs: &[Slide]) -> Result<bool, TestCaseError> {
+    match SharedPlan::build(qs) {
+        Ok(_) => Ok(true),
+        Err(e) => {
+            let msg = format!("{e:?}");
+            prop_assert!(msg.contains("more than the bound"), "{}", msg);
+            Ok(false)
+        }
+    }
+}
+
 #[test]
 fn paper_example_2_and_3_no_fragments() {
     // Slides 2, 3, 4, 5, 6, ranges equal to the slides (no fragments): a
@@ -84,12 +99,16 @@ proptest! {
 
     #[test]
     fn methods_agree_no_fragments(qs in prop::collection::vec(slide_strategy(24, false), 1..7)) {
-        all_equal(&qs);
+        if within_the_edge_bound(&qs)? {
+            all_equal(&qs);
+        }
     }
 
     #[test]
     fn methods_agree_with_fragments(qs in prop::collection::vec(slide_strategy(24, true), 1..7)) {
-        all_equal(&qs);
+        if within_the_edge_bound(&qs)? {
+            all_equal(&qs);
+        }
     }
 
     /// More classes than "fast" sends to F1 at once, so the prime split runs.
