@@ -12,7 +12,7 @@ PY := $(VENV)/bin/python
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup build build-release rust-build test test-rust test-python demo bench clean
+.PHONY: setup build build-release rust-build test test-rust test-python test-abi3 demo bench clean
 
 SHELL := /bin/bash
 # $(call stage,NAME,COMMAND): run COMMAND and print how long it took, so the
@@ -57,10 +57,26 @@ test-rust: rust-build
 test-python: build
 	$(call stage,test-python,$(PY) -m pytest --durations=25)
 
+# abi3: the extension is built for CPython's stable ABI (3.9 and later), so
+# one wheel serves every version. The wheel is packed from the test build
+# (the same compiled extension: seconds) and run on a second CPython, 3.9
+# (the floor), from pyenv, in a venv of its own with numpy and pyarrow only.
+ABI3_PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.9*/bin/python))
+ABI3_VENV := .venv-abi3
+
+$(ABI3_VENV)/.deps:
+	@if [ -z "$(ABI3_PYTHON)" ]; then echo "no CPython 3.9 under pyenv: set ABI3_PYTHON to a second CPython"; exit 1; fi
+	$(call stage,abi3-setup,$(ABI3_PYTHON) -m venv $(ABI3_VENV) && $(ABI3_VENV)/bin/pip install --quiet numpy "pyarrow>=15" && touch $@)
+
+test-abi3: build $(ABI3_VENV)/.deps
+	$(call stage,test-abi3,rm -rf target/wheels && maturin build --quiet --profile dev -i $(PY) -o target/wheels && \
+		$(ABI3_VENV)/bin/pip install --quiet --no-deps --force-reinstall target/wheels/slidewise-*-cp39-abi3-*.whl && \
+		$(ABI3_VENV)/bin/python tests/abi3_smoke.py)
+
 # Two jobs: pip installs while the Rust compiles; the Rust tests run while
 # the binding links. Each target's output is printed whole when it ends.
 test:
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-rust test-python
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-rust test-python test-abi3
 
 demo: build-release $(VENV)/.plot-deps
 	$(PY) -m slidewise demo
@@ -71,4 +87,4 @@ bench: build-release $(VENV)/.bench-deps
 	$(VENV)/bin/asv run --quick --show-stderr -E existing:$(abspath $(PY))
 
 clean:
-	rm -rf $(VENV) target .asv
+	rm -rf $(VENV) $(ABI3_VENV) target .asv
