@@ -97,6 +97,10 @@ def test_query_and_stream_errors():
         s.push({"x": ["a"]})
     with pytest.raises(TypeError, match="a batch must be"):
         s.push(42)
+    # A lone column is not a table, whichever protocol it speaks.
+    for col in (pa.array([1, 2]), pa.chunked_array([[1], [2]])):
+        with pytest.raises(TypeError, match="a batch must be a table with a column 'x'.*Array"):
+            s.push(col)
 
 
 def test_the_extension_validates_too():

@@ -217,10 +217,19 @@ def column(batch: Any, name: str) -> Any:
         if name not in batch:
             raise ValueError(f"the batch has no column {name!r}; its columns are {list(batch.keys())}")
         return batch[name]
-    if hasattr(batch, "__arrow_c_stream__"):
-        return column(pa.table(batch), name)
-    if hasattr(batch, "__arrow_c_array__"):
-        return column(pa.record_batch(batch), name)
+    # A single column (an Array, a ChunkedArray, a polars Series) also speaks
+    # these protocols, but it is not a table: say so rather than let Arrow
+    # report a non-struct schema.
+    try:
+        if hasattr(batch, "__arrow_c_stream__"):
+            return column(pa.table(batch), name)
+        if hasattr(batch, "__arrow_c_array__"):
+            return column(pa.record_batch(batch), name)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
+        raise TypeError(
+            f"a batch must be a table with a column {name!r} (a RecordBatch, Table, dict of arrays or "
+            f"DataFrame); got {type(batch).__name__}, which Arrow cannot read as a table: {e}"
+        ) from None
     raise TypeError(
         "a batch must be a pyarrow RecordBatch or Table, a dict of arrays, a polars DataFrame or an "
         f"object with __arrow_c_stream__; got {type(batch).__name__}"
