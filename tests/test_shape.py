@@ -91,11 +91,23 @@ def _pandas_agg(r, agg):
     return getattr(r, agg)()
 
 
-def _cmp(got: pa.Array, want: pd.Series, what):
+# pandas' var/std update running sums of squares: its error is absolute, up
+# to a few ulps of sum(x^2) over the rows it has seen (<= 60 values of
+# |x| <= 1e3 here), not relative to the variance. So var is compared with
+# that absolute bound, and std through its square (near zero variance a
+# drift of 1e-14 in var is 1e-7 in std: hypothesis found pandas' std_pop
+# 1.7e-7 off an exact 0).
+_VAR_ATOL = 64 * np.finfo(np.float64).eps * 60 * 1e3 ** 2
+
+
+def _cmp(got: pa.Array, want: pd.Series, what, agg=None):
     g = got.to_numpy(zero_copy_only=False).astype(np.float64)
     w = want.to_numpy(dtype=np.float64)
     assert len(g) == len(w), what
-    np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-9, equal_nan=True, err_msg=what)
+    if agg in ("std", "std_pop"):
+        g, w = g * g, w * w
+    atol = _VAR_ATOL if agg in ("std", "std_pop", "var", "var_pop") else 1e-9
+    np.testing.assert_allclose(g, w, rtol=1e-9, atol=atol, equal_nan=True, err_msg=what)
 
 
 finite = st.one_of(st.none(), st.floats(-1e3, 1e3, allow_nan=False).map(lambda v: round(v, 3)))
@@ -115,7 +127,7 @@ def test_count_windows_equal_pandas(xs, window, closed, center, step, agg, data)
     want = _pandas_agg(s.rolling(window, min_periods=mp, closed=closed, center=center, step=step), agg)
     got = sw.rolling(pa.array(xs, type=pa.float64()), window, agg, min_periods=swmp, closed=closed, center=center,
                      step=step)
-    _cmp(got, want, f"{agg} w={window} {closed} center={center} step={step} mp={mp}")
+    _cmp(got, want, f"{agg} w={window} {closed} center={center} step={step} mp={mp}", agg)
 
 
 def _times(gaps):
@@ -134,7 +146,7 @@ def test_time_windows_equal_pandas(data, span, closed, center, agg):
     want = _pandas_agg(df.rolling(f"{span}s", on="t", min_periods=mp, closed=closed, center=center).x, agg)
     got = sw.rolling(pa.array(xs, type=pa.float64()), f"{span}s", agg, timestamps=df.t, min_periods=swmp,
                      closed=closed, center=center)
-    _cmp(got, want, f"{agg} {span}s {closed} center={center} mp={mp}")
+    _cmp(got, want, f"{agg} {span}s {closed} center={center} mp={mp}", agg)
 
 
 @settings(max_examples=200, deadline=None)
@@ -166,7 +178,7 @@ def test_keyed_equals_pandas_groupby_rolling(data, window, closed, center, agg, 
         want = want.droplevel(0).sort_index()
     else:
         want = pd.Series([], dtype=np.float64)
-    _cmp(got, want, f"{agg} w={window} {closed} center={center} time={time} mp={mp}")
+    _cmp(got, want, f"{agg} w={window} {closed} center={center} time={time} mp={mp}", agg)
 
 
 def test_keyed_argmax_gives_input_rows_with_a_shape():
