@@ -47,6 +47,13 @@ def apply_nan_policy(arr: pa.Array, nan: str = "propagate") -> pa.Array:
     nan = check_nan(nan)
     if nan == "propagate" or not pa.types.is_floating(arr.type) or len(arr) == 0:
         return arr
+    # Cheap first test over the raw values (null slots included): a NaN
+    # anywhere makes the sum NaN, so a non-NaN sum means no NaN (inf - inf
+    # is a false alarm that the exact test below clears).
+    raw = np.frombuffer(arr.buffers()[1], dtype=arr.type.to_pandas_dtype(), count=arr.offset + len(arr))
+    with np.errstate(all="ignore"):
+        if not np.isnan(np.add.reduce(raw[arr.offset:])):
+            return arr
     is_nan = pc.is_nan(arr)  # null where arr is null
     if not pc.any(is_nan).as_py():
         return arr
