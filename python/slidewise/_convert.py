@@ -66,12 +66,8 @@ def apply_nan_policy(arr: pa.Array, nan: str = "propagate") -> pa.Array:
 def kind(obj: Any) -> str:
     """'pandas', 'polars' or 'arrow' (everything else), from the type's
     module: nothing is imported to ask."""
-    mod = type(obj).__module__ or ""
-    if mod.startswith("pandas"):
-        return "pandas"
-    if mod.startswith("polars"):
-        return "polars"
-    return "arrow"
+    top = (type(obj).__module__ or "").split(".", 1)[0]
+    return top if top in ("pandas", "polars") else "arrow"
 
 
 def _pandas_values(s: Any) -> Any:
