@@ -249,6 +249,17 @@ def test_polars_out_equals_polars_rolling_with_nulls(agg):
     np.testing.assert_allclose(got.to_numpy(), want.to_numpy(), rtol=1e-9, atol=1e-12, equal_nan=True)
 
 
+def test_numeric_results_are_not_copied():
+    res = pa.array(np.arange(5.0))
+    addr = res.buffers()[1].address
+    p = _convert.series_out(res, pd.Series(np.zeros(5), index=list("abcde")))
+    assert p.to_numpy().ctypes.data == addr
+    q = _convert.series_out(res, pl.Series("v", np.zeros(5)))
+    assert q.to_numpy().ctypes.data == addr
+    t = _convert.frame_out(pa.table({"a": res}), pd.Series(np.zeros(5)))
+    assert t["a"].to_numpy().ctypes.data == addr
+
+
 def test_other_inputs_give_pyarrow():
     x = np.array([1.0, 2.0, 3.0])
     for inp in (x, list(x), pa.array(x), pa.chunked_array([x])):

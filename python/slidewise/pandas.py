@@ -21,7 +21,7 @@ collect, ...) are there too, with the same defaults.
 from __future__ import annotations
 
 import datetime
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 import numpy as np
 import pandas as pd
@@ -44,7 +44,7 @@ def _span(window: Any) -> datetime.timedelta:
 
 
 def _rolling(s: pd.Series, window: Any, agg: str, keys: Any, timestamps: Any, min_periods: Optional[int],
-             nan: str, ddof: int, kw: dict) -> pd.Series:
+             nan: str, ddof: int, kw: Dict[str, Any]) -> pd.Series:
     if not isinstance(s, pd.Series):
         raise TypeError(f"expected a pandas Series, got {type(s).__name__}")
     if agg == "rank":
