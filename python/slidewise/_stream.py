@@ -257,7 +257,7 @@ class Stream:
         self._algorithm = st["algorithm"]
         self._plan_groups = st.get("plan_groups")
         self._partial = st.get("partial", "pairs")
-        self._nan = st.get("nan", "propagate")  # both added in version 8, defaults before
+        self._nan = st.get("nan", "propagate")  # saved since the front ends; older states: the defaults
         self._output = st.get("output", "arrow")
         self._dtype, self._unit_ns, self._ts_type = st["dtype"], st["unit_ns"], st["ts_type"]
         self._key_type = st.get("key_type")
