@@ -10,8 +10,11 @@
 * :mod:`slidewise.aggregators`: the FIFO final aggregators of the papers
   (Recalc, SoE, TwoStacks, DABA, FlatFAT, BInt, FlatFIT, SlideSide).
 
-Inputs are anything speaking the Arrow PyCapsule interface, numpy arrays or
-lists; outputs are pyarrow objects. The GIL is released while Rust computes.
+Inputs are anything speaking the Arrow PyCapsule interface, numpy arrays,
+lists, pandas Series; outputs follow inputs: polars in, polars out; pandas
+in, pandas out (the input's index); anything else, pyarrow (docs/pandas.md).
+``nan="skip"`` treats NaN as missing (pandas' rule); the default,
+``"propagate"``, is Spark's. The GIL is released while Rust computes.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any, Iterable, Optional, Sequence, Union
 
 import pyarrow as pa
 
-from . import _arrow, _keys, _shape, _slidewise, _time, aggregators
+from . import _arrow, _convert, _keys, _shape, _slidewise, _time, aggregators
 from ._arrow import AGGS, ALGORITHMS, DTYPES
 from ._query import Query
 from ._stream import Stream
@@ -53,7 +56,8 @@ def rolling(
     step: Optional[int] = None,
     q: Optional[float] = None,
     interpolation: Optional[str] = None,
-) -> pa.Array:
+    nan: str = "propagate",
+) -> Any:
     """Per-row rolling aggregate: row ``i`` gets ``agg`` over rows
     ``(i - window, i]`` (fewer at the start, as Spark's ``ROWS BETWEEN
     window-1 PRECEDING AND CURRENT ROW``). Nulls are skipped, but for
@@ -94,7 +98,26 @@ def rolling(
     ``keys``; pandas supports it nowhere else). Windows still start partial
     unless ``min_periods`` is given; pandas' default is
     ``min_periods=window``.
+
+    ``nan="propagate"`` (default): a NaN is a value (Spark's rule,
+    docs/DESIGN.md §5.3); ``nan="skip"``: a NaN is missing, as a null
+    (pandas' and bottleneck's rule; ``min_periods`` does not count it).
+
+    Returns a pyarrow Array; a polars Series for a polars Series (its name
+    kept); a pandas Series for a pandas Series, on its index (with
+    ``step``, every ``step``-th label) and name (nulls become NaN in numpy
+    dtypes, pd.NA in nullable ones; docs/pandas.md).
     """
+    arr = _convert.values_in(values, nan)
+    out = _rolling(arr, window, agg, keys, timestamps, min_periods, algorithm, ignore_nulls,
+                   closed, center, step, q, interpolation)
+    return _convert.series_out(out, values, step)
+
+
+def _rolling(values: pa.Array, window: Any, agg: str, keys: Any, timestamps: Any, min_periods: Optional[int],
+             algorithm: str, ignore_nulls: bool, closed: Optional[str], center: bool, step: Optional[int],
+             q: Optional[float], interpolation: Optional[str]) -> pa.Array:
+    """:func:`rolling` over a checked pyarrow Array."""
     order, q, interpolation = _arrow.order_args(agg, q, interpolation)
     if order:
         if not _shape.is_default(closed, center, step):
@@ -170,7 +193,8 @@ def rolling_many(
     ignore_nulls: bool = False,
     q: Optional[float] = None,
     interpolation: Optional[str] = None,
-) -> pa.Table:
+    nan: str = "propagate",
+) -> Any:
     """:func:`rolling` for several window lengths over the same column: a
     table with one column ``f"{agg}_{window}"`` per window. ``agg`` may be a
     list: one column per (aggregation, window), aggregation-major.
@@ -193,7 +217,20 @@ def rolling_many(
     ``median`` / ``quantile`` (with ``q``, ``interpolation``) / ``rank`` as in
     :func:`rolling`, window by window (the column converted once); columns
     are named ``median_{window}`` etc.
+
+    ``nan`` as in :func:`rolling`. Returns a pyarrow Table; a polars
+    DataFrame for a polars Series; a pandas DataFrame on the input's index
+    for a pandas Series.
     """
+    table = _rolling_many(_convert.values_in(values, nan), windows, agg, keys, min_periods, algorithm,
+                          ignore_nulls, q, interpolation)
+    return _convert.frame_out(table, values)
+
+
+def _rolling_many(values: pa.Array, windows: Iterable[int], agg: Union[str, Sequence[str]], keys: Any,
+                  min_periods: Optional[int], algorithm: str, ignore_nulls: bool, q: Optional[float],
+                  interpolation: Optional[str]) -> pa.Table:
+    """:func:`rolling_many` over a checked pyarrow Array."""
     aggs = [agg] if isinstance(agg, str) else list(agg)
     if not aggs:
         raise ValueError("rolling_many needs at least one aggregation")

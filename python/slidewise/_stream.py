@@ -12,7 +12,7 @@ from typing import Any, Dict, Iterable, List, Optional, Union
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _arrow, _keys, _late, _slidewise, _time
+from . import _arrow, _convert, _keys, _late, _slidewise, _time
 from ._plan import stream_groups
 from ._query import Query
 
@@ -49,6 +49,13 @@ class Stream:
 
     In-order results do not depend on how the stream is cut into batches;
     out of order, which rows are late depends on the batches, as in Spark.
+
+    * ``nan="skip"``: a NaN in the value column is missing, as a null
+      (pandas' rule); ``"propagate"`` (default): a value (Spark's rule).
+    * ``output="polars"`` / ``"pandas"``: ``push``, ``flush`` and
+      ``late_rows`` return polars / pandas DataFrames instead of pyarrow
+      Tables (``"arrow"``, the default); polars zero copy, pandas through
+      ``Table.to_pandas`` (nulls become NaN / NaT).
     """
 
     def __init__(
@@ -63,6 +70,8 @@ class Stream:
         plan: Any = None,
         rate: Optional[float] = None,
         partial: str = "pairs",
+        nan: str = "propagate",
+        output: str = "arrow",
     ) -> None:
         if isinstance(queries, Query):
             queries = [queries]
@@ -103,6 +112,8 @@ class Stream:
         self._queries: List[Query] = queries
         self._value, self._time, self._key = value, time, key
         self._partial = partial
+        self._nan = _convert.check_nan(nan)
+        self._output = _convert.check_output(output)
         # plan="weaveshare" (or a slidewise.Plan, or "none"): which queries
         # share a plan; None: one per (agg, arg, window kind). See _plan.py.
         self._plan_groups: Optional[List[int]] = stream_groups(queries, plan, rate)
@@ -127,7 +138,7 @@ class Stream:
         """Rows pushed so far."""
         return self._rows_base + (0 if self._inner is None else self._inner.counts()[0])
 
-    def late_rows(self) -> pa.Table:
+    def late_rows(self) -> Any:
         """Rows refused as late since the last call (streams with
         ``lateness``): the key column (keyed streams), the time and value
         columns, in arrival order. Every row pushed is either aggregated or
@@ -143,7 +154,7 @@ class Stream:
         if self._key is not None:
             cols.insert(0, self._keys_out(k))
             names.insert(0, self._key)
-        return pa.Table.from_arrays(cols, names=names)
+        return _convert.table_out(pa.Table.from_arrays(cols, names=names), self._output)
 
     @property
     def row_counts(self) -> Dict[str, int]:
@@ -163,12 +174,12 @@ class Stream:
         w = self._inner.watermark()
         return None if w is None else _time.restore(pa.array([w], pa.int64()), self._ts_type)[0].as_py()
 
-    def push(self, batch: Any) -> Dict[str, pa.Table]:
+    def push(self, batch: Any) -> Dict[str, Any]:
         """Feed one batch (RecordBatch, Table, dict of arrays, polars
         DataFrame, any ``__arrow_c_stream__`` object); returns, per query
         name, a table (window_start, window_end, value) of the windows this
         batch completed, with the key column first when keyed."""
-        values = _arrow.values_array(_arrow.column(batch, self._value), f"column {self._value!r}")
+        values = _convert.values_in(_convert.column(batch, self._value), self._nan, f"column {self._value!r}")
         ts = keys = None
         if self._time is not None:
             ts, unit_ns, ts_type = _time.time_column(_arrow.column(batch, self._time), f"column {self._time!r}")
@@ -192,7 +203,7 @@ class Stream:
             args = [self._arg(batch, q.arg, values) if q.arg else None for q in self._queries]
         return self._tables(self._inner.push(values, ts, keys, args))
 
-    def flush(self) -> Dict[str, pa.Table]:
+    def flush(self) -> Dict[str, Any]:
         """End of stream: every window still holding a row (count windows:
         the last, partial window of each query, with window_end = rows
         seen). Pushing after a flush is an error."""
@@ -203,6 +214,10 @@ class Stream:
                                                      ("lateness", self._lateness)) if v is not None)
         if self._partial != "pairs":
             extra += f", partial={self._partial!r}"
+        if self._nan != "propagate":
+            extra += f", nan={self._nan!r}"
+        if self._output != "arrow":
+            extra += f", output={self._output!r}"
         return f"Stream({self._queries!r}, value={self._value!r}{extra}, algorithm={self._algorithm!r})"
 
     # -- pickle -------------------------------------------------------------
@@ -218,6 +233,8 @@ class Stream:
             "algorithm": self._algorithm,
             "plan_groups": self._plan_groups,
             "partial": self._partial,
+            "nan": self._nan,
+            "output": self._output,
             "dtype": self._dtype,
             "unit_ns": self._unit_ns,
             "ts_type": self._ts_type,
@@ -240,6 +257,8 @@ class Stream:
         self._algorithm = st["algorithm"]
         self._plan_groups = st.get("plan_groups")
         self._partial = st.get("partial", "pairs")
+        self._nan = st.get("nan", "propagate")  # saved since the front ends; older states: the defaults
+        self._output = st.get("output", "arrow")
         self._dtype, self._unit_ns, self._ts_type = st["dtype"], st["unit_ns"], st["ts_type"]
         self._key_type = st.get("key_type")
         # Before version 7 rows were counted outside the saved state.
@@ -274,7 +293,7 @@ class Stream:
             return k if k is not None else pa.array([], pa.int64())
         return k.cast(self._key_type) if k.type != self._key_type else k
 
-    def _tables(self, results) -> Dict[str, pa.Table]:
+    def _tables(self, results) -> Dict[str, Any]:
         out = {}
         for q, (k, s, e, v) in zip(self._queries, results):
             if self._time is not None:
@@ -283,7 +302,7 @@ class Stream:
             if self._key is not None:
                 cols.insert(0, self._keys_out(k))
                 names.insert(0, self._key)
-            out[q.name] = pa.Table.from_arrays(cols, names=names)
+            out[q.name] = _convert.table_out(pa.Table.from_arrays(cols, names=names), self._output)
         return out
 
     def _cast(self, values: pa.Array) -> pa.Array:
