@@ -209,20 +209,27 @@ class _Spec:
         return kw
 
 
+def _nan_min(values: pl.Series, spec: _Spec) -> bool:
+    """polars' rolling_min is NaN where a NaN is in the window; slidewise
+    orders NaN above every number (Spark), so its min skips NaN but its max
+    keeps it: with NaN in the column, min(x) is computed as -max(-x)."""
+    return spec.agg == "min" and values.dtype.is_float() and bool(values.is_nan().any())
+
+
+def _first_pass(values: pl.Series, run, spec: _Spec) -> pa.Array:
+    if _nan_min(values, spec):
+        return pc.negate(run("max", values=pc.negate(values.to_arrow())))
+    return run(spec.core, **spec.kwargs())
+
+
 def _polars_rules(values: pl.Series, out: pa.Array, run, spec: _Spec, mp: Optional[int]) -> pa.Array:
     """Where polars' rule differs from slidewise's, fix ``out`` (computed by
-    ``run(agg, **kw)`` with min_periods ``mp``) to polars' answer:
+    ``run(agg, **kw)`` with min_periods ``mp``; min with NaN already by
+    :func:`_first_pass`) to polars' answer:
 
-    * rolling_min is NaN where a NaN is in the window; slidewise orders NaN
-      above every number (Spark), so its min skips NaN (only when the
-      column has NaN: one more pass, a max of an is-NaN flag);
     * a sum over no value is 0 (with min_samples=0), slidewise's null;
     * quantile "nearest" rounds the position (n-1)*q half up, slidewise half
       to even: at an exact .5 polars takes the higher value."""
-    if spec.agg == "min" and values.dtype.is_float() and values.is_nan().any():
-        flag = values.is_nan().cast(pl.Float64).to_arrow()  # null stays null
-        has_nan = pc.fill_null(pc.equal(run("max", values=flag, min_periods=1), 1.0), False)
-        out = pc.if_else(pc.and_(has_nan, pc.is_valid(out)), pa.scalar(float("nan"), out.type), out)
     if spec.agg == "sum" and mp == 0:
         out = pc.fill_null(out, pa.scalar(0, out.type))
     if spec.agg == "quantile" and spec.interpolation == "nearest":
@@ -239,8 +246,8 @@ def _rolling_one(values: pl.Series, window: Any, spec: _Spec, keys, by: Optional
     if by is not None:
         return _rolling_by(values, window, spec, keys, by)
     mp = spec.min_samples if spec.min_samples is not None else window  # polars: null until full
-    out = _count_runner(values, window, spec, keys, mp)(spec.core, **spec.kwargs())
-    return _polars_rules(values, out, _count_runner(values, window, spec, keys, mp), spec, mp)
+    run = _count_runner(values, window, spec, keys, mp)
+    return _polars_rules(values, _first_pass(values, run, spec), run, spec, mp)
 
 
 def _count_runner(values: pl.Series, window: int, spec: _Spec, keys, mp: Optional[int]):
@@ -274,7 +281,7 @@ def _rolling_by(values: pl.Series, window: Any, spec: _Spec, keys, by: pl.Series
     def run(agg, values=values.to_arrow(), min_periods=mp, **kw):
         return _sw.rolling(values, span, agg, keys=kk, timestamps=tsa, min_periods=min_periods, **{**shape, **kw})
 
-    out = _polars_rules(values, run(spec.core, **spec.kwargs()), run, spec, mp)
+    out = _polars_rules(values, _first_pass(values, run, spec), run, spec, mp)
     last = _last_of_ties(t, k)
     if last is not None:
         out = out.take(pa.array(last))
@@ -419,7 +426,7 @@ def _many(values: pl.Series, windows: list, specs: list, keys, by) -> list:
     aggregations slidewise's rolling_many shares go through one call (with
     a count column when polars' null-until-full rule needs it); the rest
     (time windows, median, quantile, center) window by window."""
-    shared = [sp for sp in specs if sp.agg in _SHARED and by is None and not sp.center]
+    shared = [sp for sp in specs if sp.agg in _SHARED and by is None and not sp.center and not _nan_min(values, sp)]
     res = {}
     if shared:
         cores = [sp.core for sp in shared]
