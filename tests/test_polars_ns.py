@@ -212,6 +212,12 @@ def test_bad_data():
         pl.DataFrame({"v": ["a", "b"]}).select(pl.col("v").sw.rolling(2))
     with pytest.raises(ValueError, match="integer by column"):
         pl.DataFrame({"t": [0.5, 1.0], "v": [1, 2]}).select(pl.col("v").sw.rolling("2i", by="t"))
+    tz = pl.DataFrame({"t": [datetime(2024, 3, 30), datetime(2024, 3, 31, 12)], "v": [1.0, 2.0]}).with_columns(
+        pl.col("t").dt.replace_time_zone("Europe/Amsterdam"))
+    with pytest.raises(ValueError, match="local time"):  # polars' days there are 23 or 25 h across DST
+        tz.select(pl.col("v").sw.rolling("1d", by="t"))
+    same(tz.select(pl.col("v").sw.rolling("24h", by="t")).to_series(),
+         tz.select(pl.col("v").rolling_sum_by("t", "24h")).to_series())
     with pytest.raises(ValueError, match="null time"):
         pl.DataFrame({"t": [1, None], "v": [1, 2]}).select(pl.col("v").sw.rolling("2i", by="t"))
 

@@ -132,10 +132,13 @@ def _time_args(window: Any, ts: pl.Series) -> tuple:
             raise ValueError(f"window {window!r} (integer 'i') needs an integer by column, got {dt}")
         return n, ts.cast(pl.Int64).to_arrow()
     if isinstance(dt, pl.Datetime):
+        if dt.time_zone not in (None, "UTC") and isinstance(window, str) and re.search(r"\d+[dw]", window):
+            raise ValueError(f"window {window!r} on a {dt.time_zone} column: polars counts days in local time "
+                             "(23 or 25 h across DST); slidewise does not; give hours ('24h') or a timedelta instead")
         unit = {"ns": 1, "us": 1_000, "ms": 1_000_000}[dt.time_unit or "us"]
         if n % unit:
             raise ValueError(f"window {window!r} is not a whole number of the by column's unit ({dt.time_unit})")
-        return n // unit, ts.dt.replace_time_zone(None).to_physical().to_arrow() if dt.time_zone else ts.to_physical().to_arrow()
+        return n // unit, ts.to_physical().to_arrow()  # UTC instants
     if dt == pl.Date:
         day = 86400 * 10**9
         if n % day:
