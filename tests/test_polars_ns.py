@@ -74,7 +74,7 @@ def fix(a):
     return a
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.lists(floats_nan, max_size=25), args, st.sampled_from([pl.Float64, pl.Float32]))
 def test_count_window_floats(vals, a, dtype):
     a = fix(a)
@@ -110,7 +110,7 @@ def test_over_equals_polars_over(rows, a):
     same(df.select(pl.col("v").sw.rolling(a["window"], a["agg"], over="k", **kw)).to_series(), want)  # one call
 
 
-@settings(max_examples=70, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 12), floats_nan), max_size=30),
        st.sampled_from(AGGS[:6]), st.integers(1, 5), st.one_of(st.none(), st.integers(0, 3)),
        st.sampled_from(["right", "left", "both", "none"]), st.booleans())
