@@ -301,6 +301,9 @@ def _finish(name: str, out: pa.Array, dtype: pl.DataType) -> pl.Series:
 
 
 def _unpack(s: pl.Series, has_by: bool) -> tuple:
+    """(values, by, keys) from what :func:`_inputs` built."""
+    if not isinstance(s.dtype, pl.Struct) or not (s.dtype.fields and s.dtype.fields[-1].name.startswith("__sw_")):
+        return s, None, None  # the value column alone
     fields = s.struct.unnest().get_columns()
     values = fields[0]
     by = fields[1] if has_by else None
@@ -315,7 +318,10 @@ def _check_values(values: pl.Series) -> None:
 
 
 def _inputs(expr: pl.Expr, by: Any, over: Any) -> pl.Expr:
-    """The struct handed to the batch function: value, by, keys."""
+    """What the batch function gets: the value column alone, or a struct of
+    value, by and keys."""
+    if by is None and over is None:
+        return expr
     fields = [expr]
     if by is not None:
         fields.append((pl.col(by) if isinstance(by, str) else by).alias(_BY))
@@ -324,7 +330,7 @@ def _inputs(expr: pl.Expr, by: Any, over: Any) -> pl.Expr:
         if not keys:
             raise ValueError("over= needs at least one key column")
         fields += [(pl.col(k) if isinstance(k, str) else k).alias(f"{_KEY}{i}") for i, k in enumerate(keys)]
-    return pl.struct(fields) if len(fields) > 1 else pl.struct(expr)
+    return pl.struct(fields)
 
 
 @pl.api.register_expr_namespace("sw")
@@ -332,6 +338,10 @@ class SlidewiseExpr:
     """``pl.col(v).sw``: slidewise rolling aggregates as polars expressions."""
 
     def __init__(self, expr: pl.Expr) -> None:
+        if expr.meta.has_multiple_outputs():
+            # the declared dtype (pl.dtype_of) and the struct of inputs need one column
+            raise ValueError("the sw namespace takes one column per expression: "
+                             "[pl.col(c).sw.rolling(...) for c in cols] rather than pl.col(a, b) or pl.all()")
         self._expr = expr
 
     def rolling(
