@@ -170,8 +170,8 @@ class _Spec:
         if ddof not in (0, 1) or isinstance(ddof, bool):
             raise ValueError(f"ddof must be 0 or 1 (slidewise has var/std and var_pop/std_pop), got {ddof!r}")
         if agg == "quantile":
-            if quantile is None:
-                raise ValueError("agg='quantile' needs quantile=, a number in [0, 1]")
+            if isinstance(quantile, bool) or not isinstance(quantile, (int, float)) or not 0 <= quantile <= 1:
+                raise ValueError(f"agg='quantile' needs quantile=, a number in [0, 1], got {quantile!r}")
             if interpolation not in ("nearest", "higher", "lower", "midpoint", "linear"):
                 raise ValueError(f"interpolation must be nearest, higher, lower, midpoint or linear, got {interpolation!r}")
         elif quantile is not None:
@@ -317,6 +317,11 @@ def _check_values(values: pl.Series) -> None:
                         "slidewise aggregates Int8..Int64, UInt8..UInt32, Float32 and Float64: cast the column first")
 
 
+def _check_min_samples(min_samples: Optional[int], windows: list) -> None:
+    if min_samples is not None and min_samples > min(windows):
+        raise ValueError(f"min_samples ({min_samples}) must be <= the window ({min(windows)}), as in polars")
+
+
 def _inputs(expr: pl.Expr, by: Any, over: Any) -> pl.Expr:
     """What the batch function gets: the value column alone, or a struct of
     value, by and keys."""
@@ -370,6 +375,7 @@ class SlidewiseExpr:
         spec = _Spec(agg, min_samples, center, closed, ddof, quantile, interpolation, ignore_nulls, by)
         if by is None:
             window = _sw._arrow.positive_int("window", window)
+            _check_min_samples(min_samples, [window])
         else:
             _duration(window)
         has_by = by is not None
@@ -412,6 +418,7 @@ class SlidewiseExpr:
                        interpolation, ignore_nulls, by) for a in aggs]
         if by is None:
             windows = [_sw._arrow.positive_int("window", w) for w in windows]
+            _check_min_samples(min_samples, windows)
         else:
             for w in windows:
                 _duration(w)
