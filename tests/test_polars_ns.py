@@ -113,10 +113,12 @@ def test_over_equals_polars_over(rows, a):
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 12), floats_nan), max_size=30),
        st.sampled_from(AGGS[:6]), st.integers(1, 5), st.one_of(st.none(), st.integers(0, 3)),
-       st.sampled_from(["right", "left", "both", "none"]), st.booleans())
-def test_time_window_equals_rolling_by(rows, agg, span, min_samples, closed, keyed):
-    # times unsorted and tied: polars sorts, and a row's window holds every row of its time
-    df = pl.DataFrame({"k": [r[0] for r in rows], "t": [r[1] for r in rows], "v": [r[2] for r in rows]},
+       st.sampled_from(["right", "left", "both", "none"]), st.booleans(), st.booleans())
+def test_time_window_equals_rolling_by(rows, agg, span, min_samples, closed, keyed, increasing):
+    # times unsorted and tied: polars sorts, and a row's window holds every row of its time;
+    # or strictly increasing (slidewise's direct path: keys interleaved, no sort)
+    t = [2 * i + r[1] % 2 for i, r in enumerate(rows)] if increasing else [r[1] for r in rows]
+    df = pl.DataFrame({"k": [r[0] for r in rows], "t": t, "v": [r[2] for r in rows]},
                       schema={"k": pl.Int64, "t": pl.Int64, "v": pl.Float64})
     w = f"{span}i"
     ref = polars_rolling(agg, w, min_samples, by="t", closed=closed)
