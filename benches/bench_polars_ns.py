@@ -12,6 +12,7 @@ before anything is timed. Prints a markdown table under the CPU line.
 
     python benches/bench_polars_ns.py [--rows 1000000] [--keys 100000] [--window 10] [--repeat 5]
     python benches/bench_polars_ns.py --quick      # tiny: the checks only
+    python benches/bench_polars_ns.py --time --repeat 3   # time windows (by=) instead
 
 asv runs the ``over=`` and polars cases at 1M rows, 100k keys.
 """
@@ -84,9 +85,13 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--over-rows", type=int, default=1_000_000, help="rows for the per-key .over() case (timed once)")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--time", action="store_true", help="the time-window comparison only")
     a = ap.parse_args()
     if a.quick:
         a.rows, a.keys, a.repeat, a.over_rows = 20_000, 2_000, 1, 20_000
+    if a.time:
+        print(machine("polars' pool and slidewise: 1 call each"))
+        return time_windows(a.rows, a.keys, a.repeat)
     df = frame(a.rows, a.keys)
     small = frame(a.over_rows, a.keys * a.over_rows // a.rows)
     print(machine("polars' pool and slidewise: 1 call each"))
@@ -107,6 +112,30 @@ def main() -> None:
         t_over = best(fs["ns .over()"], small, 1)
         print(f"| {agg} | {t['polars .over()']:.3f} | {t['ns over=']:.3f} | {t['pyarrow']:.3f} | "
               f"{t['polars .over()'] / t['ns over=']:.2f} | {t['ns over='] / t['pyarrow']:.2f} | {t_over:.2f} |")
+
+
+def time_windows(rows: int, keys: int, repeat: int) -> None:
+    """``--time``: 10 s windows over strictly increasing datetime[ns] (one
+    hour), sum, keyed and not, against polars' rolling_sum_by (.over)."""
+    rng = np.random.default_rng(0)
+    t = pl.Series(np.sort(rng.integers(0, 3600 * 10**9, rows))).cast(pl.Datetime("ns"))
+    df = pl.DataFrame({"k": rng.integers(0, keys, rows), "t": t, "v": rng.normal(0.0, 1.0, rows)})
+    cases = {
+        "polars rolling_sum_by(t, 10s).over(k)": lambda d: d.select(pl.col("v").rolling_sum_by("t", "10s").over("k")),
+        "ns rolling(10s, by=t, over=k)": lambda d: d.select(pl.col("v").sw.rolling("10s", "sum", by="t", over="k")),
+        "polars rolling_sum_by(t, 10s)": lambda d: d.select(pl.col("v").rolling_sum_by("t", "10s")),
+        "ns rolling(10s, by=t)": lambda d: d.select(pl.col("v").sw.rolling("10s", "sum", by="t")),
+    }
+    names = list(cases)
+    for peer, mine in ((names[0], names[1]), (names[2], names[3])):
+        check("sum", cases[mine](df).to_series(), cases[peer](df).to_series())
+    best_t = {n: float("inf") for n in names}
+    for _ in range(repeat):
+        for n in names:
+            best_t[n] = min(best_t[n], best(cases[n], df, 1))
+    print(f"\ntime windows: {rows:,} rows, {keys:,} keys, best of {repeat}")
+    for n in names:
+        print(f"- {n}: {best_t[n]:.3f} s")
 
 
 class PolarsNamespace:
