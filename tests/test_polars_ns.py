@@ -45,7 +45,8 @@ def same(got: pl.Series, want: pl.Series):
     assert got.is_null().to_list() == want.is_null().to_list(), (got.to_list(), want.to_list())
     if got.dtype.is_float():
         assert got.is_nan().to_list() == want.is_nan().to_list(), (got.to_list(), want.to_list())
-    assert_series_equal(got, want, check_names=False, check_exact=False, rel_tol=1e-9, abs_tol=1e-7)
+    tol = 1e-6 if got.dtype == pl.Float32 else 1e-9  # float32: polars rounds each step to float32
+    assert_series_equal(got, want, check_names=False, check_exact=False, rel_tol=tol, abs_tol=tol * 100)
 
 
 args = st.fixed_dictionaries({
