@@ -154,13 +154,13 @@ def test_datetime_by_and_timedelta():
        st.booleans())
 def test_rolling_many_equals_each_polars_function(rows, min_samples, keyed):
     df = pl.DataFrame({"k": [r[0] for r in rows], "v": [r[1] for r in rows]}, schema={"k": pl.Int64, "v": pl.Float64})
-    aggs, windows = ["sum", "mean", "min", "max", "std", "median"], [1, 3, 5]
-    got = df.select(pl.col("v").sw.rolling_many(windows, aggs, min_samples=min_samples,
+    aggs, windows = ["sum", "mean", "min", "max", "std", "median", "quantile"], [1, 3, 5]
+    got = df.select(pl.col("v").sw.rolling_many(windows, aggs, min_samples=min_samples, quantile=0.3,
                                                 over="k" if keyed else None)).to_series()
     assert got.struct.fields == [f"{a}_{w}" for a in aggs for w in windows]
     for a in aggs:
         for w in windows:
-            ref = polars_rolling(a, w, min_samples)
+            ref = polars_rolling(a, w, min_samples, q=0.3)
             want = df.select(ref.over("k") if keyed else ref).to_series()
             same(got.struct.field(f"{a}_{w}"), want)
 
