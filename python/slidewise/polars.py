@@ -13,7 +13,7 @@ and their ``*_by`` time forms); docs/polars.md lists the rules mapped.
 
 Speed: polars calls a Python function once per group under ``.over(k)``
 (measured: 1,000 keys, 1,000 calls), so ``.sw.rolling(...).over("k")`` is
-correct but slow (25-100x polars' own at 100k keys). ``.sw.rolling(..., over="k")`` gives the same column in one
+correct but slow (20-100x polars' own at 100k keys). ``.sw.rolling(..., over="k")`` gives the same column in one
 call: slidewise groups the rows itself, all keys in one Rust call.
 
 The expression is a ``map_batches`` (non-elementwise, so polars hands it
