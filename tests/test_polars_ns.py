@@ -177,6 +177,9 @@ def test_select_with_columns_lazy_streaming_over():
     lf = df.lazy().select(pl.col("v").sw.rolling(2, "mean"), pl.col("v").sw.rolling_many([2], ["sum", "max"]).alias("m"))
     assert lf.collect_schema() == pl.Schema({"v": pl.Float64, "m": pl.Struct({"sum_2": pl.Int64, "max_2": pl.Int64})})
     assert lf.collect().schema == lf.collect_schema()
+    # group_by().agg: polars hands each group over (one call per group), lists out
+    g = df.group_by("k", maintain_order=True)
+    assert g.agg(pl.col("v").sw.rolling(2, "sum")).equals(g.agg(pl.col("v").rolling_sum(2)))
     # several key columns
     d2 = pl.DataFrame({"a": [1, 1, 2, 1, 1], "b": ["x", "y", "x", "x", "y"], "v": [1.0, 2, 3, 4, 5]})
     same(d2.select(pl.col("v").sw.rolling(2, "max", over=["a", "b"])).to_series(),
