@@ -250,3 +250,21 @@ def test_nan_rule_is_polars():
     df = pl.DataFrame({"v": [1.0, float("nan"), 3.0, 4.0]})
     got = df.select(pl.col("v").sw.rolling(2, "min")).to_series().to_list()
     assert got[0] is None and math.isnan(got[1]) and math.isnan(got[2]) and got[3] == 3.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(floats_nan, max_size=25), args)
+def test_nan_skip_equals_polars_on_nan_as_null(vals, a):
+    # nan="skip": NaN is missing, so the answer is polars' own on the column
+    # with every NaN made null (fill_nan(None)); min_samples counts non-NaN.
+    a = fix(a)
+    df = pl.DataFrame({"v": pl.Series(vals, dtype=pl.Float64)})
+    got = df.select(pl.col("v").sw.rolling(a["window"], a["agg"], nan="skip", **sw_args(a))).to_series()
+    nulled = df.select(pl.col("v").fill_nan(None))
+    want = nulled.select(polars_rolling(a["agg"], a["window"], a["min_samples"], a["center"], a["ddof"], a["q"])).to_series()
+    same(got, want)
+    many = df.select(pl.col("v").sw.rolling_many([a["window"]], ["sum", "max"], nan="skip")).to_series().struct.unnest()
+    for agg in ("sum", "max"):
+        same(many[f"{agg}_{a['window']}"], nulled.select(polars_rolling(agg, a["window"], None)).to_series())
+    with pytest.raises(ValueError, match="nan must be 'propagate'"):
+        pl.col("v").sw.rolling(2, "sum", nan="drop")

@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import slidewise as _sw
+from slidewise._convert import apply_nan_policy as _apply_nan_policy, check_nan as _check_nan
 
 __all__ = ["SlidewiseExpr"]
 
@@ -213,6 +214,16 @@ class _Spec:
         return kw
 
 
+def _nan_policy(values: pl.Series, nan: str) -> pl.Series:
+    """``nan="skip"``: NaN made null (slidewise's ``nan=`` rule, shared with
+    ``sw.rolling``); the values buffer is kept, only the validity changes."""
+    if nan == "propagate":
+        return values
+    out = pl.from_arrow(_apply_nan_policy(values.to_arrow(), nan))
+    assert isinstance(out, pl.Series)
+    return out.alias(values.name)
+
+
 def _nan_min(values: pl.Series, spec: _Spec) -> bool:
     """polars' rolling_min is NaN where a NaN is in the window; slidewise
     orders NaN above every number (Spark), so its min skips NaN but its max
@@ -373,6 +384,7 @@ class SlidewiseExpr:
         quantile: Optional[float] = None,
         interpolation: str = "nearest",
         ignore_nulls: bool = False,
+        nan: str = "propagate",
     ) -> pl.Expr:
         """``agg`` over a rolling window, equal to polars' ``rolling_{agg}``
         (count window, ``window`` rows, ``min_samples`` defaults to
@@ -381,7 +393,10 @@ class SlidewiseExpr:
         defaults to 1, ``closed=``). ``over=`` (a column or list) computes
         each key's windows separately in one call, as ``.over(k)`` does with
         one call per key. ``agg`` may also be ``count``, ``first``,
-        ``last`` (``ignore_nulls=``), ``argmax``, ``argmin``, ``geomean``."""
+        ``last`` (``ignore_nulls=``), ``argmax``, ``argmin``, ``geomean``.
+        ``nan="propagate"`` (default: a NaN is a value, as in polars) or
+        ``"skip"`` (NaN is missing, as a null: pandas' and bottleneck's rule)."""
+        nan = _check_nan(nan)
         spec = _Spec(agg, min_samples, center, closed, ddof, quantile, interpolation, ignore_nulls, by)
         if by is None:
             window = _sw._arrow.positive_int("window", window)
@@ -393,6 +408,7 @@ class SlidewiseExpr:
         def run(s: pl.Series) -> pl.Series:
             values, bys, keys = _unpack(s, has_by)
             _check_values(values)
+            values = _nan_policy(values, nan)
             out = _rolling_one(values, window, spec, keys, bys)
             return _finish(values.name, out, spec.out_dtype(values.dtype))
 
@@ -413,11 +429,13 @@ class SlidewiseExpr:
         quantile: Optional[float] = None,
         interpolation: str = "nearest",
         ignore_nulls: bool = False,
+        nan: str = "propagate",
     ) -> pl.Expr:
         """:meth:`rolling` for every (agg, window): one struct column with a
         field ``f"{agg}_{window}"`` per pair, aggregation-major
         (``.struct.unnest()`` makes them columns). Count windows of sum /
         mean / max / min ... share one slidewise ``rolling_many`` call."""
+        nan = _check_nan(nan)
         aggs = [aggs] if isinstance(aggs, str) else list(aggs)
         windows = list(windows)
         if not aggs or not windows:
@@ -438,6 +456,7 @@ class SlidewiseExpr:
         def run(s: pl.Series) -> pl.Series:
             values, bys, keys = _unpack(s, has_by)
             _check_values(values)
+            values = _nan_policy(values, nan)
             cols = _many(values, windows, specs, keys, bys)
             series = [_finish(n, c, sp.out_dtype(values.dtype))
                       for (n, c, sp) in zip(names, cols, [sp for sp in specs for _ in windows])]
