@@ -21,14 +21,15 @@ from typing import Any, Iterable, Optional, Sequence, Union
 import pyarrow as pa
 
 from . import _arrow, _keys, _shape, _slidewise, _time, aggregators
-from ._arrow import AGGS, ALGORITHMS, DTYPES
+from ._arrow import AGGS, ALGORITHMS, DTYPES, MONOID_AGGS, ORDER_AGGS
 from ._query import Query
 from ._stream import Stream
 from ._plan import Plan, count_edges, plan
 
 __version__: str = _slidewise.__version__
 
-__all__ = ["rolling", "rolling_many", "Query", "Stream", "Plan", "plan", "count_edges", "aggregators", "AGGS", "ALGORITHMS", "DTYPES",
+__all__ = ["rolling", "rolling_many", "Query", "Stream", "Plan", "plan", "count_edges", "aggregators", "AGGS", "MONOID_AGGS", "ORDER_AGGS", "ALGORITHMS",
+           "DTYPES",
            "__version__"]
 
 

@@ -5,7 +5,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import pyarrow as pa
 
 __version__: str
-AGGS: List[str]
+AGGS: List[str]  # the core's (monoid) aggregations; slidewise.AGGS adds the order statistics
 ALGORITHMS: List[str]
 DTYPES: List[str]
 
