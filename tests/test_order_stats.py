@@ -228,3 +228,88 @@ def test_errors_window_and_dtype():
         sw.rolling_many([1.0], [1, 2], "quantile", q=2)
     with pytest.raises(ValueError, match="kernel"):
         _slidewise.rolling_order(pa.array([1.0]), [1], "median", None, None, None, "heap")
+
+
+# -- count-window Stream queries ----------------------------------------------
+
+def naive_window(vals, agg, mp, q, interp):
+    """One window's statistic from its rows (None = null), by sorting."""
+    xs = np.sort(np.array([v for v in vals if v is not None], dtype=np.float64))
+    if len(xs) < max(mp or 0, 1):
+        return None
+    if agg == "rank":
+        me = vals[-1]
+        if me is None:
+            return None
+        if len(xs) == 1:
+            return 0.0
+        less, equal = np.sum(xs < me), np.sum(xs == me)
+        return 2.0 * ((2 * less + equal - 1) / 2.0 / (len(xs) - 1) - 0.5)
+    if agg == "median":
+        q, interp = 0.5, "midpoint"
+    return float(np.quantile(xs, q, method=interp))
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), keyed=st.booleans(), agg=st.sampled_from(["median", "quantile", "rank"]),
+       r=st.integers(1, 12), s=st.integers(1, 5))
+def test_stream_queries_equal_a_naive_sort_per_window(data, keyed, agg, r, s):
+    """Windows (keys, starts, ends, in order) are the core's count windows
+    (a count query beside it); each value is the sorted window's statistic."""
+    import pickle
+
+    xs = data.draw(st.lists(cells, max_size=70), label="xs")
+    ks = data.draw(st.lists(st.sampled_from(["a", "b", "c"]), min_size=len(xs), max_size=len(xs)), label="ks")
+    mp = data.draw(st.one_of(st.none(), st.integers(0, r)), label="mp")
+    q, interp = (data.draw(st.floats(0, 1), label="q"), data.draw(st.sampled_from(INTERP))) if agg == "quantile" \
+        else (None, None)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(xs)), max_size=4), label="cuts"))
+    qs = [sw.Query(agg, r, s, name="o", min_periods=mp, q=q, interpolation=interp), sw.Query("count", r, s, name="c")]
+    stream = sw.Stream(qs, key="k" if keyed else None)
+    got, seen = [], {}
+    for a, b in zip([0] + cuts, cuts + [len(xs)]):
+        res = stream.push({"v": pa.array(xs[a:b], pa.float64()), "k": pa.array(ks[a:b], pa.string())})
+        got.append(res)
+        stream = pickle.loads(pickle.dumps(stream))  # a checkpoint between any two pushes
+    got.append(stream.flush())
+    assert stream.rows_seen == len(xs)
+    rows = {}
+    for x, k in zip(xs, ks):
+        rows.setdefault(k if keyed else None, []).append(x)
+    for res in got:
+        o, c = res["o"].to_pylist(), res["c"].to_pylist()
+        assert [{**w, "value": None} for w in o] == [{**w, "value": None} for w in c]
+        for w in o:
+            vals = rows[w["k"] if keyed else None][w["window_start"]:w["window_end"]]
+            want = naive_window(vals, agg, mp, q, interp)
+            assert (w["value"] is None) == (want is None), (w, vals)
+            if want is not None:
+                assert w["value"] == pytest.approx(want, rel=1e-12, abs=1e-12), (w, vals)
+
+
+def test_stream_query_errors_and_repr():
+    with pytest.raises(ValueError, match="count windows only"):
+        sw.Query("median", "10s")
+    with pytest.raises(ValueError, match="count windows only"):
+        sw.Query("rank", session="10s")
+    with pytest.raises(ValueError, match="needs q"):
+        sw.Query("quantile", 5)
+    with pytest.raises(ValueError, match="apply to agg='quantile' only"):
+        sw.Query("median", 5, q=0.5)
+    with pytest.raises(ValueError, match="argmax/argmin"):
+        sw.Query("median", 5, arg="x")
+    with pytest.raises(ValueError, match="order statistic, which runs on count windows only"):
+        sw.aggregators.SoE("median")
+    assert "q=0.9, interpolation='lower'" in repr(sw.Query("quantile", 5, q=0.9, interpolation="lower"))
+    st_ = sw.Stream(sw.Query("median", 3, name="m"))
+    st_.push({"v": pa.array([3.0, 1.0, 2.0])})
+    st_.flush()
+    assert st_.flush()["m"].num_rows == 0
+    with pytest.raises(ValueError, match="flushed"):
+        st_.push({"v": pa.array([1.0])})
+
+
+def test_aggs_lists_order_statistics_apart():
+    assert set(sw.ORDER_AGGS) == {"median", "quantile", "rank"}
+    assert sw.AGGS == sw.MONOID_AGGS + sw.ORDER_AGGS
+    assert not set(sw.ORDER_AGGS) & set(sw.MONOID_AGGS)
