@@ -313,3 +313,76 @@ def test_aggs_lists_order_statistics_apart():
     assert set(sw.ORDER_AGGS) == {"median", "quantile", "rank"}
     assert sw.AGGS == sw.MONOID_AGGS + sw.ORDER_AGGS
     assert not set(sw.ORDER_AGGS) & set(sw.MONOID_AGGS)
+
+
+# -- slidewise.spark.rolling against Spark's F.median / F.percentile -----------
+
+def _same_floats(got: pa.Array, want: pa.Array, what: str) -> None:
+    """Null and NaN apart, the rest within 1e-12 relative (Spark computes
+    (1 - w) lo + w hi, slidewise lo + (hi - lo) w)."""
+    g, w = got.to_pylist(), want.to_pylist()
+    assert [x is None for x in g] == [x is None for x in w], what
+    for i, (a, b) in enumerate(zip(g, w)):
+        if a is None:
+            continue
+        assert (a != a) == (b != b), (what, i, a, b)
+        if a == a:
+            assert a == pytest.approx(b, rel=1e-12, abs=1e-300), (what, i, a, b)
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["unkeyed", "keyed"])
+def test_spark_rolling_equals_spark_percentile(spark, keyed):
+    """median and percentile against Spark's percentile over the same ROWS
+    frame (Spark 4 refuses F.median and percentile_cont over a frame; its
+    median is percentile 0.5), with ties, nulls, NaN and inf; rank against
+    slidewise.rolling on the rows in Spark's order."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    import slidewise.spark as ss
+
+    rng = np.random.default_rng(15)
+    n = 300
+    v = rng.integers(-4, 5, n).astype(float) + np.where(rng.random(n) < 0.3, rng.random(n), 0.0)
+    v[rng.random(n) < 0.05] = np.nan
+    v[rng.random(n) < 0.05] = np.inf
+    t = pa.table({"id": np.arange(n), "t": rng.integers(0, 60, n), "k": rng.integers(0, 3, n),
+                  "v": pa.array(v, mask=rng.random(n) < 0.15)})
+    sdf = spark.createDataFrame(t).repartition(3)  # from Arrow: nulls and NaN stay apart
+    keys = ["k"] if keyed else None
+    windows = [1, 4, 9]
+    got = ss.rolling(sdf, "v", "t", windows, ["median", "percentile", "rank"], partition_by=keys, tiebreak="id",
+                     q=0.3).toArrow().sort_by("id")
+    cols = []
+    for w in windows:
+        win = (Window.partitionBy("k") if keyed else Window).orderBy("t", "id").rowsBetween(-(w - 1), 0)
+        cols += [F.percentile("v", 0.5).over(win).alias(f"m{w}"), F.percentile("v", 0.3).over(win).alias(f"p{w}")]
+    want = sdf.select("id", *cols).toArrow().sort_by("id")
+    rows = t.sort_by([("t", "ascending"), ("id", "ascending")])
+    for w in windows:
+        _same_floats(got[f"median_{w}"], want[f"m{w}"], f"median_{w}")
+        _same_floats(got[f"percentile_{w}"], want[f"p{w}"], f"percentile_{w}")
+        local = sw.rolling(rows["v"], w, "rank", keys=rows["k"] if keyed else None)
+        _same_floats(got[f"rank_{w}"], pa.table({"id": rows["id"], "r": local}).sort_by("id")["r"], f"rank_{w}")
+
+
+def test_spark_specs_carry_q_and_interpolation():
+    from slidewise.spark._specs import _make_specs
+
+    (s,) = _make_specs(pa.int32(), 5, "percentile", None, 2, "auto", q=0.75, interpolation="lower")
+    assert (s.agg, s.order_kw, s.arrow_type, s.min_periods) == ("quantile", {"q": 0.75, "interpolation": "lower"},
+                                                               pa.float64(), 2)
+
+
+def test_spark_rolling_order_errors(spark):
+    import slidewise.spark as ss
+
+    sdf = spark.createDataFrame(pd.DataFrame({"t": [1, 2], "v": [1.0, 2.0]}))
+    with pytest.raises(ValueError, match="needs q"):
+        ss.rolling(sdf, "v", "t", 3, "percentile")
+    with pytest.raises(ValueError, match="apply to agg='quantile'"):
+        ss.rolling(sdf, "v", "t", 3, "median", q=0.5)
+    with pytest.raises(ValueError, match="count windows only"):
+        ss.rolling(sdf, "v", "t", "5s", "median")
+    with pytest.raises(ValueError, match="algorithm must be 'auto'"):
+        ss.rolling(sdf, "v", "t", 3, "rank", algorithm="two_stacks")
