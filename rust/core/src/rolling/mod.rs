@@ -33,6 +33,7 @@ mod many;
 mod median_sort;
 mod moments;
 pub mod order;
+mod order_stat;
 mod prefix;
 pub mod shape;
 mod sorted_buffer;

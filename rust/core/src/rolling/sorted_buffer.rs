@@ -11,7 +11,7 @@
 use arrow_array::ArrayRef;
 use arrow_buffer::NullBuffer;
 
-use super::order::{finish, key, quantile_of, rank_of, unkey, Interpolation, OrderStat};
+use super::order_stat::{finish, key, quantile_of, rank_of, unkey, Interpolation, OrderStat};
 
 /// Windows up to this many values replace by walking instead of memmove.
 const SHIFT_MAX: usize = 48;
