@@ -208,7 +208,8 @@ def test_min_periods_and_empty_windows():
         ({"agg": "median", "q": 0.5}, "apply to agg='quantile' only"),
         ({"agg": "rank", "interpolation": "linear"}, "apply to agg='quantile' only"),
         ({"agg": "sum", "q": 0.5}, "apply to agg='quantile' only"),
-        ({"agg": "median", "timestamps": pa.array([0, 1, 2], pa.timestamp("s"))}, "count windows only"),
+        ({"agg": "median", "timestamps": pa.array([0, 2, 1], pa.timestamp("s"))}, "non-decreasing: row 2"),
+        ({"agg": "median", "closed": "left"}, "closed=, center= and step= are not implemented"),
         ({"agg": "median", "algorithm": "twostacks"}, "algorithm must be 'auto'"),
         ({"agg": "median", "min_periods": 4}, r"min_periods \(4\) must be <= window"),
         ({"agg": "mediann"}, "unknown agg"),
@@ -228,6 +229,41 @@ def test_errors_window_and_dtype():
         sw.rolling_many([1.0], [1, 2], "quantile", q=2)
     with pytest.raises(ValueError, match="kernel"):
         _slidewise.rolling_order(pa.array([1.0]), [1], "median", None, None, None, "heap")
+
+
+# -- time windows --------------------------------------------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), agg=st.sampled_from(["median", "quantile", "rank"]), keyed=st.booleans())
+def test_time_windows_equal_pandas(data, agg, keyed):
+    """rolling("Ns") as pandas (median / quantile, per key as groupby) and
+    rank as a sort of each row's window (t - span, t]; ties in time."""
+    xs = data.draw(st.lists(st.one_of(st.integers(-3, 3).map(float), st.none()), max_size=80), label="xs")
+    gaps = data.draw(st.lists(st.integers(0, 3), min_size=len(xs), max_size=len(xs)), label="gaps")
+    ks = data.draw(st.lists(st.integers(0, 2), min_size=len(xs), max_size=len(xs)), label="ks")
+    span = data.draw(st.integers(1, 12), label="span")
+    mp = data.draw(st.one_of(st.none(), st.integers(0, 4)), label="mp")
+    q, interp = (data.draw(st.floats(0, 1), label="q"), data.draw(st.sampled_from(INTERP))) if agg == "quantile" \
+        else (None, None)
+    ts = np.cumsum(gaps).astype("datetime64[s]")
+    got = _np(sw.rolling(as_arrow(xs), f"{span}s", agg, timestamps=pa.array(ts), min_periods=mp, q=q,
+                         interpolation=interp, keys=ks if keyed else None))
+    x = as_np(xs)
+    k = np.array(ks) if keyed else np.zeros(len(xs), dtype=int)
+    if agg == "rank":
+        want = np.full(len(xs), np.nan)
+        for i in range(len(xs)):
+            rows = [j for j in range(i + 1) if k[j] == k[i] and ts[j] > ts[i] - np.timedelta64(span, "s")]
+            w = naive_window([xs[j] for j in rows], agg, mp, q, interp)
+            want[i] = np.nan if w is None else w
+    else:
+        df = pd.DataFrame({"x": x, "k": k}, index=pd.DatetimeIndex(ts))
+        r = df.groupby("k")["x"].rolling(f"{span}s", min_periods=max(mp or 0, 1))
+        r = r.median() if agg == "median" else r.quantile(q, interpolation=interp)
+        # back to input order: groupby sorts by key, stable within a key
+        want = np.empty(len(xs))
+        want[np.argsort(k, kind="stable")] = r.to_numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, equal_nan=True)
 
 
 # -- count-window Stream queries ----------------------------------------------

@@ -39,6 +39,19 @@ def rolling_order(
     """Rolling median / quantile / rank (float64) for each window, per key
     with ``keys``; ``kernel``: auto, sorted_buffer, median_sort or fenwick."""
 
+def rolling_order_time(
+    values: Any,
+    ts: Any,
+    range: int,
+    agg: str,
+    q: Optional[float] = None,
+    interpolation: Optional[str] = None,
+    min_periods: Optional[int] = None,
+    keys: Optional[Any] = None,
+) -> pa.Array:
+    """Rolling median / quantile / rank (float64) over the time window
+    ``(t - range, t]`` (int64 times), per key with ``keys``."""
+
 # A query: (agg, kind, a, b, min_periods, arg column); kind "count" (a =
 # range, b = slide, rows), "time" (a = range, b = slide) or "session" (a =
 # gap), times in the time column's unit.

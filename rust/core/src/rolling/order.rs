@@ -112,6 +112,36 @@ pub fn rolling_many_order_dyn(
     Ok(windows.iter().map(|&w| rolling_order_keys(&keys, nulls.as_ref(), w, stat, mp, kernel)).collect())
 }
 
+/// Rolling `stat` over a time window: row `i` reads the rows `j <= i` with
+/// `ts[j] > ts[i] - range` (pandas' `rolling("5m")`, `closed="right"`),
+/// times non-decreasing. Runs the sorted buffer (a window's length varies,
+/// which Suomela's blocks and the Fenwick kernel do not allow).
+pub fn rolling_order_time_dyn(values: &dyn Array, ts: &dyn Array, range: i64, stat: OrderStat, min_periods: Option<usize>) -> Result<ArrayRef> {
+    if range <= 0 {
+        return invalid!("time window must be positive, got {range}");
+    }
+    let times = crate::engine::event_times(ts, values.len())?;
+    if let Some((i, p)) = crate::engine::first_decrease(times, None) {
+        return Err(crate::engine::time_order_error(i, None, times[i], p));
+    }
+    let (keys, nulls) = keys_of(values)?;
+    Ok(super::sorted_buffer::rolling_bounds(&keys, nulls.as_ref(), &time_starts(times, range), min_periods.unwrap_or(0).max(1), stat))
+}
+
+/// Each row's first row in its time window `(t - range, t]`.
+pub(crate) fn time_starts(times: &[i64], range: i64) -> Vec<usize> {
+    let mut lo = 0;
+    times
+        .iter()
+        .map(|&t| {
+            while times[lo] <= t.saturating_sub(range) {
+                lo += 1;
+            }
+            lo
+        })
+        .collect()
+}
+
 /// [`rolling_order_dyn`] on keys.
 pub fn rolling_order_keys(
     keys: &[u64],
