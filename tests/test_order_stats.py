@@ -334,7 +334,7 @@ def test_stream_query_errors_and_repr():
         sw.Query("median", 5, q=0.5)
     with pytest.raises(ValueError, match="argmax/argmin"):
         sw.Query("median", 5, arg="x")
-    with pytest.raises(ValueError, match="order statistic, which runs on count windows only"):
+    with pytest.raises(ValueError, match="order statistic, which runs in rolling, rolling_many and count-window Query only"):
         sw.aggregators.SoE("median")
     assert "q=0.9, interpolation='lower'" in repr(sw.Query("quantile", 5, q=0.9, interpolation="lower"))
     st_ = sw.Stream(sw.Query("median", 3, name="m"))

@@ -27,8 +27,8 @@ DTYPES = tuple(_slidewise.DTYPES)
 # Monoid aggregations: the FIFO aggregators, streams of every window kind,
 # time windows, window shapes and the named algorithms run these.
 MONOID_AGGS = tuple(_slidewise.AGGS)
-# Order statistics (docs/DESIGN.md §5.10): not monoids; count windows of
-# rolling / rolling_many / keyed rolling, count-window Query and the Spark
+# Order statistics (docs/DESIGN.md §5.10): not monoids; rolling (count and
+# time windows, keyed or not), rolling_many, count-window Query and the Spark
 # adapter's count windows only.
 ORDER_AGGS = ("median", "quantile", "rank")
 # Every aggregation name.
@@ -194,9 +194,9 @@ def check_agg(agg: Any, ignore_nulls: bool = False) -> str:
     (the core's ``first_ignore_nulls``). Every other aggregation skips nulls
     always, so the flag changes nothing for them."""
     if isinstance(agg, str) and agg in ORDER_AGGS:
-        raise ValueError(f"agg={agg!r} is an order statistic, which runs on count windows only (rolling, "
-                         "rolling_many, a count-window Query); it has no time windows, window shapes, "
-                         "named algorithms or out-of-order streams")
+        raise ValueError(f"agg={agg!r} is an order statistic, which runs in rolling, rolling_many and "
+                         "count-window Query only; it has no window shapes, named algorithms, FIFO "
+                         "aggregators, or time / session / out-of-order stream queries")
     if not isinstance(agg, str) or agg not in MONOID_AGGS:
         raise ValueError(f"unknown agg {agg!r}; expected one of {', '.join(AGGS)}")
     if not isinstance(ignore_nulls, bool):

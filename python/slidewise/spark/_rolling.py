@@ -137,9 +137,10 @@ def rolling(
     ``median``, ``quantile`` (Spark's name ``percentile``; ``q=``,
     ``interpolation=`` as :func:`slidewise.rolling`, ``linear`` being
     Spark's ``percentile``) and ``rank`` (``bottleneck.move_rank``; no Spark
-    counterpart) take count windows only: ``F.median(v)`` /
-    ``F.percentile(v, q)`` over ``rowsBetween(-(w-1), 0)`` (nulls skipped,
-    NaN above every number as in Spark).
+    counterpart) take count windows only: Spark's ``F.percentile(v, 0.5)``
+    / ``F.percentile(v, q)`` over ``rowsBetween(-(w-1), 0)`` (Spark 4
+    refuses ``F.median`` over a frame; nulls skipped, NaN above every number
+    as in Spark).
 
     ``plan_rolling`` takes the same arguments and tells which path runs.
     """
