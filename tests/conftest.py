@@ -19,7 +19,7 @@ def _invertible(agg):
         return False
 
 
-INVERTIBLE = {a for a in sw.AGGS if _invertible(a)}
+INVERTIBLE = {a for a in sw.MONOID_AGGS if _invertible(a)}
 
 
 def valid_algos(agg):

@@ -129,7 +129,7 @@ def test_late_stream_equals_naive_on_time_rows(data):
             assert same(x["value"], want[k]), (q, algo, k, x["value"], want[k])
 
 
-@pytest.mark.parametrize("agg", sorted(sw.AGGS))
+@pytest.mark.parametrize("agg", sorted(sw.MONOID_AGGS))
 def test_lateness_zero_on_sorted_data_equals_in_order_stream(agg):
     rng = np.random.default_rng(3)
     n = 2000

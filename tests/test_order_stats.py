@@ -208,7 +208,8 @@ def test_min_periods_and_empty_windows():
         ({"agg": "median", "q": 0.5}, "apply to agg='quantile' only"),
         ({"agg": "rank", "interpolation": "linear"}, "apply to agg='quantile' only"),
         ({"agg": "sum", "q": 0.5}, "apply to agg='quantile' only"),
-        ({"agg": "median", "timestamps": pa.array([0, 1, 2], pa.timestamp("s"))}, "count windows only"),
+        ({"agg": "median", "timestamps": pa.array([0, 2, 1], pa.timestamp("s"))}, "non-decreasing: row 2"),
+        ({"agg": "median", "closed": "left"}, "closed=, center= and step= are not implemented"),
         ({"agg": "median", "algorithm": "twostacks"}, "algorithm must be 'auto'"),
         ({"agg": "median", "min_periods": 4}, r"min_periods \(4\) must be <= window"),
         ({"agg": "mediann"}, "unknown agg"),
@@ -228,3 +229,196 @@ def test_errors_window_and_dtype():
         sw.rolling_many([1.0], [1, 2], "quantile", q=2)
     with pytest.raises(ValueError, match="kernel"):
         _slidewise.rolling_order(pa.array([1.0]), [1], "median", None, None, None, "heap")
+
+
+# -- time windows --------------------------------------------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), agg=st.sampled_from(["median", "quantile", "rank"]), keyed=st.booleans())
+def test_time_windows_equal_pandas(data, agg, keyed):
+    """rolling("Ns") as pandas (median / quantile, per key as groupby) and
+    rank as a sort of each row's window (t - span, t]; ties in time."""
+    xs = data.draw(st.lists(st.one_of(st.integers(-3, 3).map(float), st.none()), max_size=80), label="xs")
+    gaps = data.draw(st.lists(st.integers(0, 3), min_size=len(xs), max_size=len(xs)), label="gaps")
+    ks = data.draw(st.lists(st.integers(0, 2), min_size=len(xs), max_size=len(xs)), label="ks")
+    span = data.draw(st.integers(1, 12), label="span")
+    mp = data.draw(st.one_of(st.none(), st.integers(0, 4)), label="mp")
+    q, interp = (data.draw(st.floats(0, 1), label="q"), data.draw(st.sampled_from(INTERP))) if agg == "quantile" \
+        else (None, None)
+    ts = np.cumsum(gaps).astype("datetime64[s]")
+    got = _np(sw.rolling(as_arrow(xs), f"{span}s", agg, timestamps=pa.array(ts), min_periods=mp, q=q,
+                         interpolation=interp, keys=ks if keyed else None))
+    x = as_np(xs)
+    k = np.array(ks) if keyed else np.zeros(len(xs), dtype=int)
+    if agg == "rank":
+        want = np.full(len(xs), np.nan)
+        for i in range(len(xs)):
+            rows = [j for j in range(i + 1) if k[j] == k[i] and ts[j] > ts[i] - np.timedelta64(span, "s")]
+            w = naive_window([xs[j] for j in rows], agg, mp, q, interp)
+            want[i] = np.nan if w is None else w
+    else:
+        df = pd.DataFrame({"x": x, "k": k}, index=pd.DatetimeIndex(ts))
+        r = df.groupby("k")["x"].rolling(f"{span}s", min_periods=max(mp or 0, 1))
+        r = r.median() if agg == "median" else r.quantile(q, interpolation=interp)
+        # back to input order: groupby sorts by key, stable within a key
+        want = np.empty(len(xs))
+        want[np.argsort(k, kind="stable")] = r.to_numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, equal_nan=True)
+
+
+# -- count-window Stream queries ----------------------------------------------
+
+def naive_window(vals, agg, mp, q, interp):
+    """One window's statistic from its rows (None = null), by sorting."""
+    xs = np.sort(np.array([v for v in vals if v is not None], dtype=np.float64))
+    if len(xs) < max(mp or 0, 1):
+        return None
+    if agg == "rank":
+        me = vals[-1]
+        if me is None:
+            return None
+        if len(xs) == 1:
+            return 0.0
+        less, equal = np.sum(xs < me), np.sum(xs == me)
+        return 2.0 * ((2 * less + equal - 1) / 2.0 / (len(xs) - 1) - 0.5)
+    if agg == "median":
+        q, interp = 0.5, "midpoint"
+    return float(np.quantile(xs, q, method=interp))
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), keyed=st.booleans(), agg=st.sampled_from(["median", "quantile", "rank"]),
+       r=st.integers(1, 12), s=st.integers(1, 5))
+def test_stream_queries_equal_a_naive_sort_per_window(data, keyed, agg, r, s):
+    """Windows (keys, starts, ends, in order) are the core's count windows
+    (a count query beside it); each value is the sorted window's statistic."""
+    import pickle
+
+    xs = data.draw(st.lists(cells, max_size=70), label="xs")
+    ks = data.draw(st.lists(st.sampled_from(["a", "b", "c"]), min_size=len(xs), max_size=len(xs)), label="ks")
+    mp = data.draw(st.one_of(st.none(), st.integers(0, r)), label="mp")
+    q, interp = (data.draw(st.floats(0, 1), label="q"), data.draw(st.sampled_from(INTERP))) if agg == "quantile" \
+        else (None, None)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(xs)), max_size=4), label="cuts"))
+    qs = [sw.Query(agg, r, s, name="o", min_periods=mp, q=q, interpolation=interp), sw.Query("count", r, s, name="c")]
+    stream = sw.Stream(qs, key="k" if keyed else None)
+    got, seen = [], {}
+    for a, b in zip([0] + cuts, cuts + [len(xs)]):
+        res = stream.push({"v": pa.array(xs[a:b], pa.float64()), "k": pa.array(ks[a:b], pa.string())})
+        got.append(res)
+        stream = pickle.loads(pickle.dumps(stream))  # a checkpoint between any two pushes
+    got.append(stream.flush())
+    assert stream.rows_seen == len(xs)
+    rows = {}
+    for x, k in zip(xs, ks):
+        rows.setdefault(k if keyed else None, []).append(x)
+    for res in got:
+        o, c = res["o"].to_pylist(), res["c"].to_pylist()
+        assert [{**w, "value": None} for w in o] == [{**w, "value": None} for w in c]
+        for w in o:
+            vals = rows[w["k"] if keyed else None][w["window_start"]:w["window_end"]]
+            want = naive_window(vals, agg, mp, q, interp)
+            assert (w["value"] is None) == (want is None), (w, vals)
+            if want is not None:
+                assert w["value"] == pytest.approx(want, rel=1e-12, abs=1e-12), (w, vals)
+
+
+def test_stream_query_errors_and_repr():
+    with pytest.raises(ValueError, match="count windows only"):
+        sw.Query("median", "10s")
+    with pytest.raises(ValueError, match="count windows only"):
+        sw.Query("rank", session="10s")
+    with pytest.raises(ValueError, match="needs q"):
+        sw.Query("quantile", 5)
+    with pytest.raises(ValueError, match="apply to agg='quantile' only"):
+        sw.Query("median", 5, q=0.5)
+    with pytest.raises(ValueError, match="argmax/argmin"):
+        sw.Query("median", 5, arg="x")
+    with pytest.raises(ValueError, match="order statistic, which runs in rolling, rolling_many and count-window Query only"):
+        sw.aggregators.SoE("median")
+    assert "q=0.9, interpolation='lower'" in repr(sw.Query("quantile", 5, q=0.9, interpolation="lower"))
+    st_ = sw.Stream(sw.Query("median", 3, name="m"))
+    st_.push({"v": pa.array([3.0, 1.0, 2.0])})
+    st_.flush()
+    assert st_.flush()["m"].num_rows == 0
+    with pytest.raises(ValueError, match="flushed"):
+        st_.push({"v": pa.array([1.0])})
+
+
+def test_aggs_lists_order_statistics_apart():
+    assert set(sw.ORDER_AGGS) == {"median", "quantile", "rank"}
+    assert sw.AGGS == sw.MONOID_AGGS + sw.ORDER_AGGS
+    assert not set(sw.ORDER_AGGS) & set(sw.MONOID_AGGS)
+
+
+# -- slidewise.spark.rolling against Spark's F.median / F.percentile -----------
+
+def _same_floats(got: pa.Array, want: pa.Array, what: str) -> None:
+    """Null and NaN apart, the rest within 1e-12 relative (Spark computes
+    (1 - w) lo + w hi, slidewise lo + (hi - lo) w)."""
+    g, w = got.to_pylist(), want.to_pylist()
+    assert [x is None for x in g] == [x is None for x in w], what
+    for i, (a, b) in enumerate(zip(g, w)):
+        if a is None:
+            continue
+        assert (a != a) == (b != b), (what, i, a, b)
+        if a == a:
+            assert a == pytest.approx(b, rel=1e-12, abs=1e-300), (what, i, a, b)
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["unkeyed", "keyed"])
+def test_spark_rolling_equals_spark_percentile(spark, keyed):
+    """median and percentile against Spark's percentile over the same ROWS
+    frame (Spark 4 refuses F.median and percentile_cont over a frame; its
+    median is percentile 0.5), with ties, nulls, NaN and inf; rank against
+    slidewise.rolling on the rows in Spark's order."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    import slidewise.spark as ss
+
+    rng = np.random.default_rng(15)
+    n = 300
+    v = rng.integers(-4, 5, n).astype(float) + np.where(rng.random(n) < 0.3, rng.random(n), 0.0)
+    v[rng.random(n) < 0.05] = np.nan
+    v[rng.random(n) < 0.05] = np.inf
+    t = pa.table({"id": np.arange(n), "t": rng.integers(0, 60, n), "k": rng.integers(0, 3, n),
+                  "v": pa.array(v, mask=rng.random(n) < 0.15)})
+    sdf = spark.createDataFrame(t).repartition(3)  # from Arrow: nulls and NaN stay apart
+    keys = ["k"] if keyed else None
+    windows = [1, 4, 9]
+    got = ss.rolling(sdf, "v", "t", windows, ["median", "percentile", "rank"], partition_by=keys, tiebreak="id",
+                     q=0.3).toArrow().sort_by("id")
+    cols = []
+    for w in windows:
+        win = (Window.partitionBy("k") if keyed else Window).orderBy("t", "id").rowsBetween(-(w - 1), 0)
+        cols += [F.percentile("v", 0.5).over(win).alias(f"m{w}"), F.percentile("v", 0.3).over(win).alias(f"p{w}")]
+    want = sdf.select("id", *cols).toArrow().sort_by("id")
+    rows = t.sort_by([("t", "ascending"), ("id", "ascending")])
+    for w in windows:
+        _same_floats(got[f"median_{w}"], want[f"m{w}"], f"median_{w}")
+        _same_floats(got[f"percentile_{w}"], want[f"p{w}"], f"percentile_{w}")
+        local = sw.rolling(rows["v"], w, "rank", keys=rows["k"] if keyed else None)
+        _same_floats(got[f"rank_{w}"], pa.table({"id": rows["id"], "r": local}).sort_by("id")["r"], f"rank_{w}")
+
+
+def test_spark_specs_carry_q_and_interpolation():
+    from slidewise.spark._specs import _make_specs
+
+    (s,) = _make_specs(pa.int32(), 5, "percentile", None, 2, "auto", q=0.75, interpolation="lower")
+    assert (s.agg, s.order_kw, s.arrow_type, s.min_periods) == ("quantile", {"q": 0.75, "interpolation": "lower"},
+                                                               pa.float64(), 2)
+
+
+def test_spark_rolling_order_errors(spark):
+    import slidewise.spark as ss
+
+    sdf = spark.createDataFrame(pd.DataFrame({"t": [1, 2], "v": [1.0, 2.0]}))
+    with pytest.raises(ValueError, match="needs q"):
+        ss.rolling(sdf, "v", "t", 3, "percentile")
+    with pytest.raises(ValueError, match="apply to agg='quantile'"):
+        ss.rolling(sdf, "v", "t", 3, "median", q=0.5)
+    with pytest.raises(ValueError, match="count windows only"):
+        ss.rolling(sdf, "v", "t", "5s", "median")
+    with pytest.raises(ValueError, match="algorithm must be 'auto'"):
+        ss.rolling(sdf, "v", "t", 3, "rank", algorithm="two_stacks")

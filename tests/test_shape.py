@@ -44,7 +44,7 @@ def oracle(values, bounds, agg, mp):
 # -- every aggregation x dtype x algorithm, pandas' bounds, the naive oracle ----
 
 @pytest.mark.parametrize("dtype", ["float64", "int64", "int32", "float32"])
-@pytest.mark.parametrize("agg", sw.AGGS)
+@pytest.mark.parametrize("agg", sw.MONOID_AGGS)
 @settings(max_examples=20, deadline=None)
 @given(data=st.data(), window=st.integers(1, 9), closed=st.sampled_from(CLOSED), center=st.booleans(),
        step=st.one_of(st.just(1), st.integers(1, 12), st.integers(20, 90)))
@@ -61,7 +61,7 @@ def test_count_shape_matches_pandas_bounds(data, agg, dtype, window, closed, cen
                          what=f"{agg}/{dtype} w={window} {closed} center={center} step={step} mp={mp} {algo}")
 
 
-@pytest.mark.parametrize("agg", sw.AGGS)
+@pytest.mark.parametrize("agg", sw.MONOID_AGGS)
 @settings(max_examples=25, deadline=None)
 @given(data=st.data(), span=st.integers(1, 8), closed=st.sampled_from(CLOSED), center=st.booleans())
 def test_time_shape_matches_pandas_bounds(data, agg, span, closed, center):

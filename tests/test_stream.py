@@ -55,7 +55,7 @@ SHAPES = [(10, 1), (12, 4), (10, 4), (7, 3), (3, 5), (1, 1), (5, 5), (100, 7)]
 # (drawing them too left most of the 288 combinations untried on a run);
 # the window shape, the data, the batch cuts and min_periods are drawn.
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("agg", sw.AGGS)
+@pytest.mark.parametrize("agg", sw.MONOID_AGGS)
 def test_windows_match_the_oracle_whatever_the_batches(agg, dtype):
     check_windows_whatever_the_batches(agg=agg, dtype=dtype)
 

@@ -24,14 +24,15 @@ from typing import Any, Iterable, Optional, Sequence, Union
 import pyarrow as pa
 
 from . import _arrow, _convert, _keys, _shape, _slidewise, _time, aggregators
-from ._arrow import AGGS, ALGORITHMS, DTYPES
+from ._arrow import AGGS, ALGORITHMS, DTYPES, MONOID_AGGS, ORDER_AGGS
 from ._query import Query
 from ._stream import Stream
 from ._plan import Plan, count_edges, plan
 
 __version__: str = _slidewise.__version__
 
-__all__ = ["rolling", "rolling_many", "Query", "Stream", "Plan", "plan", "count_edges", "aggregators", "AGGS", "ALGORITHMS", "DTYPES",
+__all__ = ["rolling", "rolling_many", "Query", "Stream", "Plan", "plan", "count_edges", "aggregators", "AGGS", "MONOID_AGGS", "ORDER_AGGS", "ALGORITHMS",
+           "DTYPES",
            "__version__"]
 
 
@@ -144,10 +145,20 @@ def _rolling(values: pa.Array, window: Any, agg: str, keys: Any, timestamps: Any
 
 def _rolling_order(values, windows, agg, q, interpolation, keys, timestamps, min_periods, algorithm) -> list:
     """median / quantile / rank for each window (one list of arrays)."""
-    if timestamps is not None:
-        raise ValueError(f"agg={agg!r} supports count windows only, not timestamps= (time windows are not implemented yet)")
     if algorithm != "auto":
         raise ValueError(f"agg={agg!r} has no FIFO algorithms: algorithm must be 'auto', got {algorithm!r}")
+    if timestamps is not None:  # a time window: (t - window, t], as pandas rolling("5m")
+        arr = _arrow.values_array(values)
+        ts, unit_ns, _ = _time.time_column(timestamps)
+        if len(ts) != len(arr):
+            raise ValueError(f"timestamps have {len(ts)} rows, values {len(arr)}")
+        span = _time_span(windows[0], unit_ns)
+        mp = _arrow.min_periods_int(min_periods, 1 << 62, "2**62")
+        if keys is not None:
+            keys = _keys.key_array(keys)
+            if len(keys) != len(arr):
+                raise ValueError(f"keys have {len(keys)} rows, values {len(arr)}")
+        return [_slidewise.rolling_order_time(arr, ts, span, agg, q, interpolation, mp, keys)]
     ws = [_arrow.positive_int("window", w) for w in windows]
     mp = None
     for w in ws:
@@ -160,6 +171,14 @@ def _rolling_order(values, windows, agg, q, interpolation, keys, timestamps, min
     return _slidewise.rolling_order(arr, ws, agg, q, interpolation, mp, "auto", keys)
 
 
+def _time_span(window, unit_ns: int) -> int:
+    """A time window in the timestamps' units: a span ("5m", timedelta) or
+    an int already in those units."""
+    if _time.is_duration(window):
+        return _time.to_units("window", _time.duration_ns("window", window), unit_ns)
+    return _arrow.positive_int("window", window)
+
+
 def _rolling_time(values, window, agg, timestamps, min_periods, algorithm, keys=None, ignore_nulls=False,
                   shape=(None, False, None)) -> pa.Array:
     agg = _arrow.check_agg(agg, ignore_nulls)
@@ -168,10 +187,7 @@ def _rolling_time(values, window, agg, timestamps, min_periods, algorithm, keys=
     ts, unit_ns, _ = _time.time_column(timestamps)
     if len(ts) != len(arr):
         raise ValueError(f"timestamps have {len(ts)} rows, values {len(arr)}")
-    if _time.is_duration(window):
-        span = _time.to_units("window", _time.duration_ns("window", window), unit_ns)
-    else:
-        span = _arrow.positive_int("window", window)
+    span = _time_span(window, unit_ns)
     mp = _arrow.min_periods_int(min_periods, 1 << 62, "2**62")
     if keys is not None and len(keys) != len(arr):
         raise ValueError(f"keys have {len(keys)} rows, values {len(arr)}")

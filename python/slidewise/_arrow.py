@@ -24,7 +24,15 @@ import pyarrow as pa
 from . import _slidewise
 
 DTYPES = tuple(_slidewise.DTYPES)
-AGGS = tuple(_slidewise.AGGS)
+# Monoid aggregations: the FIFO aggregators, streams of every window kind,
+# time windows, window shapes and the named algorithms run these.
+MONOID_AGGS = tuple(_slidewise.AGGS)
+# Order statistics (docs/DESIGN.md §5.10): not monoids; rolling (count and
+# time windows, keyed or not), rolling_many, count-window Query and the Spark
+# adapter's count windows only.
+ORDER_AGGS = ("median", "quantile", "rank")
+# Every aggregation name.
+AGGS = MONOID_AGGS + ORDER_AGGS
 ALGORITHMS = ("auto",) + tuple(_slidewise.ALGORITHMS)
 
 _ACCEPTED = {pa.int32(), pa.int64(), pa.float32(), pa.float64()}
@@ -151,7 +159,6 @@ def min_periods_int(min_periods: Any, limit: int, limit_name: str) -> Optional[i
     return m
 
 
-ORDER_AGGS = ("median", "quantile", "rank")
 INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
@@ -186,8 +193,12 @@ def check_agg(agg: Any, ignore_nulls: bool = False) -> str:
     null; ``ignore_nulls=True`` gives Spark's ``first(v, ignorenulls=True)``
     (the core's ``first_ignore_nulls``). Every other aggregation skips nulls
     always, so the flag changes nothing for them."""
-    if not isinstance(agg, str) or agg not in AGGS:
-        raise ValueError(f"unknown agg {agg!r}; expected one of {', '.join(AGGS + ORDER_AGGS)}")
+    if isinstance(agg, str) and agg in ORDER_AGGS:
+        raise ValueError(f"agg={agg!r} is an order statistic, which runs in rolling, rolling_many and "
+                         "count-window Query only; it has no window shapes, named algorithms, FIFO "
+                         "aggregators, or time / session / out-of-order stream queries")
+    if not isinstance(agg, str) or agg not in MONOID_AGGS:
+        raise ValueError(f"unknown agg {agg!r}; expected one of {', '.join(AGGS)}")
     if not isinstance(ignore_nulls, bool):
         raise ValueError(f"ignore_nulls must be True or False, got {ignore_nulls!r}")
     if ignore_nulls and agg in ("first", "last"):

@@ -29,6 +29,11 @@ class Query:
     ``first(v, ignorenulls=True)`` (the agg becomes ``first_ignore_nulls``).
     ``arg="col"`` (argmax/argmin only) reports the value of column ``col``
     at the extreme row instead of its position.
+
+    ``"median"``, ``"quantile"`` (with ``q=`` and ``interpolation=``, as
+    :func:`slidewise.rolling`) and ``"rank"`` (of the window's last row)
+    are count-window queries only (docs/DESIGN.md §5.10); their values are
+    float64.
     """
 
     def __init__(
@@ -42,8 +47,17 @@ class Query:
         min_periods: Optional[int] = None,
         arg: Optional[str] = None,
         ignore_nulls: bool = False,
+        q: Optional[float] = None,
+        interpolation: Optional[str] = None,
     ) -> None:
-        self.agg = _arrow.check_agg(agg, ignore_nulls)
+        self.order, self.q, self.interpolation = _arrow.order_args(agg, q, interpolation)
+        if self.order:
+            if session is not None or range is None or _time.is_duration(range):
+                raise ValueError(f"agg={agg!r} is an order statistic: count windows only (range= a number of rows), "
+                                 "no time or session windows")
+            if arg is not None:
+                raise ValueError(f"arg= is only meaningful for argmax/argmin, not {agg!r}")
+        self.agg = agg if self.order else _arrow.check_agg(agg, ignore_nulls)
         self.session: Optional[int] = None
         if session is not None:
             if range is not None:
@@ -99,7 +113,8 @@ class Query:
 
     def __repr__(self) -> str:
         extra = "".join(
-            f", {k}={v!r}" for k, v in (("min_periods", self.min_periods), ("arg", self.arg)) if v is not None
+            f", {k}={v!r}" for k, v in (("min_periods", self.min_periods), ("arg", self.arg), ("q", self.q),
+                                        ("interpolation", self.interpolation)) if v is not None
         )
         if self.session is not None:
             return f"Query({self.agg!r}, session={self.session}, name={self.name!r}{extra})"
@@ -109,8 +124,10 @@ class Query:
         return isinstance(other, Query) and vars(self) == vars(other)
 
     def __hash__(self) -> int:
-        return hash((self.name, self._spec(), self.arg))
+        return hash((self.name, self._spec(), self.arg, self.q, self.interpolation))
 
     def __setstate__(self, st: dict) -> None:
         st.setdefault("session", None)  # pickles from before session windows
+        for k in ("order", "q", "interpolation"):  # before order statistics
+            st.setdefault(k, None)
         self.__dict__.update(st)

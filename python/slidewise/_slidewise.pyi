@@ -5,7 +5,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import pyarrow as pa
 
 __version__: str
-AGGS: List[str]
+AGGS: List[str]  # the core's (monoid) aggregations; slidewise.AGGS adds the order statistics
 ALGORITHMS: List[str]
 DTYPES: List[str]
 
@@ -38,6 +38,19 @@ def rolling_order(
 ) -> list[pa.Array]:
     """Rolling median / quantile / rank (float64) for each window, per key
     with ``keys``; ``kernel``: auto, sorted_buffer, median_sort or fenwick."""
+
+def rolling_order_time(
+    values: Any,
+    ts: Any,
+    range: int,
+    agg: str,
+    q: Optional[float] = None,
+    interpolation: Optional[str] = None,
+    min_periods: Optional[int] = None,
+    keys: Optional[Any] = None,
+) -> pa.Array:
+    """Rolling median / quantile / rank (float64) over the time window
+    ``(t - range, t]`` (int64 times), per key with ``keys``."""
 
 # A query: (agg, kind, a, b, min_periods, arg column); kind "count" (a =
 # range, b = slide, rows), "time" (a = range, b = slide) or "session" (a =

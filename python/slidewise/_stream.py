@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _arrow, _convert, _keys, _late, _slidewise, _time
+from ._order_stream import OrderQueries
 from ._plan import stream_groups
 from ._query import Query
 
@@ -110,13 +111,18 @@ class Stream:
         if time is not None and partial != "pairs":
             raise ValueError(f"time windows use partial='pairs'; got {partial!r}")
         self._queries: List[Query] = queries
+        # median / quantile / rank run beside the core stream (_order_stream.py)
+        self._core_queries = [q for q in queries if not q.order]
+        order = [q for q in queries if q.order]
+        self._order: Optional[OrderQueries] = OrderQueries(order) if order else None
         self._value, self._time, self._key = value, time, key
         self._partial = partial
         self._nan = _convert.check_nan(nan)
         self._output = _convert.check_output(output)
         # plan="weaveshare" (or a slidewise.Plan, or "none"): which queries
         # share a plan; None: one per (agg, arg, window kind). See _plan.py.
-        self._plan_groups: Optional[List[int]] = stream_groups(queries, plan, rate)
+        self._plan_groups: Optional[List[int]] = \
+            stream_groups(self._core_queries, plan, rate) if self._core_queries else None
         self._dtype: Optional[str] = None
         self._unit_ns: Optional[int] = None
         self._ts_type: Optional[pa.DataType] = None
@@ -124,7 +130,8 @@ class Stream:
         self._rows_base = 0
         # Build once now so that an algorithm the operations cannot run
         # (soe with max, ...) fails here, not at the first push.
-        self._new("float64", 1)
+        if self._core_queries:
+            self._new("float64", 1)
         self._inner: Optional[_slidewise.Stream] = None
 
     # -- public -------------------------------------------------------------
@@ -136,6 +143,8 @@ class Stream:
     @property
     def rows_seen(self) -> int:
         """Rows pushed so far."""
+        if not self._core_queries:
+            return 0 if self._order is None else self._order.rows
         return self._rows_base + (0 if self._inner is None else self._inner.counts()[0])
 
     def late_rows(self) -> Any:
@@ -189,8 +198,9 @@ class Stream:
                 raise ValueError(f"key column {self._key!r} has {len(keys)} rows, value column {len(values)}")
         if ts is not None and self._unit_ns is None:
             self._unit_ns, self._ts_type = unit_ns, ts_type
-        if self._inner is None:
+        if self._dtype is None:
             self._dtype = str(values.type)
+        if self._inner is None and self._core_queries:
             self._inner = self._new(self._dtype, self._unit_ns or 1)
         if ts is not None and unit_ns != self._unit_ns:
             ts = pa.array(ts.to_numpy() * unit_ns // self._unit_ns, pa.int64())
@@ -199,15 +209,18 @@ class Stream:
         if keys is not None and self._key_type is None and len(keys):
             self._key_type = keys.type
         args = None
-        if any(q.arg for q in self._queries):
-            args = [self._arg(batch, q.arg, values) if q.arg else None for q in self._queries]
-        return self._tables(self._inner.push(values, ts, keys, args))
+        if any(q.arg for q in self._core_queries):
+            args = [self._arg(batch, q.arg, values) if q.arg else None for q in self._core_queries]
+        core = self._inner.push(values, ts, keys, args) if self._core_queries else []
+        order = self._order.push(values, keys) if self._order is not None else []
+        return self._tables(core, order)
 
     def flush(self) -> Dict[str, Any]:
         """End of stream: every window still holding a row (count windows:
         the last, partial window of each query, with window_end = rows
         seen). Pushing after a flush is an error."""
-        return self._tables(self._stream().flush())
+        core = self._stream().flush() if self._core_queries else []
+        return self._tables(core, self._order.flush() if self._order is not None else [])
 
     def __repr__(self) -> str:
         extra = "".join(f", {k}={v!r}" for k, v in (("time", self._time), ("key", self._key),
@@ -241,6 +254,7 @@ class Stream:
             "key_type": self._key_type,
             "rows_base": self._rows_base,
             "state": None if self._inner is None else self._inner.save(),
+            "order": self._order,
         }
 
     def __setstate__(self, st: dict) -> None:
@@ -248,10 +262,12 @@ class Stream:
         if version not in (3, 4, 5, 6, 7, _STATE_VERSION):
             raise ValueError(f"cannot restore a slidewise Stream saved with state version {version!r}")
         self._queries = st["queries"]
+        self._order = st.get("order")
         if version < 8:
             # Saved when first / last skipped nulls: keep that meaning (the
             # saved partials are the same bytes).
             self._queries = [_renamed_first_last(q) for q in self._queries]
+        self._core_queries = [q for q in self._queries if not q.order]
         self._value, self._time, self._key = st["value"], st["time"], st.get("key")
         self._lateness = st.get("lateness")
         self._algorithm = st["algorithm"]
@@ -272,7 +288,7 @@ class Stream:
     # -- internals ----------------------------------------------------------
 
     def _args(self, dtype: str, unit_ns: int) -> tuple:
-        return ([q._spec(unit_ns) for q in self._queries], dtype, self._algorithm,
+        return ([q._spec(unit_ns) for q in self._core_queries], dtype, self._algorithm,
                 None if self._lateness is None else self._lateness // unit_ns,
                 self._key is not None, self._partial, self._plan_groups)
 
@@ -293,9 +309,14 @@ class Stream:
             return k if k is not None else pa.array([], pa.int64())
         return k.cast(self._key_type) if k.type != self._key_type else k
 
-    def _tables(self, results) -> Dict[str, Any]:
+    def _tables(self, core, order) -> Dict[str, Any]:
+        """Per query, in the order given: the core's results, then the order
+        statistics' (each a (keys, window_start, window_end, value))."""
         out = {}
-        for q, (k, s, e, v) in zip(self._queries, results):
+        done = dict(zip([q.name for q in self._core_queries], core))
+        done.update(zip([q.name for q in self._order.queries] if self._order else [], order))
+        for q in self._queries:
+            k, s, e, v = done[q.name]
             if self._time is not None:
                 s, e = _time.restore(s, self._ts_type), _time.restore(e, self._ts_type)
             cols, names = [s, e, v], ["window_start", "window_end", "value"]

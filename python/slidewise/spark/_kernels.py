@@ -164,13 +164,14 @@ def _compute(sw, spec: _Spec, vals: pa.Array, ts: Optional[pa.Array], starts: np
     def one(v, t):
         if spec.time:
             return sw.rolling(v, spec.units, spec.agg, timestamps=t, min_periods=mp, algorithm=spec.algorithm)
-        return sw.rolling(v, spec.window, spec.agg, min_periods=mp, algorithm=spec.algorithm)
+        return sw.rolling(v, spec.window, spec.agg, min_periods=mp, algorithm=spec.algorithm, **spec.order_kw)
 
     if keys is None and len(starts) > 1 and _native_keys(sw) and not spec.time:
         keys = pa.array(np.repeat(np.arange(len(starts), dtype=np.int64), np.diff(np.append(starts, n))))
     if keys is not None:
         out = sw.rolling(vals, spec.units if spec.time else spec.window, spec.agg, keys=keys,
-                         timestamps=ts if spec.time else None, min_periods=mp, algorithm=spec.algorithm)
+                         timestamps=ts if spec.time else None, min_periods=mp, algorithm=spec.algorithm,
+                         **spec.order_kw)
     elif len(starts) <= 1:
         out = one(vals, ts)
     else:
@@ -208,7 +209,7 @@ def _compute_all(sw, specs: List[_Spec], vals: pa.Array, ts: Optional[pa.Array],
     if not specs[0].time and _many_keys(sw):
         groups: dict = {}
         for i, s in enumerate(specs):
-            if s.min_periods is None:
+            if s.min_periods is None and s.agg not in sw.ORDER_AGGS:  # order stats: one rolling each
                 groups.setdefault(s.algorithm, {})[(s.agg, s.window)] = i
         many_keys = keys
         n = len(vals)

@@ -92,6 +92,8 @@ def rolling(
     method: str = "auto",
     assume_sorted: bool = False,
     ignore_nulls: bool = False,
+    q: Optional[float] = None,
+    interpolation: Optional[str] = None,
 ) -> Any:
     """Add rolling aggregate column(s) of ``value`` to ``df``.
 
@@ -132,6 +134,14 @@ def rolling(
     if that value is null. ``ignore_nulls=True`` gives ``F.first(v,
     ignorenulls=True)``: the first / last non-null value.
 
+    ``median``, ``quantile`` (Spark's name ``percentile``; ``q=``,
+    ``interpolation=`` as :func:`slidewise.rolling`, ``linear`` being
+    Spark's ``percentile``) and ``rank`` (``bottleneck.move_rank``; no Spark
+    counterpart) take count windows only: Spark's ``F.percentile(v, 0.5)``
+    / ``F.percentile(v, q)`` over ``rowsBetween(-(w-1), 0)`` (Spark 4
+    refuses ``F.median`` over a frame; nulls skipped, NaN above every number
+    as in Spark).
+
     ``plan_rolling`` takes the same arguments and tells which path runs.
     """
     return _plan(**locals()).run()
@@ -152,7 +162,7 @@ plan_rolling.__signature__ = _SIGNATURE.replace(return_annotation=RollingPlan)  
 
 
 def _plan(df, value, order_by, window, agg, partition_by, output, min_periods, algorithm, tiebreak, num_partitions,
-          method, assume_sorted, ignore_nulls) -> RollingPlan:
+          method, assume_sorted, ignore_nulls, q=None, interpolation=None) -> RollingPlan:
     """:func:`plan_rolling` with every argument given."""
     from pyspark.sql import functions as F
 
@@ -165,7 +175,7 @@ def _plan(df, value, order_by, window, agg, partition_by, output, min_periods, a
         if k not in df.columns:
             raise ValueError(f"partition_by column {k!r} is not in the DataFrame (columns: {df.columns})")
     vtype = _spark_type_to_arrow(df.schema[value].dataType)
-    specs = _make_specs(vtype, window, agg, output, min_periods, algorithm, ignore_nulls)
+    specs = _make_specs(vtype, window, agg, output, min_periods, algorithm, ignore_nulls, q, interpolation)
     if specs[0].time:
         from pyspark.sql import types as T
 

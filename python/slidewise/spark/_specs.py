@@ -18,9 +18,12 @@ import pyarrow as pa
 # The default tiebreak column (monotonically_increasing_id of the input).
 _TB = "__slidewise_tiebreak"
 _ALIAS = {"avg": "mean", "stddev": "std", "stddev_samp": "std", "variance": "var", "var_samp": "var",
-          "stddev_pop": "std_pop"}
+          "stddev_pop": "std_pop", "percentile": "quantile"}
 # aggregations with a Spark counterpart; output type rule per agg
 _SPARK_AGGS = ("max", "min", "sum", "mean", "count", "std", "var", "std_pop", "var_pop", "first", "last")
+# order statistics (count windows only): F.median, F.percentile, and rank
+# (bottleneck's move_rank, no Spark counterpart)
+_ROLLING_ORDER_AGGS = ("median", "quantile", "rank")
 
 
 class _Spec:
@@ -35,6 +38,7 @@ class _Spec:
         self.algorithm = algorithm
         self.units = None  # time range in timestamp units, set on executors
         self.arrow_type: Optional[pa.DataType] = None
+        self.order_kw: dict = {}  # q / interpolation of a quantile
 
 
 def _copy_spec(s: _Spec) -> _Spec:
@@ -107,12 +111,15 @@ def _schema_with(df, specs: List[_Spec], drop: List[str]):
 
 
 def _make_specs(value_type: pa.DataType, window, agg, output, min_periods, algorithm,
-                ignore_nulls: bool = False) -> List[_Spec]:
+                ignore_nulls: bool = False, q=None, interpolation=None) -> List[_Spec]:
     import slidewise as sw
 
     windows, aggs = _listify(window), _listify(agg)
     if not windows or not aggs:
         raise ValueError("rolling needs at least one window and one agg")
+    if (q is not None or interpolation is not None) and \
+            not any(isinstance(a, str) and _ALIAS.get(a.lower(), a.lower()) == "quantile" for a in aggs):
+        raise ValueError(f"q and interpolation apply to agg='quantile' (or 'percentile') only, not {aggs}")
     specs = []
     names = _listify(output) if output is not None else None
     pairs = [(w, a) for w in windows for a in aggs]
@@ -123,12 +130,22 @@ def _make_specs(value_type: pa.DataType, window, agg, output, min_periods, algor
         if not isinstance(a, str):
             raise ValueError(f"agg must be a string, got {a!r}")
         core = _ALIAS.get(a.lower(), a.lower())
-        if core not in _SPARK_AGGS:
-            raise ValueError(f"unsupported agg {a!r} on Spark; choose from {', '.join(_SPARK_AGGS)} "
-                             f"(or the Spark names {', '.join(_ALIAS)})")
-        # first / last: Spark's (null rows count) or, with ignore_nulls,
-        # the core's first_ignore_nulls / last_ignore_nulls
-        core = sw._arrow.check_agg(core, ignore_nulls)
+        order_kw = {}
+        if core in _ROLLING_ORDER_AGGS:
+            if _is_span(w):
+                raise ValueError(f"agg {a!r} takes count windows only on Spark, got window {w!r}")
+            if algorithm != "auto":
+                raise ValueError(f"agg {a!r} has no FIFO algorithms: algorithm must be 'auto', got {algorithm!r}")
+            if core == "quantile":
+                _, qf, interp = sw._arrow.order_args(core, q, interpolation)
+                order_kw = {"q": qf, "interpolation": interp}
+        elif core not in _SPARK_AGGS:
+            raise ValueError(f"unsupported agg {a!r} on Spark; choose from "
+                             f"{', '.join(_SPARK_AGGS + _ROLLING_ORDER_AGGS)} (or the Spark names {', '.join(_ALIAS)})")
+        else:
+            # first / last: Spark's (null rows count) or, with ignore_nulls,
+            # the core's first_ignore_nulls / last_ignore_nulls
+            core = sw._arrow.check_agg(core, ignore_nulls)
         if _is_span(w):
             sw._time.duration_ns("window", w)
         else:
@@ -138,6 +155,7 @@ def _make_specs(value_type: pa.DataType, window, agg, output, min_periods, algor
             sw._arrow.min_periods_int(min_periods, 1 << 62, "2**62")
         name = names[i] if names is not None else f"{a}_{w if not isinstance(w, datetime.timedelta) else int(w.total_seconds())}"
         s = _Spec(name, core, w, min_periods, algorithm)
+        s.order_kw = order_kw
         s.arrow_type = _result_type(core, value_type)
         specs.append(s)
     kinds = {s.time for s in specs}

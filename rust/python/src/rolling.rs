@@ -214,8 +214,36 @@ pub fn rolling_order<'py>(
     Ok(out.into_iter().map(|a| to_pyarrow(py, a)).collect::<PyResult<_>>()?)
 }
 
+/// Rolling median / quantile / rank over a time window `(t - range, t]`
+/// (optionally per key): one float64 array.
+#[pyfunction]
+#[pyo3(signature = (values, ts, range, agg, q=None, interpolation=None, min_periods=None, keys=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn rolling_order_time<'py>(
+    py: Python<'py>,
+    values: PyArray,
+    ts: PyArray,
+    range: i64,
+    agg: &str,
+    q: Option<f64>,
+    interpolation: Option<&str>,
+    min_periods: Option<i64>,
+    keys: Option<PyArray>,
+) -> SwResult<Bound<'py, PyAny>> {
+    let stat = order_stat(agg, q, interpolation)?;
+    let (arr, ts) = (values.array().clone(), ts.array().clone());
+    let keys = keys.map(|k| k.array().clone());
+    let mp = self::min_periods(min_periods)?;
+    let out = py.detach(|| match keys {
+        Some(k) => core_rolling::rolling_order_time_keyed_dyn(k.as_ref(), arr.as_ref(), ts.as_ref(), range, stat, mp),
+        None => core_rolling::rolling_order_time_dyn(arr.as_ref(), ts.as_ref(), range, stat, mp),
+    })?;
+    Ok(to_pyarrow(py, out)?)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rolling_order, m)?)?;
+    m.add_function(wrap_pyfunction!(rolling_order_time, m)?)?;
     m.add_function(wrap_pyfunction!(rolling, m)?)?;
     m.add_function(wrap_pyfunction!(rolling_many, m)?)?;
     m.add_function(wrap_pyfunction!(rolling_time, m)?)?;

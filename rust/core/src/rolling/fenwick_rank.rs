@@ -10,7 +10,7 @@
 use arrow_array::ArrayRef;
 use arrow_buffer::NullBuffer;
 
-use super::order::{finish, rank_of};
+use super::order_stat::{finish, rank_of};
 
 /// Rolling `bottleneck.move_rank` of a column of keys; `need >= 1` values
 /// make a row valid (and the row itself must be valid).

@@ -225,10 +225,20 @@ pub fn rolling_time_keyed_shaped_dyn(
     if range <= 0 {
         return invalid!("time window must be positive, got {range}");
     }
-    let times = crate::engine::event_times(ts, values.len())?;
     let g = group_rows(keys, values)?;
+    let ts_arr = times_per_key(&g, ts, values.len())?;
+    per_segment(&g, |seg, lo, hi| {
+        let out = crate::rolling::time::rolling_time_shaped_dyn(seg, &ts_arr.slice(lo, hi - lo), range, agg, min_periods, algo, shape)?;
+        Ok(input_rows(&g, agg, out, lo))
+    })
+}
+
+/// The time column gathered into key segments (as the values), each
+/// segment's times checked non-decreasing: the error names the first
+/// offending row in input order, over all keys.
+fn times_per_key(g: &Grouped, ts: &dyn Array, n: usize) -> Result<PrimitiveArray<Int64Type>> {
+    let times = crate::engine::event_times(ts, n)?;
     let tsg = gather(times, &g.part.perm);
-    // The first offending row in input order, over all keys.
     let mut worst: Option<(usize, usize, i64)> = None;
     for s in 0..g.part.seg_key.len() {
         let (lo, hi) = (g.part.bounds[s], g.part.bounds[s + 1]);
@@ -242,10 +252,25 @@ pub fn rolling_time_keyed_shaped_dyn(
     if let Some((row, p, prev)) = worst {
         return Err(crate::engine::time_order_error(row, Some(g.index.describe(g.ids[row])), tsg[p], prev));
     }
-    let ts_arr = PrimitiveArray::<Int64Type>::new(ScalarBuffer::from(tsg), None);
+    Ok(PrimitiveArray::<Int64Type>::new(ScalarBuffer::from(tsg), None))
+}
+
+/// [`crate::rolling::order::rolling_order_time_dyn`] within each key.
+pub fn rolling_order_time_keyed_dyn(
+    keys: &dyn Array,
+    values: &dyn Array,
+    ts: &dyn Array,
+    range: i64,
+    stat: crate::rolling::OrderStat,
+    min_periods: Option<usize>,
+) -> Result<ArrayRef> {
+    if range <= 0 {
+        return invalid!("time window must be positive, got {range}");
+    }
+    let g = group_rows(keys, values)?;
+    let ts_arr = times_per_key(&g, ts, values.len())?;
     per_segment(&g, |seg, lo, hi| {
-        let out = crate::rolling::time::rolling_time_shaped_dyn(seg, &ts_arr.slice(lo, hi - lo), range, agg, min_periods, algo, shape)?;
-        Ok(input_rows(&g, agg, out, lo))
+        crate::rolling::order::rolling_order_time_dyn(seg, &ts_arr.slice(lo, hi - lo), range, stat, min_periods)
     })
 }
 

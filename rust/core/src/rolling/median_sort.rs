@@ -26,7 +26,7 @@
 use arrow_array::ArrayRef;
 use arrow_buffer::NullBuffer;
 
-use super::order::{finish, quantile_of, quantile_pos, unkey, Interpolation};
+use super::order_stat::{finish, quantile_of, quantile_pos, unkey, Interpolation};
 
 const NONE: u32 = u32::MAX;
 /// Peek past the last node / before the first: above and below every key

@@ -33,15 +33,19 @@ mod many;
 mod median_sort;
 mod moments;
 pub mod order;
+mod order_stat;
 mod prefix;
 pub mod shape;
 mod sorted_buffer;
 mod sum;
 pub mod time;
 
-pub use keyed::{rolling_keyed_dyn, rolling_keyed_shaped_dyn, rolling_many_keyed_dyn, rolling_order_keyed_dyn, rolling_time_keyed_dyn, rolling_time_keyed_shaped_dyn};
+pub use keyed::{
+    rolling_keyed_dyn, rolling_keyed_shaped_dyn, rolling_many_keyed_dyn, rolling_order_keyed_dyn, rolling_order_time_keyed_dyn,
+    rolling_time_keyed_dyn, rolling_time_keyed_shaped_dyn,
+};
 pub use extreme::extreme_values_at;
-pub use order::{rolling_many_order_dyn, rolling_order_dyn, Interpolation, OrderKernel, OrderStat, SortedWindow};
+pub use order::{rolling_many_order_dyn, rolling_order_dyn, rolling_order_time_dyn, Interpolation, OrderKernel, OrderStat, SortedWindow};
 pub use many::{rolling_many_dyn, rolling_many_tuned, Tuning};
 pub use shape::{rolling_shaped_dyn, Closed, Shape};
 pub use time::{rolling_time_dyn, rolling_time_shaped_dyn};

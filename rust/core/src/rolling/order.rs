@@ -30,104 +30,15 @@
 //! * [`super::fenwick_rank`]: a Fenwick tree over the column's value ranks,
 //!   O(log n) per row, for rank over long windows.
 
-use std::sync::Arc;
-
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
-use arrow_array::{Array, ArrayRef, Float64Array};
-use arrow_buffer::{BooleanBuffer, NullBuffer, ScalarBuffer};
+use arrow_array::{Array, ArrayRef};
+use arrow_buffer::NullBuffer;
 use arrow_schema::DataType;
 
+pub use super::order_stat::{key, quantile_of, quantile_pos, rank_of, unkey, Interpolation, OrderStat, NAN_KEY};
 pub use super::sorted_buffer::SortedWindow;
 use crate::{invalid, Result};
-
-/// pandas' `interpolation=` of `rolling(...).quantile(q, interpolation)`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Interpolation {
-    Linear,
-    Lower,
-    Higher,
-    Midpoint,
-    Nearest,
-}
-
-impl Interpolation {
-    pub const NAMES: [&'static str; 5] = ["linear", "lower", "higher", "midpoint", "nearest"];
-
-    pub fn parse(s: &str) -> Result<Interpolation> {
-        Ok(match s {
-            "linear" => Interpolation::Linear,
-            "lower" => Interpolation::Lower,
-            "higher" => Interpolation::Higher,
-            "midpoint" => Interpolation::Midpoint,
-            "nearest" => Interpolation::Nearest,
-            _ => return invalid!("interpolation must be one of {:?}, got {s:?}", Self::NAMES),
-        })
-    }
-
-    pub fn name(self) -> &'static str {
-        Self::NAMES[self as usize]
-    }
-}
-
-/// One rolling order statistic.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum OrderStat {
-    Median,
-    Quantile { q: f64, interpolation: Interpolation },
-    Rank,
-}
-
-impl OrderStat {
-    pub const NAMES: [&'static str; 3] = ["median", "quantile", "rank"];
-
-    /// `None` when `agg` is not an order statistic (and neither keyword is
-    /// given); errors for a missing / out-of-range `q`, an unknown
-    /// interpolation, or either keyword on another aggregation.
-    pub fn parse(agg: &str, q: Option<f64>, interpolation: Option<&str>) -> Result<Option<OrderStat>> {
-        let stat = match agg {
-            "median" => OrderStat::Median,
-            "rank" => OrderStat::Rank,
-            "quantile" => {
-                let Some(q) = q else {
-                    return invalid!("quantile needs q (a number in [0, 1])");
-                };
-                if !(0.0..=1.0).contains(&q) {
-                    return invalid!("q must be in [0, 1], got {q}");
-                }
-                let interpolation = Interpolation::parse(interpolation.unwrap_or("linear"))?;
-                return Ok(Some(OrderStat::Quantile { q, interpolation }));
-            }
-            _ => {
-                if q.is_some() || interpolation.is_some() {
-                    return invalid!("q and interpolation apply to agg=\"quantile\" only, not {agg:?}");
-                }
-                return Ok(None);
-            }
-        };
-        if q.is_some() || interpolation.is_some() {
-            return invalid!("q and interpolation apply to agg=\"quantile\" only, not {agg:?}");
-        }
-        Ok(Some(stat))
-    }
-
-    pub fn name(&self) -> &'static str {
-        match self {
-            OrderStat::Median => "median",
-            OrderStat::Quantile { .. } => "quantile",
-            OrderStat::Rank => "rank",
-        }
-    }
-
-    /// The (q, interpolation) a median or quantile reads; `None` for rank.
-    pub fn quantile(&self) -> Option<(f64, Interpolation)> {
-        match *self {
-            OrderStat::Median => Some((0.5, Interpolation::Midpoint)),
-            OrderStat::Quantile { q, interpolation } => Some((q, interpolation)),
-            OrderStat::Rank => None,
-        }
-    }
-}
 
 /// Which kernel runs; `Auto` picks by window length (tests force the others).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,100 +69,6 @@ pub const SORTED_BUFFER_MAX: usize = 192;
 /// Fenwick tree.
 pub const RANK_SORTED_MAX: usize = 512;
 
-const SIGN: u64 = 1 << 63;
-/// Key of NaN: above every number. `u64::MAX` and 0 stay free as the
-/// sentinels of [`super::median_sort`].
-pub const NAN_KEY: u64 = u64::MAX - 1;
-
-/// Order-preserving key: `key(a) < key(b)` iff `a < b` in Spark's double
-/// order (NaN largest, all NaNs equal, -0.0 == 0.0).
-#[inline(always)]
-pub fn key(x: f64) -> u64 {
-    if x != x {
-        return NAN_KEY;
-    }
-    // -0.0 and +0.0 are one key (+0.0's); `x + 0.0` maps -0.0 to +0.0.
-    let b = (x + 0.0).to_bits();
-    if b & SIGN != 0 {
-        !b
-    } else {
-        b | SIGN
-    }
-}
-
-/// The value of a key.
-#[inline(always)]
-pub fn unkey(k: u64) -> f64 {
-    if k == NAN_KEY {
-        f64::NAN
-    } else if k & SIGN != 0 {
-        f64::from_bits(k & !SIGN)
-    } else {
-        f64::from_bits(!k)
-    }
-}
-
-/// The value at position `q * (n - 1)` of a sorted window of `n >= 1`
-/// values read through `kth`, as pandas' `roll_quantile` computes it.
-#[inline(always)]
-pub fn quantile_of(n: usize, q: f64, interp: Interpolation, kth: impl Fn(usize) -> f64) -> f64 {
-    if n == 1 {
-        return kth(0);
-    }
-    let f = q * (n - 1) as f64;
-    let idx = f as usize;
-    let frac = f - idx as f64;
-    if frac == 0.0 {
-        return kth(idx);
-    }
-    match interp {
-        Interpolation::Linear => {
-            let (lo, hi) = (kth(idx), kth(idx + 1));
-            // Equal neighbours are the answer (Spark's percentile does the
-            // same); pandas' formula alone gives NaN for two equal infinities.
-            if lo == hi {
-                lo
-            } else {
-                lo + (hi - lo) * frac
-            }
-        }
-        Interpolation::Lower => kth(idx),
-        Interpolation::Higher => kth(idx + 1),
-        Interpolation::Midpoint => (kth(idx) + kth(idx + 1)) / 2.0,
-        Interpolation::Nearest => {
-            if frac == 0.5 {
-                kth(if idx % 2 == 0 { idx } else { idx + 1 })
-            } else if frac < 0.5 {
-                kth(idx)
-            } else {
-                kth(idx + 1)
-            }
-        }
-    }
-}
-
-/// Where a quantile reads: the position `idx` and whether `idx + 1` is read
-/// too (for kernels that fetch the two neighbours at once).
-#[inline(always)]
-pub fn quantile_pos(n: usize, q: f64) -> usize {
-    if n <= 1 {
-        0
-    } else {
-        (q * (n - 1) as f64) as usize
-    }
-}
-
-/// bottleneck's `move_rank` from the counts: `less` values below the row's
-/// own, `equal` equal to it (itself included), `n` in the window.
-#[inline(always)]
-pub fn rank_of(less: usize, equal: usize, n: usize) -> f64 {
-    if n == 1 {
-        return 0.0;
-    }
-    let r = (2 * less + equal - 1) as f64 / 2.0 / (n - 1) as f64;
-    2.0 * (r - 0.5)
-}
-
 /// The column as keys (one pass, any numeric dtype) and its nulls.
 pub fn keys_of(values: &dyn Array) -> Result<(Vec<u64>, Option<NullBuffer>)> {
     let nulls = values.logical_nulls().filter(|n| n.null_count() > 0);
@@ -263,12 +80,6 @@ pub fn keys_of(values: &dyn Array) -> Result<(Vec<u64>, Option<NullBuffer>)> {
         other => return invalid!("median / quantile / rank need int32, int64, float32 or float64 values, got {other}"),
     };
     Ok((keys, nulls))
-}
-
-/// A float64 result with its validity.
-pub(crate) fn finish(vals: Vec<f64>, valid: Option<Vec<bool>>) -> ArrayRef {
-    let nulls = valid.map(|v| NullBuffer::new(BooleanBuffer::from(v))).filter(|n| n.null_count() > 0);
-    Arc::new(Float64Array::new(ScalarBuffer::from(vals), nulls))
 }
 
 /// Rolling `stat` over `values`: row `i` reads rows `(i - window, i]`.
@@ -299,6 +110,36 @@ pub fn rolling_many_order_dyn(
     let (keys, nulls) = keys_of(values)?;
     let mp = min_periods.unwrap_or(0);
     Ok(windows.iter().map(|&w| rolling_order_keys(&keys, nulls.as_ref(), w, stat, mp, kernel)).collect())
+}
+
+/// Rolling `stat` over a time window: row `i` reads the rows `j <= i` with
+/// `ts[j] > ts[i] - range` (pandas' `rolling("5m")`, `closed="right"`),
+/// times non-decreasing. Runs the sorted buffer (a window's length varies,
+/// which Suomela's blocks and the Fenwick kernel do not allow).
+pub fn rolling_order_time_dyn(values: &dyn Array, ts: &dyn Array, range: i64, stat: OrderStat, min_periods: Option<usize>) -> Result<ArrayRef> {
+    if range <= 0 {
+        return invalid!("time window must be positive, got {range}");
+    }
+    let times = crate::engine::event_times(ts, values.len())?;
+    if let Some((i, p)) = crate::engine::first_decrease(times, None) {
+        return Err(crate::engine::time_order_error(i, None, times[i], p));
+    }
+    let (keys, nulls) = keys_of(values)?;
+    Ok(super::sorted_buffer::rolling_bounds(&keys, nulls.as_ref(), &time_starts(times, range), min_periods.unwrap_or(0).max(1), stat))
+}
+
+/// Each row's first row in its time window `(t - range, t]`.
+pub(crate) fn time_starts(times: &[i64], range: i64) -> Vec<usize> {
+    let mut lo = 0;
+    times
+        .iter()
+        .map(|&t| {
+            while times[lo] <= t.saturating_sub(range) {
+                lo += 1;
+            }
+            lo
+        })
+        .collect()
 }
 
 /// [`rolling_order_dyn`] on keys.

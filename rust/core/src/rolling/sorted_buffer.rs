@@ -11,7 +11,7 @@
 use arrow_array::ArrayRef;
 use arrow_buffer::NullBuffer;
 
-use super::order::{finish, key, quantile_of, rank_of, unkey, Interpolation, OrderStat};
+use super::order_stat::{finish, key, quantile_of, rank_of, unkey, Interpolation, OrderStat};
 
 /// Windows up to this many values replace by walking instead of memmove.
 const SHIFT_MAX: usize = 48;
@@ -204,6 +204,37 @@ pub fn rolling(keys: &[u64], nulls: Option<&NullBuffer>, window: usize, need: us
                 rank_of(less, equal, c)
             }
         };
+    }
+    let all_valid = valid.iter().all(|&v| v);
+    finish(out, (!all_valid).then_some(valid))
+}
+
+/// [`rolling`] over windows of any length: row `i` reads rows
+/// `[starts[i], i]`, `starts` non-decreasing (time windows). Each row is
+/// pushed once and evicted once, so O(w) a row as above.
+pub fn rolling_bounds(keys: &[u64], nulls: Option<&NullBuffer>, starts: &[usize], need: usize, stat: OrderStat) -> ArrayRef {
+    let n = keys.len();
+    let mut win = SortedWindow::new();
+    let mut out = vec![0.0f64; n];
+    let mut valid = vec![true; n];
+    let ok = |i: usize| nulls.map_or(true, |nb| nb.is_valid(i));
+    let mut lo = 0;
+    for i in 0..n {
+        if ok(i) {
+            win.push_key(keys[i]);
+        }
+        while lo < starts[i] {
+            if ok(lo) {
+                win.evict_key(keys[lo]);
+            }
+            lo += 1;
+        }
+        let c = win.len();
+        let last = ok(i).then(|| unkey(keys[i]));
+        match (c >= need).then(|| win.answer(stat, last)).flatten() {
+            Some(v) => out[i] = v,
+            None => valid[i] = false,
+        }
     }
     let all_valid = valid.iter().all(|&v| v);
     finish(out, (!all_valid).then_some(valid))

@@ -9,10 +9,13 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Float64Type;
-use arrow_array::{Array, ArrayRef, Float64Array, Int32Array};
+use arrow_array::{Array, ArrayRef, Float64Array, Int32Array, Int64Array};
 use proptest::prelude::*;
-use slidewise_core::rolling::order::{naive, Interpolation, OrderKernel, OrderStat};
-use slidewise_core::rolling::{rolling_many_order_dyn, rolling_order_dyn, rolling_order_keyed_dyn, SortedWindow};
+use slidewise_core::rolling::order::{key, naive, quantile_of, rank_of, unkey, Interpolation, OrderKernel, OrderStat};
+use slidewise_core::rolling::{
+    rolling_many_order_dyn, rolling_order_dyn, rolling_order_keyed_dyn, rolling_order_time_dyn, rolling_order_time_keyed_dyn,
+    SortedWindow,
+};
 
 /// Few distinct values (many ties), with NaN, ±inf, ±0.0 and nulls.
 fn cell() -> impl Strategy<Value = Option<f64>> {
@@ -80,6 +83,34 @@ proptest! {
         }
     }
 
+    /// Time windows `(t - range, t]` (ties in time, keyed or not) against a
+    /// sort of each row's window.
+    #[test]
+    fn time_windows_equal_naive(
+        rows in prop::collection::vec((cell(), 0i64..4, 0i32..3), 0..200),
+        range in prop_oneof![1i64..4, 1i64..40, Just(i64::MAX)],
+        mp in prop::option::of(0usize..4),
+        stat in stat(),
+        keyed in any::<bool>(),
+    ) {
+        let xs: Vec<Option<f64>> = rows.iter().map(|r| r.0).collect();
+        let ts: Vec<i64> = rows.iter().scan(-5i64, |t, r| { *t += r.1; Some(*t) }).collect();
+        let ks: Vec<i32> = rows.iter().map(|r| if keyed { r.2 } else { 0 }).collect();
+        let want: Vec<Option<f64>> = (0..xs.len()).map(|i| {
+            let win = (0..=i).filter(|&j| ks[j] == ks[i] && ts[j] > ts[i].saturating_sub(range));
+            naive_window(&win.map(|j| xs[j]).collect::<Vec<_>>(), stat, mp.unwrap_or(0))
+        }).collect();
+        let (v, t): (ArrayRef, ArrayRef) = (array(&xs), Arc::new(Int64Array::from(ts.clone())));
+        let got = if keyed {
+            let k: ArrayRef = Arc::new(Int32Array::from(ks.clone()));
+            rolling_order_time_keyed_dyn(k.as_ref(), v.as_ref(), t.as_ref(), range, stat, mp).unwrap()
+        } else {
+            rolling_order_time_dyn(v.as_ref(), t.as_ref(), range, stat, mp).unwrap()
+        };
+        let got = cells(&got);
+        prop_assert!(same(&got, &want), "range={} mp={:?} {:?}\n got {:?}\nwant {:?}", range, mp, stat, got, want);
+    }
+
     /// Long windows over long columns: blocks of median_sort past the first.
     #[test]
     fn median_sort_long(
@@ -135,6 +166,31 @@ proptest! {
             prop_assert_eq!(sw.len(), model.len());
         }
     }
+}
+
+/// One window's statistic by sorting; its last row is the row ranked.
+fn naive_window(win: &[Option<f64>], stat: OrderStat, mp: usize) -> Option<f64> {
+    let mut ks: Vec<u64> = win.iter().flatten().map(|&x| key(x)).collect();
+    if ks.len() < mp.max(1) {
+        return None;
+    }
+    ks.sort_unstable();
+    match stat.quantile() {
+        Some((q, i)) => Some(quantile_of(ks.len(), q, i, |k| unkey(ks[k]))),
+        None => {
+            let me = key((*win.last()?)?);
+            let less = ks.iter().filter(|&&k| k < me).count();
+            Some(rank_of(less, ks.iter().filter(|&&k| k == me).count(), ks.len()))
+        }
+    }
+}
+
+#[test]
+fn time_window_errors() {
+    let (v, t): (ArrayRef, ArrayRef) = (array(&[Some(1.0), Some(2.0)]), Arc::new(Int64Array::from(vec![5, 4])));
+    let e = rolling_order_time_dyn(v.as_ref(), t.as_ref(), 3, OrderStat::Median, None).unwrap_err().to_string();
+    assert!(e.contains("row 1"), "{e}");
+    assert!(rolling_order_time_dyn(v.as_ref(), t.as_ref(), 0, OrderStat::Median, None).is_err());
 }
 
 #[test]
