@@ -10,6 +10,7 @@ mod common;
 mod fifo;
 mod fifo_algorithms;
 mod fifo_complexity;
+mod flatfit;
 mod general;
 mod keyed;
 mod many;
