@@ -49,6 +49,7 @@ from typing import Any, Callable, List, Optional, Sequence, Union
 from ._kernels import _TAIL_SCHEMA, _apply_fn, _native_keys, _roll_fn, _roll_udf_fn, _tail_fn
 from ._order import (_check_pass, _count_halos, _forward_heads, _halos, _in_order, _plan_sorted,
                      _ranges_in_sequence, _run_sequence)
+from ._parquet import _parquet_layout, _parquet_udf_fn
 from ._ship import ship
 from ._specs import (_TB, _arrow_to_spark_type, _groupable, _listify, _make_specs, _schema_with,
                      _spark_type_to_arrow)
@@ -186,7 +187,9 @@ def _plan(df, value, order_by, window, agg, partition_by, output, min_periods, a
         if c not in df.columns:
             raise ValueError(f"tiebreak column {c!r} is not in the DataFrame")
     if method == "auto" and num_partitions is None:
-        plan = _plan_keyed_ordered(df, specs, value, order_by, keys, tb)
+        plan = _plan_parquet(df, specs, value, order_by, keys, tb)
+        if plan is None:
+            plan = _plan_keyed_ordered(df, specs, value, order_by, keys, tb)
         if plan is not None:
             return plan
     drop: List[str] = []
@@ -255,7 +258,26 @@ def _plan_keyed_ordered(df, specs, value, order_by, keys, tb) -> Optional[Rollin
                        lambda: df.mapInArrow(_roll_fn(specs, value, order_by, keys, [], halos), schema))
 
 
-def _udf_columns(df, specs, value, keys, halos) -> Optional[Callable[[], Any]]:
+def _plan_parquet(df, specs, value, order_by, keys, tb) -> Optional[RollingPlan]:
+    """Keyed count windows over Parquet files in time order, without a
+    check pass (``"parquet-tails"``, :mod:`slidewise.spark._parquet`): the
+    driver reads the scan's file splits and the files' footers, each task
+    verifies its rows' order against its files and reads its halo from the
+    files before them. None when it does not apply."""
+    import slidewise as sw
+
+    if specs[0].time or not _native_keys(sw) or not all(_groupable(df.schema[k].dataType) for k in keys):
+        return None
+    layout = _parquet_layout(df, value, order_by, tb, keys)
+    if layout is None:
+        return None
+    layout = df.sparkSession.sparkContext.broadcast(layout)
+    udf = _udf_columns(df, specs, value, keys, None,
+                       make=lambda: _parquet_udf_fn(specs, value, [order_by, *tb], keys, layout))
+    return None if udf is None else RollingPlan("parquet-tails", True, udf)
+
+
+def _udf_columns(df, specs, value, keys, halos, make=None) -> Optional[Callable[[], Any]]:
     """The keyed ordered path (count windows) as a scalar iterator Arrow
     UDF over (value, key...) (pyspark >= 4.1's ``arrow_udf``): only those
     columns go to Python and only the results come back, where
@@ -280,7 +302,7 @@ def _udf_columns(df, specs, value, keys, halos) -> Optional[Callable[[], Any]]:
     rtype = T.StructType([T.StructField(s.name, _arrow_to_spark_type(s.arrow_type), True) for s in specs])
 
     def build():
-        fn = arrow_udf(_roll_udf_fn(specs, len(keys), halos), rtype).asNondeterministic()
+        fn = arrow_udf(make() if make else _roll_udf_fn(specs, len(keys), halos), rtype).asNondeterministic()
         rows = df.select("*", fn(col(value), *[col(k) for k in keys]).alias(out))
         return rows.select(*[col(c) for c in df.columns], *[F.col(out).getField(s.name).alias(s.name) for s in specs])
     return build
