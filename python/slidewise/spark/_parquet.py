@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _kernels
-from ._kernels import _CHANGED, _canon_key, _key_ids, _Roller, _sorted_lex, _trim_keyed
+from ._kernels import _canon_key, _key_ids, _Roller, _sorted_lex
 from ._ship import _import_slidewise
 from ._specs import _copy_spec
 
@@ -91,9 +91,11 @@ def _key_like(t: pa.DataType) -> bool:
 def _parquet_layout(df, value: str, order_by: str, tb: List[str], keys: List[str]):
     """The driver's plan: ``(files, parts)`` with ``files`` [(path, [rows per
     row group])] in the global order and ``parts`` {partition: [(rows, file
-    index, first row group, end row group)]} in the order the partition
-    reads its splits (splits of no rows left out); None when the path does
-    not apply (see the module docstring)."""
+    index, first row group, end row group, tied)]} in the order the
+    partition reads its splits (splits of no rows left out; ``tied``: its
+    first order value equals the last one before it, so the task compares
+    the two rows' tiebreak columns); None when the path does not apply
+    (see the module docstring)."""
     import pyarrow.parquet as pq
 
     splits = _scan_splits(df)
@@ -129,6 +131,8 @@ def _parquet_layout(df, value: str, order_by: str, tb: List[str], keys: List[str
         names = [md.schema.column(i).path for i in range(md.num_columns)]
         oi = names.index(order_by)
         ti = [names.index(c) for c in order]
+        if any(md.schema.column(i).physical_type not in ("INT32", "INT64") for i in ti):
+            return None  # INT96 timestamps: no usable statistics
         rgs = []
         for g in range(md.num_row_groups):
             rg = md.row_group(g)
@@ -167,17 +171,24 @@ def _parquet_layout(df, value: str, order_by: str, tb: List[str], keys: List[str
     first_read = {p: min(v[:2] for (q, _), v in where.items() if q == p) for p in nonempty}
     files = sorted(nonempty, key=lambda p: (groups[p][0][2], groups[p][-1][3],
                                             groups[p][0][4] if tb else first_read[p], p))
-    seq = [(p, where[k]) for p in files for k in sorted(k for k in where if k[0] == p)]
+    by_file: dict = {}
+    for k in sorted(where):
+        by_file.setdefault(k[0], []).append(where[k])
+    seq = [(p, w) for p in files for w in by_file[p]]
+    tied = set()  # splits whose first order value ties with the last before them
     for (pa_, a), (pb, b) in zip(seq, seq[1:]):
         last, first = groups[pa_][a[3] - 1][3], groups[pb][b[2]][2]
         if last > first:
             return None  # files overlapping in time
         if last == first and not tb and (b[0], b[1]) < (a[0], a[1]):
             return None  # tied across splits that Spark reads in the other order
+        if last == first:
+            tied.add((pb, b[2]))
     index = {p: j for j, p in enumerate(files)}
     parts: dict = {}
     for p, (pid, i, lo, hi) in sorted(seq, key=lambda s: (s[1][0], s[1][1])):
-        parts.setdefault(pid, []).append((sum(r[0] for r in groups[p][lo:hi]), index[p], lo, hi))
+        parts.setdefault(pid, []).append((sum(r[0] for r in groups[p][lo:hi]), index[p], lo, hi,
+                                          bool(tb) and (p, lo) in tied))
     return [(p, [r[0] for r in groups[p]]) for p in files], parts
 
 
@@ -209,9 +220,9 @@ def _parquet_udf_fn(specs, value: str, order: List[str], keys: List[str], layout
                         yield from _structs(r.finish(), fields)
                     j += 1
                     if j >= len(runs):
-                        raise ValueError(_CHANGED)
-                    left, f, lo, hi = runs[j]
-                    own = reader.own(f, lo, hi, b.schema)
+                        raise ValueError(_CHANGED_FILES)
+                    left, f, lo, hi, tied = runs[j]
+                    own = reader.own(f, lo, hi, b.schema, tied)
                     halo = reader.halo(f, lo, own, hmax, b.schema)
                     r = _Roller(sw, [_copy_spec(s) for s in specs], names[0], names[0], names[1:], [], halo,
                                 chunk, interleaved=True)
@@ -222,11 +233,11 @@ def _parquet_udf_fn(specs, value: str, order: List[str], keys: List[str], layout
                 for i in range(len(keys)):
                     mine = own[i].slice(done, c)
                     if not _canon_key(piece.column(i + 1)).equals(mine):
-                        raise ValueError(_CHANGED)
+                        raise ValueError(_CHANGED_FILES)
                 yield from _structs(r.feed(piece), fields)
                 off, left, done = off + c, left - c, done + c
         if left or j != len(runs) - 1:
-            raise ValueError(_CHANGED)
+            raise ValueError(_CHANGED_FILES)
         if r is not None:
             yield from _structs(r.finish(), fields)
     # the type hints tell arrow_udf the kind: iterator of array tuples to iterator of arrays
@@ -240,6 +251,8 @@ def _structs(batches, fields):
             yield pa.StructArray.from_arrays([o.column(f.name) for f in fields], fields=fields)
 
 
+_CHANGED_FILES = ("slidewise.spark.rolling: the rows Spark read differ from the Parquet files the plan was made "
+                  "from (files changed since?); make the plan again")
 _UNSORTED = ("slidewise.spark.rolling: the Parquet files are not in order of {cols} inside (or hold nulls "
              "there), though their statistics say they follow one another; sort them, or pass a tiebreak "
              "column that orders tied rows as the files do")
@@ -266,14 +279,18 @@ class _Reader:
             raise ValueError(_UNSORTED.format(cols=self.order))
         return [c.cast(pa.int64()).to_numpy() for c in cols]
 
-    def own(self, f: int, lo: int, hi: int, schema: pa.Schema) -> List[pa.Array]:
-        """The split's canonical keys (typed as Spark's batches, ``schema``), after checking its rows are sorted and
-        start at or after the row before them in the global order."""
+    def own(self, f: int, lo: int, hi: int, schema: pa.Schema, tied: bool) -> List[pa.Array]:
+        """The split's canonical keys (typed as Spark's batches, ``schema``),
+        after checking its rows are sorted and, when its first order value
+        ties with the last before it (``tied``), start at or after the row
+        before them in the global order. (Untied, the statistics already
+        say so: each row group's min and max are its first and last values
+        once its task has checked it sorted.)"""
         t = self._read(f, lo, hi, list(dict.fromkeys([*self.order, *self.keys])))
         o = self._order(t)
         if not _sorted_lex(o):
             raise ValueError(_UNSORTED.format(cols=self.order))
-        prev = self._before(f, lo)
+        prev = self._before(f, lo) if tied else None
         if prev is not None:
             p = self._order(self._read(*prev, prev[1] + 1, self.order))
             last = tuple(int(c[-1]) for c in p)
@@ -301,7 +318,8 @@ class _Reader:
         kn = [f"k{i}" for i in range(nk)]
         want = pa.table(own, names=kn)
         ids = _key_ids(want.columns)
-        _, first = np.unique(ids, return_index=True)
+        first = np.empty(ids.max() + 1, dtype=np.int64)
+        first[ids[::-1]] = np.arange(len(ids) - 1, -1, -1)  # the last write wins: each key's first row
         want = want.take(pa.array(first))  # the split's distinct keys
         m = want.num_rows
         counts = np.zeros(m, dtype=np.int64)
@@ -314,14 +332,30 @@ class _Reader:
             lookup = np.full(both.max() + 1, -1, dtype=np.int64)
             lookup[both[:m]] = np.arange(m)
             pos = lookup[both[m:]]
-            keep = pos >= 0
-            keep[keep] = counts[pos[keep]] < hmax
-            if keep.any():
+            keep, took = _last_of_key(pos, hmax - counts)
+            if took.any():
                 v = self._read(*at, at[1] + 1, [self.value]).column(0).combine_chunks()
                 rows = pa.table([v.cast(schema.field(0).type)] + kc, names=["v"] + kn).filter(pa.array(keep))
                 got.append(rows)
-                counts += np.bincount(pos[keep], minlength=m)
+                counts += took
             at = self._before(*at)
         if not got:
             return None
-        return _trim_keyed(pa.concat_tables(got[::-1]).combine_chunks(), hmax)
+        return pa.concat_tables(got[::-1]).combine_chunks()
+
+
+def _last_of_key(pos: np.ndarray, quota: np.ndarray):
+    """Mask of the rows among the last ``quota[pos]`` rows of their key
+    (``pos``: the key's index, -1 for rows of no wanted key), and how many
+    rows each key got."""
+    idx = np.flatnonzero(pos >= 0)
+    p = pos[idx]
+    counts = np.bincount(p, minlength=len(quota))
+    # each key's rows in order (16-bit ids: numpy's radix sort)
+    order = np.argsort(p.astype(np.uint16) if len(quota) <= 1 << 16 else p, kind="stable")
+    ends = np.cumsum(counts)
+    rank = np.empty(len(p), dtype=np.int64)
+    rank[order] = ends[p[order]] - 1 - np.arange(len(p))  # 0 for a key's last row
+    keep = np.zeros(len(pos), dtype=bool)
+    keep[idx[rank < quota[p]]] = True
+    return keep, np.minimum(counts, np.maximum(quota, 0))
