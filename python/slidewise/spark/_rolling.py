@@ -4,7 +4,11 @@
 jobs the choice needs and returns a :class:`RollingPlan` naming the path it
 chose; :func:`rolling` is ``plan_rolling(...).run()``. The paths:
 
-* keyed (``partition_by``): first ``"ordered"``, with per-key halos: for
+* keyed (``partition_by``): first, for count windows over Parquet files
+  in time order, ``"parquet-tails"`` (:mod:`slidewise.spark._parquet`: no
+  check pass; the driver reads the scan's file splits and the footers, each
+  task checks its rows' order against its files and reads its halo from
+  the files before it); then ``"ordered"``, with per-key halos: for
   count windows the check pass collects each partition's last ``max(w)-1``
   rows of every key and each partition gets, per key, the last such rows of
   its predecessors (a rare key's halo spans several partitions); for time
@@ -59,7 +63,8 @@ class RollingPlan:
     """What :func:`rolling` runs: the execution path chosen and the (lazy)
     DataFrame it builds.
 
-    ``path``: keyed (``keyed=True``) ``"ordered"`` (input in order: per-key
+    ``path``: keyed (``keyed=True``) ``"parquet-tails"`` (Parquet files in
+    time order: halos read from the files, no check pass), ``"ordered"`` (input in order: per-key
     halos, no shuffle), ``"shuffle"`` (repartition by key, sort,
     ``mapInArrow``) or ``"apply"`` (``groupBy().applyInArrow``); unkeyed
     ``"assumed"`` (``assume_sorted``) or ``"planned"`` (Spark's plan knows
@@ -107,7 +112,10 @@ def rolling(
     ``tiebreak``: column(s) ordering rows with equal ``order_by``; default
     the input order. ``method`` (keyed only): ``"auto"`` (the default:
     input already in ``(order_by, tiebreak)`` order takes the no-shuffle
-    ordered path, as unkeyed; a check pass finds out, and anything else
+    ordered path, as unkeyed; for Parquet files in time order the files'
+    statistics tell (count windows, ``"parquet-tails"``; the order is then
+    verified while computing and a violation raises ValueError), otherwise
+    a check pass finds out, and anything else
     runs as ``"map"``), ``"map"`` (repartition by key,
     mapInArrow over sorted partitions: it streams in bounded memory, and
     in two runs of benches/compare_spark.py on a loaded machine neither
