@@ -27,12 +27,15 @@ AGGS = ["sum", "max", "min", "mean", "std", "count"]
 
 
 def _write(path, n=3000, files=5, rows_per_group=150, seed=3, ties=3, rare=True, shuffle_inside=False,
-           float_keys=False):
+           float_keys=False, swap_boundary=False):
     """``files`` Parquet files in (t, id) order, keys 0..3 interleaved (int
     or, with a few NaN / -0.0, double keys) and a rare key 9 only in the
     first and the last file; v with nulls and NaN; t with runs of ``ties``
     equal values. ``shuffle_inside``: two rows of the middle file swap
-    places inside a row group (its statistics unchanged)."""
+    places inside a row group (its statistics unchanged);
+    ``swap_boundary``: the ids of the rows either side of the second
+    file's start swap (equal times there: each file still sorted, the
+    boundary not)."""
     os.makedirs(path, exist_ok=True)
     rng = np.random.default_rng(seed)
     t = np.arange(n) // ties
@@ -43,6 +46,10 @@ def _write(path, n=3000, files=5, rows_per_group=150, seed=3, ties=3, rare=True,
     v[rng.random(n) < 0.05] = np.nan
     null = rng.random(n) < 0.08
     ids = np.arange(n)
+    if swap_boundary:
+        b = n // files
+        assert t[b - 1] == t[b]
+        ids[[b - 1, b]] = ids[[b, b - 1]]
     if shuffle_inside:
         a = n // 2 + 10
         ids[[a, a + 5]] = ids[[a + 5, a]]
@@ -126,10 +133,16 @@ def test_parquet_tails_default_tiebreak(spark, tmp_path, ties):
     _compare(got, want, [(f"{a}_{w}", f"ref_{a}_{w}") for w in [5, 60] for a in ["sum", "max"]])
 
 
-def test_parquet_tails_out_of_order_inside_is_an_error(spark, tmp_path):
-    """Row-group statistics in sequence but two rows swapped inside: the
-    task that reads that file raises a clear error; nothing is returned."""
-    df = spark.read.parquet(_write(str(tmp_path), shuffle_inside=True))
+@pytest.mark.parametrize("case", ["inside", "boundary"])
+def test_parquet_tails_out_of_order_is_an_error(spark, tmp_path, case):
+    """Row-group statistics in sequence but two rows swapped inside a file,
+    or across two files' boundary (tied times, the tiebreak backwards): the
+    task that reads the later rows raises a clear error; nothing is
+    returned."""
+    if case == "inside":
+        df = spark.read.parquet(_write(str(tmp_path), shuffle_inside=True))
+    else:
+        df = spark.read.parquet(_write(str(tmp_path), n=1800, files=4, ties=4, swap_boundary=True))
     plan = ss.plan_rolling(df, "v", "t", 20, "sum", partition_by="k", tiebreak="id")
     assert plan.path == "parquet-tails"
     with pytest.raises(Exception, match="not in order of"):
