@@ -462,8 +462,13 @@ def test_rolling_keyed_parquet_files_in_order(spark, monkeypatch, tmp_path, batc
     new one where the order falls or the file changes) and the ordered
     path gives each run its halo: exact against Spark, keys absent from
     several runs included (halos from several runs back), small chunks and
-    batches. A file out of order inside takes the shuffle path."""
+    batches. A file out of order inside takes the shuffle path. (The
+    "parquet-tails" path, tried first, is switched off here:
+    test_spark_parquet.py tests it.)"""
+    from slidewise.spark import _rolling
+
     monkeypatch.setattr(_kernels, "_CHUNK_ROWS", 1)
+    monkeypatch.setattr(_rolling, "_parquet_layout", lambda *a: None)
     sdf = _keyed_ordered_sdf(spark, 3000, 1, ties=3)
     path = str(tmp_path / "p")
     sdf.repartitionByRange(7, "id").sortWithinPartitions("id").write.parquet(path)

@@ -40,8 +40,9 @@ integers and double for floats, mean/std/var double, count bigint.
 
 Modules: ``_ship`` (packaging, the executor-side import), ``_specs``
 (argument specs, Spark <-> Arrow types), ``_kernels`` (executor functions),
-``_order`` (order checks, halos), ``_rolling``, ``_aggregate``,
-``_streaming``. They import one another one way only, in that order.
+``_order`` (order checks, halos), ``_parquet`` (Parquet files in time
+order: their layout, halos read from the files), ``_rolling``,
+``_aggregate``, ``_streaming``. They import one another one way only, in that order.
 """
 
 from __future__ import annotations

@@ -4,7 +4,11 @@
 jobs the choice needs and returns a :class:`RollingPlan` naming the path it
 chose; :func:`rolling` is ``plan_rolling(...).run()``. The paths:
 
-* keyed (``partition_by``): first ``"ordered"``, with per-key halos: for
+* keyed (``partition_by``): first, for count windows over Parquet files
+  in time order, ``"parquet-tails"`` (:mod:`slidewise.spark._parquet`: no
+  check pass; the driver reads the scan's file splits and the footers, each
+  task checks its rows' order against its files and reads its halo from
+  the files before it); then ``"ordered"``, with per-key halos: for
   count windows the check pass collects each partition's last ``max(w)-1``
   rows of every key and each partition gets, per key, the last such rows of
   its predecessors (a rare key's halo spans several partitions); for time
@@ -49,6 +53,7 @@ from typing import Any, Callable, List, Optional, Sequence, Union
 from ._kernels import _TAIL_SCHEMA, _apply_fn, _native_keys, _roll_fn, _roll_udf_fn, _tail_fn
 from ._order import (_check_pass, _count_halos, _forward_heads, _halos, _in_order, _plan_sorted,
                      _ranges_in_sequence, _run_sequence)
+from ._parquet import _parquet_layout, _parquet_udf_fn
 from ._ship import ship
 from ._specs import (_TB, _arrow_to_spark_type, _groupable, _listify, _make_specs, _schema_with,
                      _spark_type_to_arrow)
@@ -58,7 +63,8 @@ class RollingPlan:
     """What :func:`rolling` runs: the execution path chosen and the (lazy)
     DataFrame it builds.
 
-    ``path``: keyed (``keyed=True``) ``"ordered"`` (input in order: per-key
+    ``path``: keyed (``keyed=True``) ``"parquet-tails"`` (Parquet files in
+    time order: halos read from the files, no check pass), ``"ordered"`` (input in order: per-key
     halos, no shuffle), ``"shuffle"`` (repartition by key, sort,
     ``mapInArrow``) or ``"apply"`` (``groupBy().applyInArrow``); unkeyed
     ``"assumed"`` (``assume_sorted``) or ``"planned"`` (Spark's plan knows
@@ -108,7 +114,10 @@ def rolling(
     ``tiebreak``: column(s) ordering rows with equal ``order_by``; default
     the input order. ``method`` (keyed only): ``"auto"`` (the default:
     input already in ``(order_by, tiebreak)`` order takes the no-shuffle
-    ordered path, as unkeyed; a check pass finds out, and anything else
+    ordered path, as unkeyed; for Parquet files in time order the files'
+    statistics tell (count windows, ``"parquet-tails"``; the order is then
+    verified while computing and a violation raises ValueError), otherwise
+    a check pass finds out, and anything else
     runs as ``"map"``), ``"map"`` (repartition by key,
     mapInArrow over sorted partitions: it streams in bounded memory, and
     in two runs of benches/compare_spark.py on a loaded machine neither
@@ -196,7 +205,9 @@ def _plan(df, value, order_by, window, agg, partition_by, output, min_periods, a
         if c not in df.columns:
             raise ValueError(f"tiebreak column {c!r} is not in the DataFrame")
     if method == "auto" and num_partitions is None:
-        plan = _plan_keyed_ordered(df, specs, value, order_by, keys, tb)
+        plan = _plan_parquet(df, specs, value, order_by, keys, tb)
+        if plan is None:
+            plan = _plan_keyed_ordered(df, specs, value, order_by, keys, tb)
         if plan is not None:
             return plan
     drop: List[str] = []
@@ -265,7 +276,26 @@ def _plan_keyed_ordered(df, specs, value, order_by, keys, tb) -> Optional[Rollin
                        lambda: df.mapInArrow(_roll_fn(specs, value, order_by, keys, [], halos), schema))
 
 
-def _udf_columns(df, specs, value, keys, halos) -> Optional[Callable[[], Any]]:
+def _plan_parquet(df, specs, value, order_by, keys, tb) -> Optional[RollingPlan]:
+    """Keyed count windows over Parquet files in time order, without a
+    check pass (``"parquet-tails"``, :mod:`slidewise.spark._parquet`): the
+    driver reads the scan's file splits and the files' footers, each task
+    verifies its rows' order against its files and reads its halo from the
+    files before them. None when it does not apply."""
+    import slidewise as sw
+
+    if specs[0].time or not _native_keys(sw) or not all(_groupable(df.schema[k].dataType) for k in keys):
+        return None
+    layout = _parquet_layout(df, value, order_by, tb, keys)
+    if layout is None:
+        return None
+    layout = df.sparkSession.sparkContext.broadcast(layout)
+    udf = _udf_columns(df, specs, value, keys, None,
+                       make=lambda: _parquet_udf_fn(specs, value, [order_by, *tb], keys, layout))
+    return None if udf is None else RollingPlan("parquet-tails", True, udf)
+
+
+def _udf_columns(df, specs, value, keys, halos, make=None) -> Optional[Callable[[], Any]]:
     """The keyed ordered path (count windows) as a scalar iterator Arrow
     UDF over (value, key...) (pyspark >= 4.1's ``arrow_udf``): only those
     columns go to Python and only the results come back, where
@@ -290,7 +320,7 @@ def _udf_columns(df, specs, value, keys, halos) -> Optional[Callable[[], Any]]:
     rtype = T.StructType([T.StructField(s.name, _arrow_to_spark_type(s.arrow_type), True) for s in specs])
 
     def build():
-        fn = arrow_udf(_roll_udf_fn(specs, len(keys), halos), rtype).asNondeterministic()
+        fn = arrow_udf(make() if make else _roll_udf_fn(specs, len(keys), halos), rtype).asNondeterministic()
         rows = df.select("*", fn(col(value), *[col(k) for k in keys]).alias(out))
         return rows.select(*[col(c) for c in df.columns], *[F.col(out).getField(s.name).alias(s.name) for s in specs])
     return build
