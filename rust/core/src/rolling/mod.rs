@@ -275,18 +275,24 @@ fast_int!(i32);
 fast_int!(i64);
 
 /// Non-null rows in each window `(i - window, i]`; only built for columns
-/// with nulls.
+/// with nulls. The validity bits are read a 64-bit word at a time (a bit
+/// lookup per row measured ~10x slower than the sum kernel itself): first
+/// the running count of valid rows, then, from the end, minus the count
+/// `window` rows earlier.
 fn window_counts(nulls: &NullBuffer, window: usize) -> Vec<u32> {
     let n = nulls.len();
-    let bits = nulls.inner();
-    let mut out = Vec::with_capacity(n);
+    let mut out = buffer::<u32>(n);
     let mut c = 0u32;
-    for i in 0..n {
-        c += bits.value(i) as u32;
-        if i >= window {
-            c -= bits.value(i - window) as u32;
+    let chunks = nulls.inner().bit_chunks();
+    let words = chunks.iter().chain(std::iter::once(chunks.remainder_bits()));
+    for (block, word) in out.chunks_mut(64).zip(words) {
+        for (j, o) in block.iter_mut().enumerate() {
+            c += ((word >> j) & 1) as u32;
+            *o = c;
         }
-        out.push(c);
+    }
+    for i in (window..n).rev() {
+        out[i] -= out[i - window];
     }
     out
 }
@@ -308,13 +314,19 @@ fn validity(n: usize, window: usize, need: usize, counts: Option<&[u32]>) -> Opt
 
 /// A copy of the values with null slots replaced by `fill`, so kernels can
 /// run on a plain slice (their results there are masked by [`validity`]).
+/// One copy, then the null slots found a 64-bit word of validity at a time.
 fn filled<T: Copy + Default>(col: &Column<T>, fill: T) -> Vec<T> {
     let mut out = buffer::<T>(col.len());
-    match col.nulls {
-        None => out.copy_from_slice(col.values),
-        Some(nb) => {
-            for ((o, &v), ok) in out.iter_mut().zip(col.values).zip(nb.iter()) {
-                *o = if ok { v } else { fill };
+    out.copy_from_slice(col.values);
+    if let Some(nb) = col.nulls {
+        let chunks = nb.inner().bit_chunks();
+        let words = chunks.iter().chain(std::iter::once(chunks.remainder_bits()));
+        for (block, word) in out.chunks_mut(64).zip(words) {
+            // Null slots of this block: the zero bits below its length.
+            let mut holes = !word & (u64::MAX >> (64 - block.len()));
+            while holes != 0 {
+                block[holes.trailing_zeros() as usize] = fill;
+                holes &= holes - 1;
             }
         }
     }
@@ -339,7 +351,7 @@ fn advise_huge_pages<T>(v: &mut [T]) {
     const MADV_HUGEPAGE: i32 = 14;
     const HUGE: usize = 2 << 20;
     let bytes = std::mem::size_of_val(v);
-    if bytes < 4 * HUGE {
+    if bytes < 2 * HUGE {
         return;
     }
     let p = v.as_mut_ptr() as usize;
