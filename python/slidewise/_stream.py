@@ -7,14 +7,15 @@ and key type, and hands them to the one stream of the Rust core
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, Iterable, List, Optional, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _arrow, _keys, _late, _slidewise, _time
-from ._plan import stream_groups
+from ._plan import Plan, stream_groups
 from ._query import Query
+from ._typing import Batch, Duration
 
 # 7: one format for every stream (the core's stream spine); 6: count windows
 # without min_periods saved no per-partial row counts; 5: keys; 4: lateness.
@@ -23,6 +24,7 @@ from ._query import Query
 # skipped nulls, which is now first_ignore_nulls / last_ignore_nulls.
 _STATE_VERSION = 8
 _PARTIALS = ("pairs", "panes", "cutty")
+_Spec = Tuple[str, str, int, int, Optional[int], Optional[str]]  # Query._spec()
 
 __all__ = ["Query", "Stream"]
 
@@ -57,10 +59,10 @@ class Stream:
         value: str = "v",
         time: Optional[str] = None,
         key: Optional[str] = None,
-        lateness: Any = None,
+        lateness: Union[Duration, int, None] = None,
         algorithm: str = "auto",
         *,
-        plan: Any = None,
+        plan: Union[str, Plan, None] = None,
         rate: Optional[float] = None,
         partial: str = "pairs",
     ) -> None:
@@ -163,7 +165,7 @@ class Stream:
         w = self._inner.watermark()
         return None if w is None else _time.restore(pa.array([w], pa.int64()), self._ts_type)[0].as_py()
 
-    def push(self, batch: Any) -> Dict[str, pa.Table]:
+    def push(self, batch: Batch) -> Dict[str, pa.Table]:
         """Feed one batch (RecordBatch, Table, dict of arrays, polars
         DataFrame, any ``__arrow_c_stream__`` object); returns, per query
         name, a table (window_start, window_end, value) of the windows this
@@ -207,7 +209,7 @@ class Stream:
 
     # -- pickle -------------------------------------------------------------
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> Dict[str, Any]:
         return {
             "version": _STATE_VERSION,
             "queries": self._queries,
@@ -226,7 +228,7 @@ class Stream:
             "state": None if self._inner is None else self._inner.save(),
         }
 
-    def __setstate__(self, st: dict) -> None:
+    def __setstate__(self, st: Dict[str, Any]) -> None:
         version = st.get("version")
         if version not in (3, 4, 5, 6, 7, _STATE_VERSION):
             raise ValueError(f"cannot restore a slidewise Stream saved with state version {version!r}")
@@ -252,7 +254,7 @@ class Stream:
 
     # -- internals ----------------------------------------------------------
 
-    def _args(self, dtype: str, unit_ns: int) -> tuple:
+    def _args(self, dtype: str, unit_ns: int) -> Tuple[List[_Spec], str, str, Optional[int], bool, str, Optional[List[int]]]:
         return ([q._spec(unit_ns) for q in self._queries], dtype, self._algorithm,
                 None if self._lateness is None else self._lateness // unit_ns,
                 self._key is not None, self._partial, self._plan_groups)
@@ -274,7 +276,7 @@ class Stream:
             return k if k is not None else pa.array([], pa.int64())
         return k.cast(self._key_type) if k.type != self._key_type else k
 
-    def _tables(self, results) -> Dict[str, pa.Table]:
+    def _tables(self, results: Sequence[Tuple[Optional[pa.Array], pa.Array, pa.Array, pa.Array]]) -> Dict[str, pa.Table]:
         out = {}
         for q, (k, s, e, v) in zip(self._queries, results):
             if self._time is not None:
