@@ -12,7 +12,7 @@ PY := $(VENV)/bin/python
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup build build-release rust-build test test-rust test-python test-abi3 demo bench clean
+.PHONY: setup build build-release rust-build test test-rust test-python test-abi3 typecheck demo bench clean
 
 SHELL := /bin/bash
 # $(call stage,NAME,COMMAND): run COMMAND and print how long it took, so the
@@ -20,7 +20,7 @@ SHELL := /bin/bash
 stage = @t0=$$(date +%s); $(2); rc=$$?; echo "== stage $(1): $$(( $$(date +%s) - t0 ))s (exit $$rc)"; exit $$rc
 
 # What the tests and the demo need (a variable: its commas stay out of $(call)).
-PIP_TEST := "maturin>=1.9.4,<2" numpy "pyarrow>=15" pandas polars bottleneck hypothesis pytest "pyspark>=4,<5" protobuf
+PIP_TEST := "maturin>=1.9.4,<2" numpy "pyarrow>=15" pandas polars bottleneck hypothesis pytest "pyspark>=4,<5" protobuf mypy
 
 $(VENV)/.deps: pyproject.toml
 	$(call stage,setup,$(PYTHON) -m venv $(VENV) && $(PY) -m pip install --quiet --upgrade pip && \
@@ -73,10 +73,17 @@ test-abi3: build $(ABI3_VENV)/.deps
 		$(ABI3_VENV)/bin/pip install --quiet --no-deps --force-reinstall target/wheels/slidewise-*-cp39-abi3-*.whl && \
 		$(ABI3_VENV)/bin/python tests/abi3_smoke.py)
 
+# mypy --strict over the package, the binding's stub and the docs' examples
+# (tests/typing; [tool.mypy] in pyproject.toml). It reads sources only, so it
+# needs no build and runs while the Rust compiles.
+typecheck: setup
+	$(call stage,typecheck,$(PY) -m mypy)
+
 # Two jobs: pip installs while the Rust compiles; the Rust tests run while
-# the binding links. Each target's output is printed whole when it ends.
+# the binding links; the type check fits in beside the Rust build. Each
+# target's output is printed whole when it ends.
 test:
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-rust test-python test-abi3
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-rust test-python test-abi3 typecheck
 
 demo: build-release $(VENV)/.plot-deps
 	$(PY) -m slidewise demo
@@ -87,4 +94,4 @@ bench: build-release $(VENV)/.bench-deps
 	$(VENV)/bin/asv run --quick --show-stderr -E existing:$(abspath $(PY))
 
 clean:
-	rm -rf $(VENV) $(ABI3_VENV) target .asv
+	rm -rf $(VENV) $(ABI3_VENV) target .asv .mypy_cache

@@ -19,7 +19,7 @@ in, pandas out (the input's index); anything else, pyarrow (docs/pandas.md).
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 
@@ -28,6 +28,7 @@ from ._arrow import AGGS, ALGORITHMS, DTYPES, MONOID_AGGS, ORDER_AGGS
 from ._query import Query
 from ._stream import Stream
 from ._plan import Plan, count_edges, plan
+from ._typing import ArrayLike, Rows, Window
 
 __version__: str = _slidewise.__version__
 
@@ -43,12 +44,12 @@ def _rolling_array(arr: pa.Array, window: int, agg: str, min_periods: Optional[i
 
 
 def rolling(
-    values: Any,
-    window: int,
+    values: ArrayLike,
+    window: Window,
     agg: str = "sum",
     *,
-    keys: Any = None,
-    timestamps: Any = None,
+    keys: Optional[ArrayLike] = None,
+    timestamps: Optional[ArrayLike] = None,
     min_periods: Optional[int] = None,
     algorithm: str = "auto",
     ignore_nulls: bool = False,
@@ -143,7 +144,9 @@ def _rolling(values: pa.Array, window: Any, agg: str, keys: Any, timestamps: Any
     return _rolling_array(_arrow.values_array(values), w, agg, mp, algorithm)
 
 
-def _rolling_order(values, windows, agg, q, interpolation, keys, timestamps, min_periods, algorithm) -> list:
+def _rolling_order(values: ArrayLike, windows: Sequence[Window], agg: str, q: Optional[float],
+                   interpolation: Optional[str], keys: Optional[ArrayLike], timestamps: Optional[ArrayLike],
+                   min_periods: Optional[int], algorithm: str) -> List[pa.Array]:
     """median / quantile / rank for each window (one list of arrays)."""
     if algorithm != "auto":
         raise ValueError(f"agg={agg!r} has no FIFO algorithms: algorithm must be 'auto', got {algorithm!r}")
@@ -171,7 +174,7 @@ def _rolling_order(values, windows, agg, q, interpolation, keys, timestamps, min
     return _slidewise.rolling_order(arr, ws, agg, q, interpolation, mp, "auto", keys)
 
 
-def _time_span(window, unit_ns: int) -> int:
+def _time_span(window: Window, unit_ns: int) -> int:
     """A time window in the timestamps' units: a span ("5m", timedelta) or
     an int already in those units."""
     if _time.is_duration(window):
@@ -179,8 +182,9 @@ def _time_span(window, unit_ns: int) -> int:
     return _arrow.positive_int("window", window)
 
 
-def _rolling_time(values, window, agg, timestamps, min_periods, algorithm, keys=None, ignore_nulls=False,
-                  shape=(None, False, None)) -> pa.Array:
+def _rolling_time(values: ArrayLike, window: Window, agg: str, timestamps: ArrayLike, min_periods: Optional[int],
+                  algorithm: str, keys: Optional[pa.Array] = None, ignore_nulls: bool = False,
+                  shape: Tuple[Optional[str], bool, Optional[int]] = (None, False, None)) -> pa.Array:
     agg = _arrow.check_agg(agg, ignore_nulls)
     algorithm = _arrow.check_algorithm(algorithm)
     arr = _arrow.values_array(values)
@@ -199,11 +203,11 @@ def _rolling_time(values, window, agg, timestamps, min_periods, algorithm, keys=
 
 
 def rolling_many(
-    values: Any,
-    windows: Iterable[int],
+    values: ArrayLike,
+    windows: Iterable[Rows],
     agg: Union[str, Sequence[str]] = "sum",
     *,
-    keys: Any = None,
+    keys: Optional[ArrayLike] = None,
     min_periods: Optional[int] = None,
     algorithm: str = "auto",
     ignore_nulls: bool = False,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime
 import operator
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -162,7 +162,7 @@ def min_periods_int(min_periods: Any, limit: int, limit_name: str) -> Optional[i
 INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
-def order_args(agg: Any, q: Any, interpolation: Any) -> tuple:
+def order_args(agg: Any, q: Any, interpolation: Any) -> Tuple[bool, Optional[float], Optional[str]]:
     """``(is_order_stat, q, interpolation)`` checked: ``q`` (in [0, 1]) and
     ``interpolation`` belong to ``agg="quantile"`` only, which needs ``q``."""
     if not (isinstance(agg, str) and agg in ORDER_AGGS):

@@ -19,12 +19,18 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
+import numpy as np
+
 from . import _slidewise
 from ._query import Query
 
 METHODS = ("bitset", "f1", "f1_memo", "fast")
 
 _NS_PER_S = 1_000_000_000
+
+#: What count_edges / plan take: Query objects or abstract (range, slide)
+#: pairs, one or a list of them, or a numpy (n, 2) integer array.
+Queries = Union[Query, Tuple[int, int], Iterable[Union[Query, Tuple[int, int], List[int]]], np.ndarray[Any, Any]]
 
 
 def _normalise(queries: Any) -> Tuple[List[str], List[int], List[int], List[int], List[Any], str]:
@@ -41,7 +47,12 @@ def _normalise(queries: Any) -> Tuple[List[str], List[int], List[int], List[int]
                         f"got {type(queries).__name__}") from None
     if not queries:
         raise ValueError("need at least one query")
-    names, ranges, slides, phases, keys, kinds = [], [], [], [], [], set()
+    names: List[str] = []
+    ranges: List[int] = []
+    slides: List[int] = []
+    phases: List[int] = []
+    keys: List[Any] = []
+    kinds = set()
     for i, q in enumerate(queries):
         if isinstance(q, Query) and q.session is not None:
             raise ValueError(f"query {q.name!r}: session windows have no slide edges to share; "
@@ -85,7 +96,7 @@ def _method(method: str) -> str:
     return method
 
 
-def count_edges(queries: Any, method: str = "f1") -> int:
+def count_edges(queries: Queries, method: str = "f1") -> int:
     """Partial aggregations ("edges") in one composite slide (the LCM of the
     slides, ``math.lcm(*slides)``) of a plan shared by ``queries``: every
     slide edge and every Pairs fragment edge, counted once. Exactly
@@ -143,7 +154,7 @@ class Plan:
 
 
 def plan(
-    queries: Any,
+    queries: Queries,
     rate: Optional[float] = None,
     *,
     method: str = "fast",
@@ -239,8 +250,6 @@ def _from_array(a: Any) -> Tuple[List[str], List[int], List[int], List[int], Lis
     """A numpy (n, 2) integer array of (range, slide) rows: abstract ACQs,
     converted without a per-query Python loop (a million queries plan in
     seconds)."""
-    import numpy as np
-
     a = np.asarray(a)
     if a.ndim != 2 or a.shape[1] != 2 or a.shape[0] == 0 or a.dtype.kind not in "iu":
         raise ValueError(f"an array of queries must be a non-empty (n, 2) integer array of (range, slide), "

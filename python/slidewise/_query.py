@@ -3,9 +3,10 @@ count window, a time window or a session window."""
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from . import _arrow, _time
+from ._typing import Duration, Window
 
 _ARG_AGGS = ("argmax", "argmin")
 
@@ -39,10 +40,10 @@ class Query:
     def __init__(
         self,
         agg: str,
-        range: Any = None,
-        slide: Any = 1,
+        range: Optional[Window] = None,
+        slide: Window = 1,
         *,
-        session: Any = None,
+        session: Optional[Duration] = None,
         name: Optional[str] = None,
         min_periods: Optional[int] = None,
         arg: Optional[str] = None,
@@ -126,7 +127,7 @@ class Query:
     def __hash__(self) -> int:
         return hash((self.name, self._spec(), self.arg, self.q, self.interpolation))
 
-    def __setstate__(self, st: dict) -> None:
+    def __setstate__(self, st: Dict[str, Any]) -> None:
         st.setdefault("session", None)  # pickles from before session windows
         for k in ("order", "q", "interpolation"):  # before order statistics
             st.setdefault(k, None)

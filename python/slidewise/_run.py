@@ -13,12 +13,15 @@ import os
 import sys
 import threading
 import time
-from typing import List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, TextIO, Union
+
+if TYPE_CHECKING:
+    from ._query import Query
 
 _KEYS = {"range", "slide", "name", "min_periods"}
 
 
-def parse_query(text: str):
+def parse_query(text: str) -> Query:
     """'max range=1000 slide=10 [name=x] [min_periods=k]' -> slidewise.Query"""
     import slidewise as sw
 
@@ -35,7 +38,7 @@ def parse_query(text: str):
         kw[k] = v
     if "range" not in kw:
         raise ValueError(f"--query {text!r}: needs range=")
-    def val(v):
+    def val(v: str) -> Union[int, str]:
         return int(v) if v.isdigit() else v
     rng = val(kw["range"])
     slide = val(kw.get("slide", "1" if isinstance(rng, int) else kw["range"]))
@@ -47,23 +50,23 @@ def parse_query(text: str):
 class Progress:
     """A one-line progress bar from Spark's status tracker (stages' tasks)."""
 
-    def __init__(self, sc, stream=sys.stderr, width: int = 30, interval: float = 0.2):
+    def __init__(self, sc: Any, stream: TextIO = sys.stderr, width: int = 30, interval: float = 0.2) -> None:
         self.sc, self.stream, self.width, self.interval = sc, stream, width, interval
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._loop, daemon=True)
         self.updates = 0
 
-    def __enter__(self):
+    def __enter__(self) -> "Progress":
         self._t.start()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._t.join()
         self.stream.write("\r" + " " * (self.width + 50) + "\r")
         self.stream.flush()
 
-    def _loop(self):
+    def _loop(self) -> None:
         tr = self.sc.statusTracker()
         while not self._stop.wait(self.interval):
             try:
@@ -85,7 +88,7 @@ class Progress:
 
 
 def run(input: str, value: str, queries: List[str], output: str, time_col: Optional[str] = None,
-        key: Optional[str] = None, master: str = "local[*]", fmt: Optional[str] = None) -> dict:
+        key: Optional[str] = None, master: str = "local[*]", fmt: Optional[str] = None) -> Dict[str, int]:
     import slidewise.spark as ss
 
     qs = [parse_query(q) for q in queries]
@@ -111,7 +114,7 @@ def run(input: str, value: str, queries: List[str], output: str, time_col: Optio
             df = df.withColumn(order, F.monotonically_increasing_id())
         t0 = time.perf_counter()
         res = ss.aggregate(df, qs, value, order, key=key)
-        counts = {}
+        counts: Dict[str, int] = {}
         with Progress(spark.sparkContext):
             for q in qs:
                 path = output if len(qs) == 1 else os.path.join(output, q.name)

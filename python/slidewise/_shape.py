@@ -7,7 +7,7 @@ Only argument checks live here; the windows are computed in Rust
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 import pyarrow as pa
 
@@ -21,7 +21,7 @@ def is_default(closed: Optional[str], center: bool, step: Optional[int]) -> bool
     return (closed is None or closed == "right") and center is False and (step is None or (type(step) is int and step == 1))
 
 
-def check(closed: Optional[str], center: Any, step: Any, *, time: bool, keyed: bool) -> tuple:
+def check(closed: Optional[str], center: Any, step: Any, *, time: bool, keyed: bool) -> Tuple[str, bool, int]:
     """Normalised ``(closed, center, step)``; a clear ValueError where pandas
     raises, or where the keyword is not meaningful."""
     if closed is None:
@@ -42,8 +42,8 @@ def check(closed: Optional[str], center: Any, step: Any, *, time: bool, keyed: b
     return closed, center, step
 
 
-def rolling_count(values, keys, w: int, agg: str, mp: Optional[int], algorithm: str,
-                  closed, center, step) -> pa.Array:
+def rolling_count(values: Any, keys: Optional[pa.Array], w: int, agg: str, mp: Optional[int], algorithm: str,
+                  closed: Optional[str], center: Any, step: Any) -> pa.Array:
     closed, center, step = check(closed, center, step, time=False, keyed=keys is not None)
     arr = _arrow.values_array(values)
     if keys is not None:
@@ -53,8 +53,8 @@ def rolling_count(values, keys, w: int, agg: str, mp: Optional[int], algorithm: 
     return _slidewise.rolling(arr, w, agg, mp, algorithm, closed, center, step)
 
 
-def rolling_time(arr: pa.Array, ts: pa.Array, keys, span: int, agg: str, mp: Optional[int], algorithm: str,
-                 closed, center, step) -> pa.Array:
+def rolling_time(arr: pa.Array, ts: pa.Array, keys: Optional[pa.Array], span: int, agg: str, mp: Optional[int],
+                 algorithm: str, closed: Optional[str], center: Any, step: Any) -> pa.Array:
     closed, center, step = check(closed, center, step, time=True, keyed=keys is not None)
     if keys is not None:
         return _slidewise.rolling_time_keyed(keys, arr, ts, span, agg, mp, algorithm, closed, center, step)

@@ -7,15 +7,16 @@ and key type, and hands them to the one stream of the Rust core
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, Iterable, List, Optional, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _arrow, _convert, _keys, _late, _slidewise, _time
 from ._order_stream import OrderQueries
-from ._plan import stream_groups
+from ._plan import Plan, stream_groups
 from ._query import Query
+from ._typing import Batch, Duration
 
 # 7: one format for every stream (the core's stream spine); 6: count windows
 # without min_periods saved no per-partial row counts; 5: keys; 4: lateness.
@@ -24,6 +25,7 @@ from ._query import Query
 # skipped nulls, which is now first_ignore_nulls / last_ignore_nulls.
 _STATE_VERSION = 8
 _PARTIALS = ("pairs", "panes", "cutty")
+_Spec = Tuple[str, str, int, int, Optional[int], Optional[str]]  # Query._spec()
 
 __all__ = ["Query", "Stream"]
 
@@ -65,10 +67,10 @@ class Stream:
         value: str = "v",
         time: Optional[str] = None,
         key: Optional[str] = None,
-        lateness: Any = None,
+        lateness: Union[Duration, int, None] = None,
         algorithm: str = "auto",
         *,
-        plan: Any = None,
+        plan: Union[str, Plan, None] = None,
         rate: Optional[float] = None,
         partial: str = "pairs",
         nan: str = "propagate",
@@ -183,7 +185,7 @@ class Stream:
         w = self._inner.watermark()
         return None if w is None else _time.restore(pa.array([w], pa.int64()), self._ts_type)[0].as_py()
 
-    def push(self, batch: Any) -> Dict[str, Any]:
+    def push(self, batch: Batch) -> Dict[str, Any]:
         """Feed one batch (RecordBatch, Table, dict of arrays, polars
         DataFrame, any ``__arrow_c_stream__`` object); returns, per query
         name, a table (window_start, window_end, value) of the windows this
@@ -235,7 +237,7 @@ class Stream:
 
     # -- pickle -------------------------------------------------------------
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> Dict[str, Any]:
         return {
             "version": _STATE_VERSION,
             "queries": self._queries,
@@ -257,7 +259,7 @@ class Stream:
             "order": self._order,
         }
 
-    def __setstate__(self, st: dict) -> None:
+    def __setstate__(self, st: Dict[str, Any]) -> None:
         version = st.get("version")
         if version not in (3, 4, 5, 6, 7, _STATE_VERSION):
             raise ValueError(f"cannot restore a slidewise Stream saved with state version {version!r}")
@@ -287,7 +289,7 @@ class Stream:
 
     # -- internals ----------------------------------------------------------
 
-    def _args(self, dtype: str, unit_ns: int) -> tuple:
+    def _args(self, dtype: str, unit_ns: int) -> Tuple[List[_Spec], str, str, Optional[int], bool, str, Optional[List[int]]]:
         return ([q._spec(unit_ns) for q in self._core_queries], dtype, self._algorithm,
                 None if self._lateness is None else self._lateness // unit_ns,
                 self._key is not None, self._partial, self._plan_groups)
@@ -309,7 +311,8 @@ class Stream:
             return k if k is not None else pa.array([], pa.int64())
         return k.cast(self._key_type) if k.type != self._key_type else k
 
-    def _tables(self, core, order) -> Dict[str, Any]:
+    def _tables(self, core: Sequence[Tuple[Optional[pa.Array], pa.Array, pa.Array, pa.Array]],
+                order: Sequence[Tuple[Optional[pa.Array], pa.Array, pa.Array, pa.Array]]) -> Dict[str, Any]:
         """Per query, in the order given: the core's results, then the order
         statistics' (each a (keys, window_start, window_end, value))."""
         out = {}

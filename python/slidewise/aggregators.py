@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from . import _arrow, _slidewise
+from ._typing import ArrayLike, DTypeLike
 
 __all__ = ["Recalc", "SoE", "TwoStacks", "DABA", "FlatFAT", "BInt", "FlatFIT", "SlideSide", "Aggregator"]
 
@@ -29,7 +30,7 @@ class Aggregator:
 
     algorithm: str = "auto"
 
-    def __init__(self, agg: str, dtype: Any = "float64", *, capacity: int = 1024) -> None:
+    def __init__(self, agg: str, dtype: DTypeLike = "float64", *, capacity: int = 1024) -> None:
         agg = _arrow.check_agg(agg)
         self._dtype = _arrow.dtype_name(dtype)
         cap = _arrow.positive_int("capacity", capacity)
@@ -48,7 +49,7 @@ class Aggregator:
         ``pos`` is what argmax/argmin report; by default the insert count."""
         self._raw.insert(value, pos)
 
-    def insert_many(self, values: Any) -> None:
+    def insert_many(self, values: ArrayLike) -> None:
         """Append every value of an array-like (nulls are null rows)."""
         arr = _arrow.values_array(values)
         if str(arr.type) != self._dtype:

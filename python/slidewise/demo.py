@@ -11,9 +11,10 @@ functions, and writes a PNG of the signal with its rolling bands.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -27,7 +28,7 @@ def sensor_stream(rows: int, seed: int = 2012) -> pa.Table:
     """Three energy readings at 100 Hz: daily-like cycle + noise + spikes."""
     rng = np.random.default_rng(seed)
     t = np.arange(rows, dtype=np.int64)
-    cols = {"ts_ms": t * (1000 // HZ)}
+    cols: dict[str, np.ndarray[Any, Any]] = {"ts_ms": t * (1000 // HZ)}
     for i, name in enumerate(["mf01", "mf02", "mf03"]):
         base = 9000 + 1500 * np.sin(2 * np.pi * t / (HZ * 3600 * (i + 1)))
         noise = rng.normal(0, 40, rows)
@@ -36,7 +37,7 @@ def sensor_stream(rows: int, seed: int = 2012) -> pa.Table:
     return pa.table(cols)
 
 
-def _best(f: Callable[[], object], repeat: int = 3) -> tuple[float, object]:
+def _best(f: Callable[[], Any], repeat: int = 3) -> tuple[float, Any]:
     best, out = float("inf"), None
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -45,8 +46,8 @@ def _best(f: Callable[[], object], repeat: int = 3) -> tuple[float, object]:
     return best, out
 
 
-def _peers(x: np.ndarray, agg: str, w: int) -> dict[str, Callable[[], object]]:
-    peers: dict[str, Callable[[], object]] = {}
+def _peers(x: np.ndarray[Any, Any], agg: str, w: int) -> dict[str, Callable[[], Any]]:
+    peers: dict[str, Callable[[], Any]] = {}
     try:
         import polars as pl
 
@@ -54,7 +55,7 @@ def _peers(x: np.ndarray, agg: str, w: int) -> dict[str, Callable[[], object]]:
         f = {"max": s.rolling_max, "min": s.rolling_min, "sum": s.rolling_sum,
              "mean": s.rolling_mean, "std": s.rolling_std}.get(agg)
         if f is not None:
-            peers["polars"] = lambda f=f: f(w, min_samples=1)
+            peers["polars"] = functools.partial(f, w, min_samples=1)
     except ImportError:
         pass
     try:
@@ -64,14 +65,14 @@ def _peers(x: np.ndarray, agg: str, w: int) -> dict[str, Callable[[], object]]:
              "mean": bn.move_mean, "std": bn.move_std}.get(agg)
         if f is not None:
             kw = {"ddof": 1} if agg == "std" else {}
-            peers["bottleneck"] = lambda f=f: f(x, w, min_count=1, **kw)
+            peers["bottleneck"] = functools.partial(f, x, w, min_count=1, **kw)
     except ImportError:
         pass
     return peers
 
 
 def run(rows: int = 10_000_000, repeat: int = 3, spark_rows: int = 2_000_000,
-        plot: Optional[str] = "out/slidewise_demo.png") -> list[dict]:
+        plot: Optional[str] = "out/slidewise_demo.png") -> list[dict[str, Any]]:
     print(f"slidewise {sw.__version__} demo: DEBS-style sensor stream, {rows:,} rows at {HZ} Hz "
           f"({rows / HZ / 3600:.1f} h of readings)")
     t0 = time.perf_counter()
@@ -88,7 +89,7 @@ def run(rows: int = 10_000_000, repeat: int = 3, spark_rows: int = 2_000_000,
         arr = table.column(col).combine_chunks()
         x = arr.to_numpy()
         t_sw, got = _best(lambda: sw.rolling(arr, w, agg), repeat)
-        res = {"query": f"{agg}({col}) rows={w:,}", "slidewise": rows / t_sw / 1e6}
+        res: dict[str, Any] = {"query": f"{agg}({col}) rows={w:,}", "slidewise": rows / t_sw / 1e6}
         diff = 0.0
         for name, f in _peers(x, agg, w).items():
             t, ref = _best(f, repeat)
@@ -119,9 +120,9 @@ def run(rows: int = 10_000_000, repeat: int = 3, spark_rows: int = 2_000_000,
     print(f"\nStream of {len(queries)} hopping ACQs over mf01, pushed in 1-minute batches: "
           f"{rows / dt / 1e6:.0f} M rows/s")
     for q in queries:
-        res = pa.concat_tables(out[q.name])
-        print(f"\n{q.name}: {res.num_rows:,} windows; first rows:")
-        print(res.slice(0, 4).to_pandas().to_string(index=False))
+        windows = pa.concat_tables(out[q.name])
+        print(f"\n{q.name}: {windows.num_rows:,} windows; first rows:")
+        print(windows.slice(0, 4).to_pandas().to_string(index=False))
     if plot:
         plot_bands(table, plot)
     if spark_rows:
@@ -165,7 +166,7 @@ def plot_bands(table: pa.Table, path: str, seconds: int = 600) -> None:
     print(f"\nplot of the signal and its rolling bands: {path}")
 
 
-def run_spark(table: pa.Table) -> list[dict]:
+def run_spark(table: pa.Table) -> list[dict[str, Any]]:
     """The same kind of ACQs on Spark local mode via slidewise.spark, timed
     next to Spark's own window functions on the same DataFrame."""
     try:
@@ -209,7 +210,7 @@ def run_spark(table: pa.Table) -> list[dict]:
         # first timed job does not carry that one-off cost.
         ss.rolling(df.limit(2000), "mf01", "ts_ms", 10, "max").write.format("noop").mode("overwrite").save()
 
-        def timed(make) -> tuple[float, object]:
+        def timed(make: Callable[[], Any]) -> tuple[float, Any]:
             t0 = time.perf_counter()
             out = make()
             out.write.format("noop").mode("overwrite").save()

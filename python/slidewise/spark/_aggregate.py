@@ -9,15 +9,28 @@ columns come out as Spark's groupBy gives them (float keys normalised).
 
 from __future__ import annotations
 
-from typing import Any, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Sequence, Union, overload
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from .._query import Query
 
 from ._kernels import _agg_fn
 from ._ship import ship
 from ._specs import _ALIAS, _SPARK_AGGS, _TB, _arrow_to_spark_type, _listify, _result_type, _spark_type_to_arrow
 
 
-def aggregate(df: Any, query_or_queries: Any, value: str, time: str, key: Union[None, str, Sequence[str]] = None,
-              tiebreak: Union[None, str, Sequence[str]] = None, algorithm: str = "auto") -> Any:
+@overload
+def aggregate(df: DataFrame, query_or_queries: Query, value: str, time: str, key: Union[None, str, Sequence[str]] = None,
+              tiebreak: Union[None, str, Sequence[str]] = None, algorithm: str = "auto") -> DataFrame: ...
+@overload
+def aggregate(df: DataFrame, query_or_queries: Iterable[Query], value: str, time: str,
+              key: Union[None, str, Sequence[str]] = None, tiebreak: Union[None, str, Sequence[str]] = None,
+              algorithm: str = "auto") -> Dict[str, DataFrame]: ...
+def aggregate(df: DataFrame, query_or_queries: Union[Query, Iterable[Query]], value: str, time: str,
+              key: Union[None, str, Sequence[str]] = None, tiebreak: Union[None, str, Sequence[str]] = None,
+              algorithm: str = "auto") -> Union[DataFrame, Dict[str, DataFrame]]:
     """One row per (key, window): like ``df.groupBy(key, F.window(time,
     range, slide)).agg(F.<agg>(value))`` with columns ``key..., window_start,
     window_end, value``; session queries (``Query(agg, session="30s")``) like
@@ -35,7 +48,8 @@ def aggregate(df: Any, query_or_queries: Any, value: str, time: str, key: Union[
     import slidewise as sw
 
     single = isinstance(query_or_queries, sw.Query)
-    queries = [query_or_queries] if single else list(query_or_queries)
+    queries: List[Query] = ([query_or_queries] if isinstance(query_or_queries, sw.Query)
+                            else list(query_or_queries))
     if not queries:
         raise ValueError("aggregate needs at least one Query")
     for q in queries:

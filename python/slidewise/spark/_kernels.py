@@ -29,13 +29,22 @@ import inspect
 import io
 import itertools
 import pickle
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
 
 from ._ship import _import_slidewise
 from ._specs import _copy_spec, _Spec
+
+
+def _partition_id() -> int:
+    """The running task's partition (executor side)."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    assert ctx is not None, "not in a Spark task"
+    return ctx.partitionId()
 
 
 def _native_keys(sw) -> bool:
@@ -108,13 +117,14 @@ def _key_ids(cols: Sequence[pa.Array]) -> np.ndarray:
     partitionBy)."""
     import pyarrow.compute as pc
 
-    ids = None
+    ids: Optional[np.ndarray] = None
     for c in cols:
         if isinstance(c, pa.ChunkedArray):
             c = c.combine_chunks()
         d = pc.dictionary_encode(c, null_encoding="encode")
         i = d.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         ids = i if ids is None else np.unique(ids * len(d.dictionary) + i, return_inverse=True)[1]
+    assert ids is not None, "no key columns"
     return ids
 
 
@@ -130,7 +140,8 @@ def _last_rows(ids: np.ndarray, m: int) -> np.ndarray:
     first = np.zeros(len(counts), dtype=np.int64)
     more = counts > m
     first[more] = rows[ends[more] - m]
-    return np.arange(len(ids)) >= first[ids]
+    last: np.ndarray = np.arange(len(ids)) >= first[ids]
+    return last
 
 
 def _trim_keyed(t: pa.Table, m: int) -> pa.Table:
@@ -148,7 +159,8 @@ def _last_peer(t: np.ndarray, starts: np.ndarray) -> Optional[np.ndarray]:
     if newgrp.all():
         return None
     firsts = np.flatnonzero(newgrp)
-    return (np.append(firsts[1:], n) - 1)[np.cumsum(newgrp) - 1]
+    peer: np.ndarray = (np.append(firsts[1:], n) - 1)[np.cumsum(newgrp) - 1]
+    return peer
 
 
 def _compute(sw, spec: _Spec, vals: pa.Array, ts: Optional[pa.Array], starts: np.ndarray,
@@ -179,6 +191,7 @@ def _compute(sw, spec: _Spec, vals: pa.Array, ts: Optional[pa.Array], starts: np
         out = pa.concat_arrays([one(vals.slice(a, b - a), None if ts is None else ts.slice(a, b - a))
                                 for a, b in zip(starts, ends)])
     if spec.time and n:
+        assert ts is not None, "a time window needs its times"
         t = ts.to_numpy()
         if keys is None:
             peer = _last_peer(t, starts)
@@ -207,7 +220,7 @@ def _compute_all(sw, specs: List[_Spec], vals: pa.Array, ts: Optional[pa.Array],
     same values as ``rolling`` spec by spec."""
     out: List[Optional[pa.Array]] = [None] * len(specs)
     if not specs[0].time and _many_keys(sw):
-        groups: dict = {}
+        groups: Dict[str, Dict[Tuple[str, Any], int]] = {}
         for i, s in enumerate(specs):
             if s.min_periods is None and s.agg not in sw.ORDER_AGGS:  # order stats: one rolling each
                 groups.setdefault(s.algorithm, {})[(s.agg, s.window)] = i
@@ -229,7 +242,9 @@ def _compute_all(sw, specs: List[_Spec], vals: pa.Array, ts: Optional[pa.Array],
                     o = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
                     sp = specs[idx[(agg, win)]]
                     out[idx[(agg, win)]] = o if o.type == sp.arrow_type else o.cast(sp.arrow_type)
-    return [o if o is not None else _compute(sw, s, vals, ts, starts, keys) for s, o in zip(specs, out)]
+    # without starts (interleaved keys) _compute reads only the key ids
+    runs = starts if starts is not None else np.zeros(1, np.int64)
+    return [o if o is not None else _compute(sw, s, vals, ts, runs, keys) for s, o in zip(specs, out)]
 
 
 class _Roller:
@@ -252,7 +267,7 @@ class _Roller:
         self.sw, self.specs, self.value, self.order, self.keys, self.drop = sw, specs, value, order, keys, drop
         self.interleaved = interleaved
         self.time = specs[0].time
-        self.halo_key: Optional[tuple] = () if halo is not None else None
+        self.halo_key: Optional[Tuple[Any, ...]] = () if halo is not None else None
         self.halo = halo  # columns: value[, ts]
         self.pending: Optional[pa.Table] = None
         self.unit_ns: Optional[int] = None
@@ -264,7 +279,7 @@ class _Roller:
         # Columns whose order the caller vouched for (assume_sorted): checked
         # row by row here, since no sort put the rows in order.
         self.check: Optional[List[str]] = None
-        self.last_checked: Optional[tuple] = None
+        self.last_checked: Optional[Tuple[Any, ...]] = None
 
     def _ts(self, t: pa.Table) -> pa.Array:
         from slidewise import _time
@@ -273,12 +288,14 @@ class _Roller:
         ts, unit_ns, typ = _time.time_column(col, f"order column {self.order!r}")
         if self.unit_ns is None:
             self.unit_ns, self.ts_type = unit_ns, typ
-            for s in self.specs:
-                s.units = _time.to_units("window", _time.duration_ns("window", s.window), unit_ns)
-            self.rmax = max(s.units for s in self.specs)
+            units = [_time.to_units("window", _time.duration_ns("window", s.window), unit_ns) for s in self.specs]
+            for s, u in zip(self.specs, units):
+                s.units = u
+            self.rmax = max(units)
         return ts
 
     def _check_order(self, table: pa.Table) -> None:
+        assert self.check is not None
         ok, _, self.last_checked = _order_step(table, self.check, self.last_checked)
         if not ok:
             raise ValueError(f"assume_sorted=True, but the rows of a partition (or of a partition and the first rows "
@@ -309,6 +326,7 @@ class _Roller:
         if self.interleaved:
             ts = self._ts(table) if self.time else None
             if self.time and not final:
+                assert ts is not None
                 # hold back the rows of the last time: its run may go on
                 cut = int(np.searchsorted(ts.to_numpy(), ts[-1].as_py(), side="left"))
                 self.pending = table.slice(cut)
@@ -322,6 +340,7 @@ class _Roller:
         ts = self._ts(table) if self.time else None
         cut = n
         if self.time and not final:
+            assert ts is not None
             # hold back the last run of tied times of the last key
             t = ts.to_numpy()
             last = t[-1]
@@ -339,7 +358,7 @@ class _Roller:
             table = table.slice(0, cut)
             keycols = [k.slice(0, cut) for k in keycols]
             starts = starts[starts < cut]
-            ts = ts.slice(0, cut)
+            ts = None if ts is None else ts.slice(0, cut)
             n = cut
         vals = table.column(self.value).combine_chunks()
         # prepend the halo when the first run continues the halo's key
@@ -360,10 +379,12 @@ class _Roller:
         # new halo: the tail of the last run
         lo = int(starts[-1])
         if self.time:
+            assert ts is not None
             t = ts.to_numpy()
             j = int(np.searchsorted(t[lo:], t[-1] - self.rmax, side="right")) + lo
             self.halo = pa.table([vals.slice(j), ts.slice(j)], names=["v", "t"])
         else:
+            assert self.hmax is not None
             j = max(lo, len(vals) - self.hmax)
             self.halo = pa.table([vals.slice(j)], names=["v"])
         self.halo_key = tuple(k[-1].as_py() for k in keycols)
@@ -384,9 +405,11 @@ class _Roller:
         outs = [o.slice(h) for o in _compute_all(self.sw, self.specs, vals, ts, None, keys=kid)]
         if self.time:
             # rows in order of time: the halo is the rows within the longest range of the last time
+            assert ts is not None
             t = ts.to_numpy()
             self.halo = both.slice(int(np.searchsorted(t, t[-1] - self.rmax, side="right")))
         else:
+            assert self.hmax is not None
             self.halo = both.filter(pa.array(_last_rows(ids, self.hmax)))
         # the halo is recomputed with every chunk: keep chunks well above it
         self.target = max(self.target, 4 * self.halo.num_rows)
@@ -423,9 +446,8 @@ def _roll_fn(specs, value, order, keys, drop, halos=None, target_rows=None, chec
         halo = None
         skip = 0
         if halos is not None or forward is not None:
-            from pyspark import TaskContext
 
-            pid = TaskContext.get().partitionId()
+            pid = _partition_id()
         if halos is not None:
             raw = halos.value.get(pid)
             if isinstance(raw, list):  # several sorted runs, each with its own halo
@@ -469,12 +491,14 @@ def _by_runs(it, runs, make):
                 left, h = runs[j][0], runs[j][2]
                 r = make(_from_ipc(h) if h is not None else None)
             c = min(left, m - off)
+            assert r is not None
             yield from (o for o in r.feed(b if c == m else b.slice(off, c)) if o.num_rows)
             off += c
             left -= c
     if left or j != len(runs) - 1:
         raise ValueError(_CHANGED)
-    yield from (o for o in r.finish() if o.num_rows)
+    if r is not None:
+        yield from (o for o in r.finish() if o.num_rows)
 
 
 # Column names inside _roll_udf_fn (not the caller's).
@@ -493,10 +517,9 @@ def _roll_udf_fn(specs, nkeys: int, halos):
     fields = [pa.field(s.name, s.arrow_type) for s in specs]
 
     def fn(it):
-        from pyspark import TaskContext
 
         sw = _import_slidewise()
-        pid = TaskContext.get().partitionId()
+        pid = _partition_id()
         raw = halos.value.get(pid)
 
         def make(h):
@@ -593,7 +616,7 @@ def _sorted_lex(cols: List[np.ndarray]) -> bool:
     return bool((gt | eq).all())
 
 
-def _order_step(table: pa.Table, keys: List[str], last: Optional[tuple]):
+def _order_step(table: pa.Table, keys: List[str], last: Optional[Tuple[Any, ...]]):
     """One batch of an order check over ``keys``: whether it is sorted,
     has no nulls there and does not start below ``last`` (the previous
     batch's last key); and its first and last key tuples."""
@@ -605,7 +628,7 @@ def _order_step(table: pa.Table, keys: List[str], last: Optional[tuple]):
     return ok, first, tuple(c[-1].as_py() for c in kc)
 
 
-def _breaks(table: pa.Table, keys: List[str], last: Optional[tuple], tag: Optional[str] = None,
+def _breaks(table: pa.Table, keys: List[str], last: Optional[Tuple[Any, ...]], tag: Optional[str] = None,
             last_tag=None):
     """One batch of the check pass, split into runs: a run starts where
     the (``keys``) order falls, or where the ``tag`` column (the input
@@ -665,15 +688,14 @@ def _tail_fn(value, order, specs, tb, by: Sequence[str] = (), runs: bool = False
     split = runs and not time
 
     def fn(it):
-        from pyspark import TaskContext
 
         _import_slidewise()
         from slidewise import _time
 
-        pid = TaskContext.get().partitionId()
+        pid = _partition_id()
         hmax = None if time else max(s.window for s in specs) - 1
         done = []  # finished runs: (n, payload, first, last)
-        st = {"tail": None, "n": 0, "kept": 0, "first": None, "last": None, "rmax": None, "tag": None}
+        st: Dict[str, Any] = {"tail": None, "n": 0, "kept": 0, "first": None, "last": None, "rmax": None, "tag": None}
         ok, total = True, 0
 
         def add(t: pa.Table) -> None:
@@ -696,6 +718,7 @@ def _tail_fn(value, order, specs, tb, by: Sequence[str] = (), runs: bool = False
                 # trimming costs a grouping of all rows held: do it when
                 # they are well above the last trimmed size
                 if tail.num_rows > 2 * st["kept"] + (1 << 20):
+                    assert hmax is not None
                     tail = _trim_keyed(tail, hmax)
                     st["kept"] = tail.num_rows
             elif tail.num_rows > hmax:
@@ -706,6 +729,7 @@ def _tail_fn(value, order, specs, tb, by: Sequence[str] = (), runs: bool = False
             """The current run is complete."""
             tail = st["tail"]
             if tail is not None and by and not time:
+                assert hmax is not None
                 tail = _trim_keyed(tail, hmax)
             if tail is not None and time:
                 tail = tail.replace_schema_metadata({"rmax": str(st["rmax"])})
@@ -785,7 +809,8 @@ def _apply_fn(specs, value, order_by, tb, drop):
     return fn
 
 
-def _agg_fn(qspec, keys, value, time, is_time, algorithm, vcols):
+def _agg_fn(qspec: List[Tuple[int, Any, str]], keys: List[str], value: str, time: str, is_time: bool, algorithm: str,
+            vcols: Any) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """Per sorted partition: one slidewise.Stream per key run, flushed at
     the key's end; rows (query index, key..., window_start, window_end,
     one value column per output type)."""
@@ -794,7 +819,8 @@ def _agg_fn(qspec, keys, value, time, is_time, algorithm, vcols):
         sw = _import_slidewise()
         qs = [q for _, q, _ in qspec]
         tcol = time if is_time else None
-        stream, cur_key, cur_out, ktypes = None, None, None, None
+        stream, cur_key, cur_out = None, None, None
+        ktypes: List[Any] = []  # the key columns' types, from the first batch
 
         def emit(results, key):
             for i, q, vc in qspec:

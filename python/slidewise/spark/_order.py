@@ -18,7 +18,7 @@ halo (the rows before it that its first windows reach back into).
 from __future__ import annotations
 
 import pickle
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -66,7 +66,7 @@ def _plan_sorted(df, cols: List[str]) -> bool:
         return False
 
 
-def _ranges_in_sequence(stats: Dict[int, tuple], strict: bool) -> bool:
+def _ranges_in_sequence(stats: Dict[int, Tuple[Any, ...]], strict: bool) -> bool:
     """Whether the partitions' (min, max) order ranges follow one another
     (``strict``: not even touching; an empty partition has (None, None))."""
     prev = None
@@ -244,7 +244,7 @@ def _count_halos(parts, value: str, hmax: int, order: Optional[str] = None):
     return out, stats  # an empty partition needs no halo: it has no rows to compute
 
 
-def _halos(rows, specs, value_type: pa.DataType, keyed: bool = False, ordered: bool = False) -> Dict[int, bytes]:
+def _halos(rows, specs, value_type: pa.DataType, keyed: bool = False, ordered: bool = False) -> Dict[Any, bytes]:
     """Driver: partition p's halo = the tail of everything before p (per
     key when ``keyed``: the tails are _tail_fn's per-key tables). ``rows``:
     (partition, rows, tail), in partition order; ``ordered``: (id, rows,
@@ -267,6 +267,7 @@ def _halos(rows, specs, value_type: pa.DataType, keyed: bool = False, ordered: b
             tv = running.column("t").to_numpy()
             running = running.slice(int(np.searchsorted(tv, tv[-1] - rmax, side="right")))
         elif keyed:
+            assert hmax is not None
             running = _trim_keyed(running, hmax)
         elif running.num_rows > hmax:
             running = running.slice(running.num_rows - hmax)

@@ -48,7 +48,10 @@ from __future__ import annotations
 import datetime
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 from ._kernels import _TAIL_SCHEMA, _apply_fn, _native_keys, _roll_fn, _roll_udf_fn, _tail_fn
 from ._order import (_check_pass, _count_halos, _forward_heads, _halos, _in_order, _plan_sorted,
@@ -76,15 +79,15 @@ class RollingPlan:
 
     path: str
     keyed: bool
-    _build: Callable[[], Any] = field(repr=False, compare=False)
+    _build: Callable[[], DataFrame] = field(repr=False, compare=False)
 
-    def run(self) -> Any:
+    def run(self) -> DataFrame:
         """The input DataFrame with the rolling columns added (lazy)."""
         return self._build()
 
 
 def rolling(
-    df: Any,
+    df: DataFrame,
     value: str,
     order_by: str,
     window: Union[int, str, datetime.timedelta, Sequence[Any]],
@@ -100,7 +103,7 @@ def rolling(
     ignore_nulls: bool = False,
     q: Optional[float] = None,
     interpolation: Optional[str] = None,
-) -> Any:
+) -> DataFrame:
     """Add rolling aggregate column(s) of ``value`` to ``df``.
 
     ``window``: rows (int: the row and the ``w-1`` before it in
@@ -263,7 +266,7 @@ def _plan_keyed_ordered(df, specs, value, order_by, keys, tb) -> Optional[Rollin
     if runs is None:
         return None
     tails = _halos([((p, j), n, tail) for p, j, n, tail, _, _ in runs], specs, vtype, keyed=True, ordered=True)
-    plan: dict = {}
+    plan: Dict[Any, Any] = {}
     for p, j, n, _, first, _ in sorted(runs, key=lambda r: (r[0], r[1])):
         plan.setdefault(p, []).append((n, first, tails.get((p, j))))
     # a partition of one run: its halo as the other ordered paths have it
@@ -304,7 +307,7 @@ def _udf_columns(df, specs, value, keys, halos, make=None) -> Optional[Callable[
     windows need every row) nor evaluates it twice. None without
     ``arrow_udf``, or when column names repeat."""
     try:
-        from pyspark.sql.functions import arrow_udf
+        from pyspark.sql.functions import arrow_udf  # type: ignore[attr-defined]  # pyspark >= 4.1; its hints lack it
     except ImportError:
         return None
     from pyspark.sql import functions as F

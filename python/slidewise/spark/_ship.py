@@ -44,7 +44,12 @@ import hashlib
 import os
 import sys
 import tempfile
-from typing import Any, Dict, List, Optional, Tuple
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
 
 # The directory inside every shipped archive that goes on the executor's
 # sys.path (it holds the ``slidewise`` package).
@@ -89,7 +94,7 @@ def _digest(files: List[Tuple[str, str]]) -> str:
 # Driver side: build hash by the package directory and (name, size, mtime,
 # inode) of every file, so that an unchanged install is not read again on
 # every call.
-_DIGESTS: Dict[tuple, str] = {}
+_DIGESTS: Dict[Tuple[Any, ...], str] = {}
 
 
 def _package_build() -> Tuple[str, str]:
@@ -102,7 +107,7 @@ def _package_build() -> Tuple[str, str]:
 
     pkg = os.path.dirname(os.path.abspath(slidewise.__file__))
     files = _package_files(pkg)
-    stats: list = [pkg]
+    stats: List[Any] = [pkg]
     for rel, p in files:
         st = os.stat(p)
         stats.append((rel, st.st_size, st.st_mtime_ns, st.st_ino))
@@ -131,7 +136,7 @@ def _package_zip() -> str:
 _SHIPPED: Dict[str, Dict[str, str]] = {}
 
 
-def ship(spark: Any) -> str:
+def ship(spark: Union[SparkSession, SparkContext]) -> str:
     """Send this slidewise (package dir incl. the extension, as a .zip) to the
     executors of ``spark``, once per SparkContext and build, and make it the
     build that executor functions pickled from now on require; returns the
@@ -159,11 +164,11 @@ def ship(spark: Any) -> str:
     # covers every module in it.
     from pyspark import cloudpickle
 
-    cloudpickle.register_pickle_by_value(sys.modules[_PACKAGE])
+    cloudpickle.register_pickle_by_value(sys.modules[_PACKAGE])  # type: ignore[no-untyped-call]  # pyspark's vendored cloudpickle has no hints
     return path
 
 
-def _import_slidewise():
+def _import_slidewise() -> ModuleType:
     """Executor side: the driver's slidewise build (see the module docstring);
     on the driver (no task running) or before any ship(), ``import slidewise``."""
     build = _BUILD
@@ -210,7 +215,7 @@ def _local_version(pkg: str) -> str:
         return "unknown"
 
 
-def _load_build(build: Tuple[str, str, str]):
+def _load_build(build: Tuple[str, str, str]) -> ModuleType:
     """Load the build ``build`` (see :func:`_import_slidewise`) and tag it."""
     import importlib
     import importlib.util
@@ -223,8 +228,8 @@ def _load_build(build: Tuple[str, str, str]):
     def shipped(p: str) -> bool:
         return os.path.basename(p) == _DIST_ALIAS and os.path.realpath(p).startswith(root + os.sep)
 
-    def tag(m):
-        m._spark_build = digest
+    def tag(m: ModuleType) -> ModuleType:
+        setattr(m, "_spark_build", digest)
         return m
 
     mod = sys.modules.get("slidewise")
@@ -264,7 +269,7 @@ def _load_build(build: Tuple[str, str, str]):
     importlib.invalidate_caches()
     try:
         mod = importlib.import_module("slidewise")
-        got = os.path.realpath(os.path.dirname(os.path.abspath(mod.__file__)))
+        got = os.path.realpath(os.path.dirname(os.path.abspath(mod.__file__ or "")))
         if got != os.path.realpath(os.path.join(dist, "slidewise")):
             raise ImportError(f"import slidewise gave {got}")
     except Exception as e:

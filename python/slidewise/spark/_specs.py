@@ -10,7 +10,11 @@ double, count bigint. Value columns are byte/short/int/bigint/float/double.
 from __future__ import annotations
 
 import datetime
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import DataType, StructType
 
 import numpy as np
 import pyarrow as pa
@@ -36,7 +40,7 @@ class _Spec:
         self.window = window
         self.min_periods = min_periods
         self.algorithm = algorithm
-        self.units = None  # time range in timestamp units, set on executors
+        self.units: Optional[int] = None  # time range in timestamp units, set on executors
         self.arrow_type: Optional[pa.DataType] = None
         self.order_kw: dict = {}  # q / interpolation of a quantile
 
@@ -51,7 +55,7 @@ def _is_span(w: Any) -> bool:
     return isinstance(w, (str, datetime.timedelta, np.timedelta64))
 
 
-def _listify(x: Any) -> list:
+def _listify(x: Any) -> List[Any]:
     if isinstance(x, (list, tuple)):
         return list(x)
     return [x]
@@ -67,7 +71,7 @@ def _result_type(agg: str, in_type: pa.DataType) -> pa.DataType:
     return pa.float64()
 
 
-def _spark_type_to_arrow(dt) -> pa.DataType:
+def _spark_type_to_arrow(dt: DataType) -> pa.DataType:
     from pyspark.sql import types as T
 
     m = {T.ByteType: pa.int8(), T.ShortType: pa.int16(), T.IntegerType: pa.int32(), T.LongType: pa.int64(),
@@ -79,14 +83,14 @@ def _spark_type_to_arrow(dt) -> pa.DataType:
                     "cast the column first (e.g. F.col(c).cast('double'))")
 
 
-def _arrow_to_spark_type(t: pa.DataType):
+def _arrow_to_spark_type(t: pa.DataType) -> DataType:
     from pyspark.sql import types as T
 
     return {pa.int8(): T.ByteType(), pa.int16(): T.ShortType(), pa.int32(): T.IntegerType(),
             pa.int64(): T.LongType(), pa.float32(): T.FloatType(), pa.float64(): T.DoubleType()}[t]
 
 
-def _groupable(dt) -> bool:
+def _groupable(dt: DataType) -> bool:
     """Key types the executor kernels group exactly as Spark does: Arrow
     equality for these, and float/double keys canonicalised first
     (_kernels._canon_key: NaN keys one group, -0.0 the same key as 0.0, as
@@ -97,7 +101,7 @@ def _groupable(dt) -> bool:
                            T.DateType, T.TimestampType, T.TimestampNTZType, T.FloatType, T.DoubleType))
 
 
-def _schema_with(df, specs: List[_Spec], drop: List[str]):
+def _schema_with(df: DataFrame, specs: List[_Spec], drop: List[str]) -> StructType:
     """df's Spark schema without ``drop``, plus one column per spec."""
     from pyspark.sql import types as T
 
@@ -110,8 +114,9 @@ def _schema_with(df, specs: List[_Spec], drop: List[str]):
     return T.StructType(fields)
 
 
-def _make_specs(value_type: pa.DataType, window, agg, output, min_periods, algorithm,
-                ignore_nulls: bool = False, q=None, interpolation=None) -> List[_Spec]:
+def _make_specs(value_type: pa.DataType, window: Any, agg: Any, output: Any, min_periods: Optional[int],
+                algorithm: str, ignore_nulls: bool = False, q: Optional[float] = None,
+                interpolation: Optional[str] = None) -> List[_Spec]:
     import slidewise as sw
 
     windows, aggs = _listify(window), _listify(agg)

@@ -58,14 +58,19 @@ whose value is NaN gives NaN and one without a value null.
 from __future__ import annotations
 
 import pickle
-from typing import Any, Iterator, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Literal, Optional, Sequence, Tuple, Union, overload
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from .._query import Query
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 try:
-    from pyspark.sql.streaming import StatefulProcessor
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 except ImportError:  # pragma: no cover - pyspark < 4
     StatefulProcessor = object  # type: ignore
 
@@ -86,7 +91,8 @@ _TIME_OUT = "slidewise_time"
 def _us(col: pd.Series) -> np.ndarray:
     """event times -> int64 microseconds since the epoch"""
     t = pd.to_datetime(col, utc=True)
-    return ((t - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(microseconds=1)).to_numpy(np.int64)
+    us: np.ndarray = ((t - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(microseconds=1)).to_numpy(np.int64)
+    return us
 
 
 def _frame_rows(df: pd.DataFrame, time: str, value: str):
@@ -218,7 +224,8 @@ class _Processor(StatefulProcessor):
     def _late_after(self, t: np.ndarray) -> np.ndarray:
         """The event time each row is judged late by (stream_aggregate's
         late_after): the end of its last window, the smallest over queries."""
-        return self._last_ends(t).min(axis=0)
+        ends: np.ndarray = self._last_ends(t).min(axis=0)
+        return ends
 
     def _advance(self, key, st, wm_ms: int, nt, nv, nm, probes) -> Iterator[pd.DataFrame]:
         import slidewise as sw
@@ -268,7 +275,7 @@ class _Processor(StatefulProcessor):
         # (no row kept: every window is final; a later row's windows end later)
         yield from self._finish(keep, {"t": t, "v": v, "m": m}, {"final": final}, next_end, frames)
 
-    def _finish(self, keep, rows: dict, extra: dict, next_end, frames):
+    def _finish(self, keep, rows: Dict[str, Any], extra: Dict[str, Any], next_end, frames):
         """Keep the rows ``keep`` selects (with ``extra``) as the key's state,
         or clear it; fire again once the watermark reaches ``next_end``;
         yield the windows computed."""
@@ -294,7 +301,8 @@ class _SessionProcessor(_Processor):
 
     def _late_after(self, t: np.ndarray) -> np.ndarray:
         """The end of each row's own session window, the smallest gap."""
-        return t + min(q.session for q in self.queries) // 1000
+        ends: np.ndarray = t + min(q.session for q in self.queries if q.session is not None) // 1000
+        return ends
 
     def _advance(self, key, st, wm_ms: int, nt, nv, nm, probes) -> Iterator[pd.DataFrame]:
         import slidewise as sw
@@ -331,8 +339,21 @@ class _SessionProcessor(_Processor):
         yield from self._finish(need.any(axis=1), {"t": t, "v": v, "m": m, "need": need}, {}, next_end, frames)
 
 
-def stream_aggregate(df: Any, queries: Any, value: str, time: str, key: Union[str, Sequence[str]],
-                     watermark: Optional[str] = None, late_rows: bool = False) -> Any:
+@overload
+def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], value: str, time: str,
+                     key: Union[str, Sequence[str]], watermark: Optional[str] = None,
+                     late_rows: Literal[False] = False) -> DataFrame: ...
+@overload
+def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], value: str, time: str,
+                     key: Union[str, Sequence[str]], watermark: Optional[str] = None, *,
+                     late_rows: Literal[True]) -> Tuple[DataFrame, DataFrame]: ...
+@overload
+def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], value: str, time: str,
+                     key: Union[str, Sequence[str]], watermark: Optional[str] = None,
+                     late_rows: bool = False) -> Union[DataFrame, Tuple[DataFrame, DataFrame]]: ...
+def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], value: str, time: str, key: Union[str, Sequence[str]],
+                     watermark: Optional[str] = None,
+                     late_rows: bool = False) -> Union[DataFrame, Tuple[DataFrame, DataFrame]]:
     """Time-window or session-window queries over a streaming DataFrame,
     per key, with state kept across micro-batches: rows (key..., query,
     window_start, window_end, value) appended as the watermark passes each
@@ -402,7 +423,7 @@ def stream_aggregate(df: Any, queries: Any, value: str, time: str, key: Union[st
     t = F.col(time)
     pos, end = "slidewise_pos", "slidewise_end"
     if sessions:
-        gap = min(q.session for q in queries) // 1000
+        gap = min(q.session for q in queries if q.session is not None) // 1000
         late_after = t + F.expr(f"INTERVAL {gap} MICROSECONDS")
         if late_rows:
             # the row without an event time (never dropped), then its probe
