@@ -29,7 +29,13 @@
 //!
 //! Non-finite values propagate through the sums: a window holding inf or
 //! NaN gives NaN, as Spark and the generic `Moments` do. Null rows have
-//! weight 0 (filled with the last finite value, so `y` stays finite).
+//! weight 0 (filled with the last finite value, so `y` stays finite); with
+//! nulls a block's shift is its first valid row, and the rows before it are
+//! redone from the previous block's last valid row ([`suffix_only_rows`]).
+//!
+//! Null-free columns first take a cheaper checked path ([`fast_run`], at
+//! the end): sliding compensated sums with a per-row error bound, and this
+//! exact kernel only for the blocks the bound cannot vouch for.
 
 use arrow_array::ArrayRef;
 
