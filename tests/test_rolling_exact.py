@@ -88,20 +88,11 @@ def test_the_data_defeats_a_naive_running_sum(data):
     assert worst > 1e3 * TOL, worst
 
 
-# Columns with nulls take Chan's merge for var / std (the exact kernel's
-# block shift can be a null row filled from outside a window: see
-# rolling/mod.rs `specialised`): ~1e-7 off on 1e9 + noise once a window
-# holds more than two values. A fix turns these into failures (strict).
-NULL_VAR = pytest.mark.xfail(strict=True, raises=AssertionError,
-                             reason="var/std of a column with nulls run Chan's merge, ~1e-7 on 1e9 + noise")
-
-
 def _exact_cases():
     for data in DATA:
         for w in WINDOWS:
             for nulls in (False, True):
-                marks = [NULL_VAR] if nulls and data == "offset" and w > 2 else []
-                yield pytest.param(data, w, nulls, marks=marks, id=f"{data}-{w}-{nulls}")
+                yield pytest.param(data, w, nulls, id=f"{data}-{w}-{nulls}")
 
 
 @pytest.mark.parametrize("data,w,nulls", list(_exact_cases()))

@@ -15,8 +15,10 @@
 //!   where a NaN is near), ties to the earliest row (-0.0 vs 0.0 as Spark).
 //! * [`sum`]: sum / mean / count: compensated Subtract-on-Evict restarted
 //!   from an exact recomputation every block, exact wrapping integers.
-//! * [`moments`]: var / std: exact double-double partials of shifted
-//!   values over van Herk blocks, segments in vector lanes.
+//! * [`moments`]: var / std: a checked compensated Subtract-on-Evict on
+//!   shifted values (null-free columns), blocks it cannot vouch for redone
+//!   by exact double-double partials over van Herk blocks; lanes in lock
+//!   step.
 //! * [`many`]: many windows at once (`rolling_many`): a shared sparse-table
 //!   pass for max / min; [`prefix`]: compensated prefix sums shared by
 //!   many sums / means.
@@ -119,14 +121,12 @@ fn specialised<T: FastNum>(col: &Column<T>, window: usize, mp: usize, agg: AggKi
         AggKind::Sum => sum::rolling_sum::<T>(col, window, mp),
         AggKind::Mean => sum::rolling_mean::<T>(col, window, mp),
         AggKind::Count => sum::rolling_count(col, window, mp),
-        // The exact kernel shifts each block by a row every window of the
-        // block holds; a null there is filled from outside some windows,
-        // and a huge filler next to small data loses them (var_pop of
-        // [i64::MAX, null, null, 0, 1] over 4 rows gave 0, not 0.25).
-        // Columns with nulls, and values whose squares could overflow, take
-        // Chan's merge (`block`), as before the exact kernel.
-        AggKind::Var | AggKind::Std | AggKind::VarPop | AggKind::StdPop
-            if col.nulls.is_some() || !moments::squares_fit(col.values) => return None,
+        // Values whose squares could overflow take Chan's merge (`block`).
+        // Nulls stay on the exact kernel: it shifts a block by a valid row
+        // (moments.rs `valid_ends`).
+        AggKind::Var | AggKind::Std | AggKind::VarPop | AggKind::StdPop if !moments::squares_fit(col.values) => {
+            return None
+        }
         AggKind::Var => moments::rolling_var::<T>(col, window, mp, 1, false),
         AggKind::Std => moments::rolling_var::<T>(col, window, mp, 1, true),
         AggKind::VarPop => moments::rolling_var::<T>(col, window, mp, 0, false),

@@ -29,7 +29,13 @@
 //!
 //! Non-finite values propagate through the sums: a window holding inf or
 //! NaN gives NaN, as Spark and the generic `Moments` do. Null rows have
-//! weight 0 (filled with the last finite value, so `y` stays finite).
+//! weight 0 (filled with the last finite value, so `y` stays finite); with
+//! nulls a block's shift is its first valid row, and the rows before it are
+//! redone from the previous block's last valid row ([`suffix_only_rows`]).
+//!
+//! Null-free columns first take a cheaper checked path ([`fast_run`], at
+//! the end): sliding compensated sums with a per-row error bound, and this
+//! exact kernel only for the blocks the bound cannot vouch for.
 
 use arrow_array::ArrayRef;
 
@@ -61,9 +67,13 @@ pub(super) fn rolling_var<T: FastNum>(col: &Column<T>, window: usize, min_period
 /// |x| below 2^500 (~3e150). Non-finite values propagate either way.
 pub(super) fn squares_fit<T: Num>(xs: &[T]) -> bool {
     const LIMIT: f64 = 3.2733906078961419e150; // 2^500
-    xs.iter().all(|v| {
-        let f = v.to_f64().abs();
-        f < LIMIT || !f.is_finite()
+    // Branch-free per chunk, so it vectorises (an early exit per value
+    // cost as much as a tenth of the variance kernel).
+    xs.chunks(512).all(|c| {
+        c.iter().fold(true, |a, v| {
+            let f = v.to_f64().abs();
+            a & !((f >= LIMIT) & (f <= f64::MAX))
+        })
     })
 }
 
@@ -132,6 +142,10 @@ pub(super) fn var_into(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, 
 #[inline(always)]
 fn run<V: Lane, V1: Lane>(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) {
     let n = x.len();
+    if wt.is_none() {
+        fast_run::<V, V1>(x, window, ddof, sqrt, out);
+        return;
+    }
     // Lanes only when every lane but the first starts a full window in
     // (then only lane 0's first block has partial windows).
     let len = n / V::K;
@@ -169,9 +183,20 @@ trait Lane: Copy {
     fn clamp0(self) -> Self;
     /// Bitwise and with an all-ones / all-zeros mask.
     fn and(self, m: Self) -> Self;
+    fn or(self, m: Self) -> Self;
+    fn abs(self) -> Self;
+    /// The larger (either one where one is NaN: callers do not rely on it).
+    fn max(self, o: Self) -> Self;
+    /// All-ones where `self <= o` (false for NaN), else zeros.
+    fn le(self, o: Self) -> Self;
     /// `x[idx[k] + j]` in lane `k`.
     fn gather(x: &[f64], idx: &[usize], j: usize) -> Self;
     fn scatter(self, out: &mut [f64], idx: &[usize], j: usize);
+    /// `*p.add(idx[k])` in lane `k`, unchecked (a hardware gather where
+    /// there is one). Safety: every address in bounds.
+    unsafe fn gather_raw(p: *const f64, idx: &[i64; 8]) -> Self;
+    /// The reverse. Safety: every address in bounds, distinct.
+    unsafe fn scatter_raw(self, p: *mut f64, idx: &[i64; 8]);
     fn load(p: &[f64]) -> Self;
     fn store(self, p: &mut [f64]);
 }
@@ -233,12 +258,36 @@ impl<const FMA: bool> Lane for S<FMA> {
         S(f64::from_bits(self.0.to_bits() & m.0.to_bits()))
     }
     #[inline(always)]
+    fn or(self, m: Self) -> Self {
+        S(f64::from_bits(self.0.to_bits() | m.0.to_bits()))
+    }
+    #[inline(always)]
+    fn abs(self) -> Self {
+        S(self.0.abs())
+    }
+    #[inline(always)]
+    fn max(self, o: Self) -> Self {
+        S(if o.0 > self.0 { o.0 } else { self.0 })
+    }
+    #[inline(always)]
+    fn le(self, o: Self) -> Self {
+        S(f64::from_bits(if self.0 <= o.0 { u64::MAX } else { 0 }))
+    }
+    #[inline(always)]
     fn gather(x: &[f64], idx: &[usize], j: usize) -> Self {
         S(x[idx[0] + j])
     }
     #[inline(always)]
     fn scatter(self, out: &mut [f64], idx: &[usize], j: usize) {
         out[idx[0] + j] = self.0;
+    }
+    #[inline(always)]
+    unsafe fn gather_raw(p: *const f64, idx: &[i64; 8]) -> Self {
+        S(*p.offset(idx[0] as isize))
+    }
+    #[inline(always)]
+    unsafe fn scatter_raw(self, p: *mut f64, idx: &[i64; 8]) {
+        *p.offset(idx[0] as isize) = self.0;
     }
     #[inline(always)]
     fn load(p: &[f64]) -> Self {
@@ -310,6 +359,22 @@ mod avx2 {
             unsafe { V4(_mm256_and_pd(self.0, m.0)) }
         }
         #[inline(always)]
+        fn or(self, m: Self) -> Self {
+            unsafe { V4(_mm256_or_pd(self.0, m.0)) }
+        }
+        #[inline(always)]
+        fn abs(self) -> Self {
+            unsafe { V4(_mm256_andnot_pd(_mm256_set1_pd(-0.0), self.0)) }
+        }
+        #[inline(always)]
+        fn max(self, o: Self) -> Self {
+            unsafe { V4(_mm256_max_pd(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn le(self, o: Self) -> Self {
+            unsafe { V4(_mm256_cmp_pd::<_CMP_LE_OQ>(self.0, o.0)) }
+        }
+        #[inline(always)]
         fn gather(x: &[f64], idx: &[usize], j: usize) -> Self {
             unsafe { V4(_mm256_set_pd(x[idx[3] + j], x[idx[2] + j], x[idx[1] + j], x[idx[0] + j])) }
         }
@@ -319,6 +384,18 @@ mod avx2 {
             unsafe { _mm256_storeu_pd(t.as_mut_ptr(), self.0) };
             for k in 0..4 {
                 out[idx[k] + j] = t[k];
+            }
+        }
+        #[inline(always)]
+        unsafe fn gather_raw(p: *const f64, idx: &[i64; 8]) -> Self {
+            V4(_mm256_i64gather_pd::<8>(p, _mm256_loadu_si256(idx.as_ptr() as *const __m256i)))
+        }
+        #[inline(always)]
+        unsafe fn scatter_raw(self, p: *mut f64, idx: &[i64; 8]) {
+            let mut t = [0.0; 4];
+            _mm256_storeu_pd(t.as_mut_ptr(), self.0);
+            for k in 0..4 {
+                *p.offset(idx[k] as isize) = t[k];
             }
         }
         #[inline(always)]
@@ -398,6 +475,25 @@ mod avx512 {
             unsafe { V8(_mm512_castsi512_pd(_mm512_and_si512(_mm512_castpd_si512(self.0), _mm512_castpd_si512(m.0)))) }
         }
         #[inline(always)]
+        fn or(self, m: Self) -> Self {
+            unsafe { V8(_mm512_castsi512_pd(_mm512_or_si512(_mm512_castpd_si512(self.0), _mm512_castpd_si512(m.0)))) }
+        }
+        #[inline(always)]
+        fn abs(self) -> Self {
+            unsafe { V8(_mm512_abs_pd(self.0)) }
+        }
+        #[inline(always)]
+        fn max(self, o: Self) -> Self {
+            unsafe { V8(_mm512_max_pd(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn le(self, o: Self) -> Self {
+            unsafe {
+                let m = _mm512_cmp_pd_mask::<_CMP_LE_OQ>(self.0, o.0);
+                V8(_mm512_maskz_mov_pd(m, _mm512_castsi512_pd(_mm512_set1_epi64(-1))))
+            }
+        }
+        #[inline(always)]
         fn gather(x: &[f64], idx: &[usize], j: usize) -> Self {
             let v: [f64; 8] = std::array::from_fn(|k| x[idx[k] + j]);
             unsafe { V8(_mm512_loadu_pd(v.as_ptr())) }
@@ -409,6 +505,14 @@ mod avx512 {
             for k in 0..8 {
                 out[idx[k] + j] = t[k];
             }
+        }
+        #[inline(always)]
+        unsafe fn gather_raw(p: *const f64, idx: &[i64; 8]) -> Self {
+            V8(_mm512_i64gather_pd::<8>(_mm512_loadu_si512(idx.as_ptr() as *const _), p as *const _))
+        }
+        #[inline(always)]
+        unsafe fn scatter_raw(self, p: *mut f64, idx: &[i64; 8]) {
+            _mm512_i64scatter_pd::<8>(p as *mut _, _mm512_loadu_si512(idx.as_ptr() as *const _), self.0)
         }
         #[inline(always)]
         fn load(p: &[f64]) -> Self {
@@ -534,6 +638,7 @@ fn lanes<V: Lane, const NULLS: bool>(
     let all = V::splat(f64::from_bits(u64::MAX));
     let mut base = vec![0usize; k];
     let mut prev = vec![0usize; k];
+    let mut alts: [Option<(usize, usize)>; 8] = [None; 8];
     let mut off = 0;
     while off < len {
         let blen = (len - off).min(window);
@@ -548,7 +653,25 @@ fn lanes<V: Lane, const NULLS: bool>(
             let m: Vec<f64> = base.iter().map(|&b| if b >= window { f64::from_bits(u64::MAX) } else { 0.0 }).collect();
             V::load(&m)
         };
-        let shift = V::gather(x, &base, 0);
+        // The shift: the block's first row, which every window of the block
+        // holds. With nulls, its first valid row `r` (every window of a row
+        // from `r` on holds it); rows before `r` see only the block before,
+        // and are redone below from its last valid row.
+        let shift = if NULLS {
+            let mut cv = [0.0; 8];
+            for q in 0..k {
+                let (r, l) = valid_ends(wt, base[q], blen, window);
+                let row = r.or(l).unwrap_or(base[q]);
+                cv[q] = x[row];
+                alts[q] = match (r, l) {
+                    (Some(r), Some(l)) if r > base[q] => Some((r, l)),
+                    _ => None,
+                };
+            }
+            V::load(&cv)
+        } else {
+            V::gather(x, &base, 0)
+        };
         // Partial windows (lane 0's first block) or nulls: the count varies.
         let varying = NULLS || base[0] < window;
         // States of the suffixes at the chunk ends: bnd[c] holds offsets
@@ -595,7 +718,43 @@ fn lanes<V: Lane, const NULLS: bool>(
             }
             c0 = c1;
         }
+        if NULLS {
+            for q in 0..k {
+                if let Some((r, l)) = alts[q] {
+                    suffix_only_rows(x, wt, window, base[q], r, l, ddof, sqrt, out);
+                }
+            }
+        }
         off += window;
+    }
+}
+
+/// The block `[base, base + blen)`'s first valid row, and the last valid
+/// row of the window before it (none before row 0).
+fn valid_ends(wt: &[f64], base: usize, blen: usize, window: usize) -> (Option<usize>, Option<usize>) {
+    let r = (base..base + blen).find(|&i| wt[i] != 0.0);
+    let l = if base >= window { (base - window..base).rev().find(|&i| wt[i] != 0.0) } else { None };
+    (r, l)
+}
+
+/// Rows `[base, r)` of a block whose first valid row is `r`: their windows'
+/// valid rows are all in the block before, a suffix of it, which holds its
+/// last valid row `l`: sums shifted by `x[l]`, one reverse pass (scalar:
+/// only blocks that start with a null come here).
+#[allow(clippy::too_many_arguments)]
+fn suffix_only_rows(x: &[f64], wt: &[f64], window: usize, base: usize, r: usize, l: usize, ddof: f64, sqrt: bool, out: &mut [f64]) {
+    type V = S<false>;
+    let c = V::splat(x[l]);
+    let mut acc = Acc::<V>::zero();
+    // Row i's window starts at s = i + 1 - window: rows [s, base).
+    for s in (base + 1 - window..base).rev() {
+        let v = S(wt[s]);
+        acc.add(S(x[s]).sub(c).mul(v), v);
+        let i = s + window - 1;
+        if i < r {
+            let one = V::splat(1.0);
+            out[i] = finish(acc.s1, acc.c1, acc.s2, acc.c2, acc.n, one.div(acc.n), one.div(acc.n.sub(V::splat(ddof))), sqrt).0;
+        }
     }
 }
 
@@ -615,6 +774,12 @@ fn prev_row<V: Lane, const NULLS: bool>(x: &[f64], wt: &[f64], prev: &[usize], o
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn finish<V: Lane>(s1: V, c1: V, s2: V, c2: V, n: V, inv_n: V, inv_d: V, sqrt: bool) -> V {
+    out_of(m2_of(s1, c1, s2, c2, n, inv_n), inv_d, sqrt)
+}
+
+/// `M2` (unclamped) of the partials, as [`finish`] has it.
+#[inline(always)]
+fn m2_of<V: Lane>(s1: V, c1: V, s2: V, c2: V, n: V, inv_n: V) -> V {
     let m = s1.mul(inv_n);
     // m S1 = ph + pl + m c1, exactly but for the last product.
     let (ph, pl) = m.two_prod(s1);
@@ -624,7 +789,12 @@ fn finish<V: Lane>(s1: V, c1: V, s2: V, c2: V, n: V, inv_n: V, inv_d: V, sqrt: b
     // S2 >= m S1 up to rounding: when they are close the subtraction is
     // exact (Sterbenz), else its rounding is relative to the result.
     let d = s2.sub(ph);
-    let m2 = d.add(c2.sub(pl).sub(m.mul(c1)).sub(m.mul(r)));
+    d.add(c2.sub(pl).sub(m.mul(c1)).sub(m.mul(r)))
+}
+
+/// The variance (or std) from `M2`.
+#[inline(always)]
+fn out_of<V: Lane>(m2: V, inv_d: V, sqrt: bool) -> V {
     // Rounding can leave a zero variance a hair negative; NaN stays NaN.
     let v = m2.clamp0().mul(inv_d);
     if sqrt {
@@ -632,6 +802,192 @@ fn finish<V: Lane>(s1: V, c1: V, s2: V, c2: V, n: V, inv_n: V, inv_d: V, sqrt: b
     } else {
         v
     }
+}
+
+// ---------------------------------------------------------------------------
+// The fast path (null-free columns): compensated Subtract-on-Evict on shifted
+// values, checked row by row against an error bound; a block whose check
+// fails anywhere is recomputed by the exact van Herk kernel above
+// (docs/DESIGN.md §6 "Rolling var / std" has the argument).
+//
+// The column is cut into blocks of `blen >= window` rows, `V::K` of them in
+// lock step (one per lane). A block starts from the exact (Neumaier) sums of
+// the window before its first row, all shifted by `c = x[first row]`, then
+// slides: `y_new - y_old` and `y_new^2 - y_old^2` (products split exactly
+// by FMA) go in through TwoSum, their errors into compensations, as the sum
+// kernel (rolling/sum.rs). Row `i` of a block has folded `k <= window +
+// blen` rows; with `Y` the largest `|y|` read so far, the partials are
+// off by at most `C Y^2` (`C` below: the compensations' own roundings,
+// which grow as `k^2 u^2`), and `y = fl(x - c)` itself is off by `u |y|`
+// per row, which moves `M2` by at most `2 u sqrt(S2 M2) + u^2 S2`. Row `i`
+// passes when that total is at most `FAST_TOL M2`; NaN fails.
+
+/// Relative error the fast path may leave in `M2` (the exact kernel's
+/// is a few ulps; the spec is 1e-12, tests/test_rolling_exact.py).
+const FAST_TOL: f64 = 2e-13;
+const U: f64 = f64::EPSILON / 2.0;
+
+/// Rows per block for `K` lanes over `n` rows (at least `window`, about
+/// four windows, fewer where that leaves lanes idle).
+fn fast_block(n: usize, window: usize, k: usize) -> Option<usize> {
+    let target = (4 * window).max(256);
+    let groups = n.div_ceil(k * target).max(1);
+    let blen = n / (groups * k);
+    (blen >= window && blen >= 16).then_some(blen)
+}
+
+/// The fast path over all of `x` (`window <= n`); returns how many blocks
+/// went to the exact kernel.
+#[inline(always)]
+fn fast_run<V: Lane, V1: Lane>(x: &[f64], window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> usize {
+    let n = x.len();
+    if window == 1 {
+        // Every window one value: the check cannot pass a slid state (it
+        // leaves ~eps^2 y^2 where the answer is 0); the exact kernel is
+        // cheap here.
+        lanes::<V1, false>(x, &[], 1, &[0], n, ddof, sqrt, out);
+        return 0;
+    }
+    let mut bad: Vec<(usize, usize)> = Vec::new();
+    let mut r0 = 0;
+    if let Some(blen) = fast_block(n, window, V::K).filter(|_| V::K > 1) {
+        while r0 + V::K * blen <= n {
+            let starts: [usize; 8] = std::array::from_fn(|q| r0 + q * blen);
+            let ok = fast_lanes::<V>(x, window, &starts[..V::K], blen, ddof, sqrt, out);
+            bad.extend((0..V::K).filter(|&q| !ok[q]).map(|q| (starts[q], blen)));
+            r0 += V::K * blen;
+        }
+    }
+    // The rest on one lane, in blocks of at least `window` rows (the exact
+    // kernel needs a block to start at row 0 or a window in).
+    let blen1 = (4 * window).max(256);
+    while r0 < n {
+        let len = if n - r0 < 2 * blen1 { n - r0 } else { blen1 };
+        if !fast_lanes::<V1>(x, window, &[r0], len, ddof, sqrt, out)[0] {
+            bad.push((r0, len));
+        }
+        r0 += len;
+    }
+    for &(a, len) in &bad {
+        lanes::<V1, false>(x, &[], window, &[a], len, ddof, sqrt, out);
+    }
+    bad.len()
+}
+
+/// Compensated running sums of `y` and `y^2` per lane, and the largest `|y|`.
+#[derive(Clone, Copy)]
+struct Slide<V> {
+    s1: V,
+    c1: V,
+    s2: V,
+    c2: V,
+    ymax: V,
+}
+
+impl<V: Lane> Slide<V> {
+    /// Fold in `ya`, take out `yb` (0 for nothing).
+    #[inline(always)]
+    fn step(&mut self, ya: V, yb: V) {
+        self.ymax = self.ymax.max(ya.abs());
+        let (d, e1) = two_sum_v(ya, V::splat(0.0).sub(yb));
+        let (t, e2) = two_sum_v(self.s1, d);
+        self.s1 = t;
+        self.c1 = self.c1.add(e1.add(e2));
+        let (pa, qa) = ya.two_prod(ya);
+        let (pb, qb) = yb.two_prod(yb);
+        let (d2, f1) = two_sum_v(pa, V::splat(0.0).sub(pb));
+        let (t2, f2) = two_sum_v(self.s2, d2);
+        self.s2 = t2;
+        self.c2 = self.c2.add(f1.add(f2).add(qa.sub(qb)));
+    }
+}
+
+/// Blocks `[starts[k], starts[k] + blen)` in lock step, one per lane; for
+/// each lane whether every row passed the check (then its rows of `out` are
+/// final). Needs `starts[0] == 0 || starts[0] >= window`, `starts[k] >=
+/// window` for `k >= 1`, `blen >= window` unless the block ends the column.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> [bool; 8] {
+    let k = V::K;
+    assert!(starts.len() == k && out.len() == x.len() && window >= 1);
+    assert!(starts.iter().all(|&a| a + blen <= x.len()) && starts.iter().skip(1).all(|&a| a >= window));
+    assert!((starts[0] == 0 || starts[0] >= window) && window <= x.len());
+    let head = starts[0] == 0;
+    let zero = V::splat(0.0);
+    let all = V::splat(f64::from_bits(u64::MAX));
+    // Lane 0 of the head group has nothing before row 0.
+    let live: V = if head {
+        let mut m = [f64::from_bits(u64::MAX); 8];
+        m[0] = 0.0;
+        V::load(&m)
+    } else {
+        all
+    };
+    let prevs: [usize; 8] = std::array::from_fn(|q| if q < k { starts[q].saturating_sub(window) } else { 0 });
+    let c = V::gather(x, starts, 0);
+    let mut st = Slide { s1: zero, c1: zero, s2: zero, c2: zero, ymax: zero };
+    // Start: the window before each block's first row (Neumaier).
+    let ib: [i64; 8] = std::array::from_fn(|q| prevs[q] as i64);
+    let xp = x.as_ptr();
+    for o in 0..window {
+        // SAFETY: rows `prevs[q] + o < prevs[q] + window <= x.len()`.
+        let y = unsafe { V::gather_raw(xp.add(o), &ib) }.sub(c).and(live);
+        st.step(y, zero);
+    }
+    // Bound constants (module comment): C Y^2 for the partials.
+    let kk = (window + blen + 2) as f64;
+    let cbig = V::splat(2.0 * kk * kk * (window as f64 + 3.0) * U * U + 4.0 * window as f64 * U * U);
+    let tol = V::splat(FAST_TOL - 4.0 * U);
+    let u2x4 = V::splat(4.0 * U * U);
+    let mut ok = all;
+    let full_n = window as f64;
+    let (fulln, inv_n, inv_d) = (V::splat(full_n), V::splat(1.0 / full_n), V::splat(1.0 / (full_n - ddof)));
+    let (one, vddof) = (V::splat(1.0), V::splat(ddof));
+    let near = window.min(blen);
+    // Row offsets per lane, for the unchecked gathers: in bounds by the
+    // asserts above (rows `starts[q] + j`, `starts[q] + j - window` for
+    // `j >= window`, `prevs[q] + j` for `j < window`, all below the end).
+    let ia: [i64; 8] = std::array::from_fn(|q| if q < k { starts[q] as i64 } else { 0 });
+    let op = out.as_mut_ptr();
+    for j in 0..blen {
+        // SAFETY: see `ia` / `ib`.
+        let ya = unsafe { V::gather_raw(xp.add(j), &ia) }.sub(c);
+        let yb = if j < near {
+            unsafe { V::gather_raw(xp.add(j), &ib) }.sub(c).and(live)
+        } else {
+            unsafe { V::gather_raw(xp.add(j - window), &ia) }.sub(c)
+        };
+        st.step(ya, yb);
+        let (r, m2) = if head && j < near {
+            // Lane 0's window holds j + 1 rows.
+            let mut nv = [full_n; 8];
+            nv[0] = (j + 1) as f64;
+            let n = V::load(&nv);
+            let m2 = m2_of(st.s1, st.c1, st.s2, st.c2, n, one.div(n));
+            (out_of(m2, one.div(n.sub(vddof)), sqrt), m2)
+        } else {
+            let m2 = m2_of(st.s1, st.c1, st.s2, st.c2, fulln, inv_n);
+            (out_of(m2, inv_d, sqrt), m2)
+        };
+        // SAFETY: rows `starts[q] + j`, in bounds, one per lane.
+        unsafe { r.scatter_raw(op.add(j), &ia) };
+        // Pass: rest = tol M2 - C Y^2 >= 0 and 4 u^2 S2 M2 <= rest^2.
+        let rest = tol.mul(m2).sub(cbig.mul(st.ymax.mul(st.ymax)));
+        let s2 = st.s2.add(st.c2);
+        let mut pass = zero.le(rest).and(u2x4.mul(s2).mul(m2).le(rest.mul(rest)));
+        if head && j == 0 {
+            // One value: M2 comes out exactly 0 (S2 and m S1 are the same
+            // rounded square), whatever the bound says.
+            let mut m = [0.0; 8];
+            m[0] = f64::from_bits(u64::MAX);
+            pass = pass.or(V::load(&m));
+        }
+        ok = ok.and(pass);
+    }
+    let mut t = [0.0; 8];
+    ok.store(&mut t);
+    std::array::from_fn(|q| q >= k || t[q].to_bits() == u64::MAX)
 }
 
 #[cfg(test)]
@@ -687,6 +1043,74 @@ mod tests {
                         (got.is_nan() && want.is_nan()) || (got - want).abs() <= 1e-9 * want.abs(),
                         "w {w} row {i}: {got} vs {want}"
                     );
+                }
+            }
+        }
+    }
+
+    /// The checked fast path against the exact kernel alone, on data where
+    /// it passes (random walk, 1e9 + noise) and where its check must send
+    /// blocks to the exact kernel (1e8 and 1e-3 mixed, NaN, inf): 1e-12
+    /// relative to the variance is beyond a plain running sum on the last
+    /// three.
+    #[test]
+    fn fast_path_matches_exact_kernel() {
+        let mut st = 0x1234_5678_9ABC_DEF1u64;
+        let mut next = move || {
+            st ^= st << 13;
+            st ^= st >> 7;
+            st ^= st << 17;
+            (st >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let n = 12_345;
+        let mut walk = 0.0;
+        let sets: Vec<Vec<f64>> = vec![
+            (0..n).map(|_| { walk += next() - 0.5; walk }).collect(),
+            (0..n).map(|_| 1e9 + next() - 0.5).collect(),
+            (0..n).map(|i| if (i / 300) % 7 == 3 || next() < 0.01 { 1e8 * (1.0 + next()) } else { 1e-3 * (1.0 + next()) }).collect(),
+            (0..n).map(|i| if i == 5000 { f64::NAN } else if i == 9000 { f64::INFINITY } else { next() }).collect(),
+        ];
+        for (si, x) in sets.iter().enumerate() {
+            for w in [1, 2, 3, 16, 33, 100, 1000, 3001, n] {
+                for ddof in [0.0, 1.0] {
+                    if w == 1 && ddof == 1.0 {
+                        continue;
+                    }
+                    let mut want = vec![0.0; n];
+                    lanes::<S<false>, false>(x, &[], w, &[0], n, ddof, false, &mut want);
+                    let mut outs = vec![];
+                    let mut o = vec![0.0; n];
+                    var_into(x, None, w, ddof, false, &mut o);
+                    outs.push(("auto", o));
+                    let mut o = vec![0.0; n];
+                    let bad = fast_run::<S<false>, S<false>>(x, w, ddof, false, &mut o);
+                    // The check passes every block of the first two sets
+                    // from window 16 on (two or three values of a walk can
+                    // be closer than the shift's rounding: those blocks go
+                    // exact), and sends some to the exact kernel where short
+                    // windows of small values follow large ones, or hold NaN.
+                    let expect = match si {
+                        0 | 1 => w < 16 || bad == 0,
+                        2 => w == 1 || w > 100 || bad > 0,
+                        _ => w == 1 || bad > 0,
+                    };
+                    assert!(expect, "set {si} w {w}: {bad} blocks exact");
+                    outs.push(("scalar", o));
+                    #[cfg(target_arch = "x86_64")]
+                    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+                        let mut o = vec![0.0; n];
+                        unsafe { avx2::run(x, None, w, ddof, false, &mut o) };
+                        outs.push(("avx2", o));
+                    }
+                    for (name, got) in outs {
+                        for i in (ddof as usize)..n {
+                            let (g, e) = (got[i], want[i]);
+                            assert!(
+                                (g.is_nan() && e.is_nan()) || (g - e).abs() <= 1e-12 * e.abs(),
+                                "{name} set {si} w {w} ddof {ddof} row {i}: {g} vs {e}"
+                            );
+                        }
+                    }
                 }
             }
         }

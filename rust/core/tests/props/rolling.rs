@@ -218,3 +218,52 @@ fn float_sum_is_exact_1m() {
 fn float_sum_is_exact_10m() {
     exactness(10_000_000, &[16, 1024, 65_536, 1_000_000]);
 }
+
+/// var / var_pop / std of int64 columns with nulls mixing values near
+/// ±2^53 with small ones (the exact kernel shifts each block by a valid row;
+/// a null's filler once swallowed the small values: var_pop of [i64::MAX,
+/// null, null, 0, 1] gave 0), and of the same values null-free (the checked
+/// fast path), against an exact oracle: `n^2 var_pop = n sum x^2 - (sum x)^2`
+/// in i128 (|x| <= 2^53, windows <= 300 rows: no overflow).
+fn exact_var_pop(win: &[i64]) -> f64 {
+    let n = win.len() as i128;
+    let s: i128 = win.iter().map(|&v| v as i128).sum();
+    let q: i128 = win.iter().map(|&v| (v as i128) * (v as i128)).sum();
+    ((n * q - s * s) as f64) / ((n * n) as f64)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn var_with_nulls_and_huge_values_is_exact(
+        xs in prop::collection::vec(
+            (prop_oneof![3 => 0i64..20, 1 => (1i64 << 53) - 1000..=(1i64 << 53), 1 => -(1i64 << 53)..-(1i64 << 53) + 1000], prop::bool::weighted(0.7)),
+            1..700,
+        ),
+        with_nulls in any::<bool>(),
+        window in prop_oneof![1usize..20, 1usize..300],
+    ) {
+        let nulls = with_nulls.then(|| arrow_buffer::NullBuffer::from(xs.iter().map(|x| x.1).collect::<Vec<bool>>()));
+        let col = arrow_array::Int64Array::new(xs.iter().map(|x| x.0).collect::<Vec<i64>>().into(), nulls);
+        let valid = |i: usize| !with_nulls || xs[i].1;
+        for (agg, ddof, root) in [(AggKind::VarPop, 0, false), (AggKind::Var, 1, false), (AggKind::Std, 1, true)] {
+            let got = rolling_dyn(&col, window, agg, None, Algorithm::Auto).unwrap();
+            let got = got.as_primitive::<Float64Type>();
+            for i in 0..xs.len() {
+                let win: Vec<i64> = ((i + 1).saturating_sub(window)..=i).filter(|&r| valid(r)).map(|r| xs[r].0).collect();
+                if win.len() <= ddof {
+                    prop_assert!(got.is_null(i), "{} window {window} row {i}: want null", agg.name());
+                    continue;
+                }
+                let n = win.len() as f64;
+                let mut want = exact_var_pop(&win) * n / (n - ddof as f64);
+                if root {
+                    want = want.sqrt();
+                }
+                let g = got.value(i);
+                prop_assert!((g - want).abs() <= 1e-12 * want, "{} window {window} row {i}: {g} vs {want} ({win:?})", agg.name());
+            }
+        }
+    }
+}
