@@ -247,7 +247,7 @@ def rolling_many(
     return _convert.frame_out(table, values)
 
 
-def _rolling_many(values: pa.Array, windows: Iterable[int], agg: Union[str, Sequence[str]], keys: Any,
+def _rolling_many(values: pa.Array, windows: Iterable[Rows], agg: Union[str, Sequence[str]], keys: Any,
                   min_periods: Optional[int], algorithm: str, ignore_nulls: bool, q: Optional[float],
                   interpolation: Optional[str]) -> pa.Table:
     """:func:`rolling_many` over a checked pyarrow Array."""

@@ -141,6 +141,7 @@ def series_out(result: pa.Array, like: Any, step: Optional[int] = None) -> Any:
         import polars as pl
 
         out = pl.from_arrow(result)
+        assert isinstance(out, pl.Series)  # from an Array
         return out.alias(like.name) if isinstance(like, pl.Series) else out
     if k == "pandas":
         import pandas as pd

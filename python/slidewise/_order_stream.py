@@ -13,7 +13,7 @@ close, cut to the rows that arrived."""
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -23,6 +23,9 @@ from . import _slidewise
 from ._query import Query
 
 _EMPTY_I64 = pa.array([], pa.int64())
+
+# One query's windows: (keys or None unkeyed, window_start, window_end, value).
+Windows = Tuple[Optional[pa.Array], pa.Array, pa.Array, pa.Array]
 
 
 class OrderQueries:
@@ -42,7 +45,7 @@ class OrderQueries:
     def rows(self) -> int:
         return sum(self.seen.values())
 
-    def push(self, values: pa.Array, keys: Optional[pa.Array]) -> List[tuple]:
+    def push(self, values: pa.Array, keys: Optional[pa.Array]) -> List[Windows]:
         """Per query, (keys, window_start, window_end, value) of the windows
         these rows closed, keys in order of their first row in the batch,
         each key's windows in order."""
@@ -70,13 +73,13 @@ class OrderQueries:
         np.minimum.at(first, bcodes, brow)
         out_order = brow[np.lexsort((brow, first[bcodes]))]
         key_arg = None if keys is None else pa.array(codes)
-        results = []
+        results: List[Windows] = []
         for q in self.queries:
             sel = out_order[count[out_order] % q.slide == 0]
             val = _slidewise.rolling_order(v, [q.range], q.agg, q.q, q.interpolation, q.min_periods, "auto",
                                            key_arg)[0]
             end = count[sel]
-            results.append((None if keys is None else k.take(pa.array(sel)),
+            results.append((None if k is None else k.take(pa.array(sel)),  # k is None iff keys is
                             pa.array(np.maximum(end - q.range, 0)), pa.array(end), val.take(pa.array(sel))))
         # the state: counts (new keys in order of their first row) and tails
         per = np.bincount(bcodes, minlength=len(ulist))
@@ -90,10 +93,10 @@ class OrderQueries:
         self.tail_k = None if k is None else k.take(pa.array(rows))
         return results
 
-    def flush(self) -> List[tuple]:
+    def flush(self) -> List[Windows]:
         """The last, partial window of each key (window_end = its rows);
         nothing at a second flush."""
-        results = []
+        results: List[Windows] = []
         seen = {} if self.flushed else self.seen
         self.flushed = True
         uniq, codes = _codes(self.tail_k, 0 if self.tail_v is None else len(self.tail_v))
@@ -109,6 +112,7 @@ class OrderQueries:
                 if n % q.slide == 0 or start >= n:
                     continue
                 rows = where[u][-(n - start):]
+                assert self.tail_v is not None  # a key with rows seen has a tail
                 val = _slidewise.rolling_order(self.tail_v.take(pa.array(rows)), [q.range], q.agg, q.q,
                                                q.interpolation, q.min_periods, "auto", None)[0]
                 ks.append(u)
@@ -120,7 +124,7 @@ class OrderQueries:
         return results
 
 
-def _codes(k: Optional[pa.Array], n: int):
+def _codes(k: Optional[pa.Array], n: int) -> Tuple[Optional[pa.Array], np.ndarray]:
     """(distinct keys, each row's index into them); unkeyed: (None, zeros)."""
     if k is None:
         return None, np.zeros(n, dtype=np.int64)

@@ -213,7 +213,7 @@ class Stream:
         args = None
         if any(q.arg for q in self._core_queries):
             args = [self._arg(batch, q.arg, values) if q.arg else None for q in self._core_queries]
-        core = self._inner.push(values, ts, keys, args) if self._core_queries else []
+        core = self._stream().push(values, ts, keys, args) if self._core_queries else []  # made above
         order = self._order.push(values, keys) if self._order is not None else []
         return self._tables(core, order)
 

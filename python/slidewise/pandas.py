@@ -38,7 +38,8 @@ def _is_span(window: Any) -> bool:
 def _span(window: Any) -> datetime.timedelta:
     # pandas' spellings ("5min", "2s", Timedelta, a Tick offset) through pandas' parser
     try:
-        return pd.Timedelta(window).to_pytimedelta()
+        span: datetime.timedelta = pd.Timedelta(window).to_pytimedelta()
+        return span
     except (ValueError, TypeError) as e:
         raise ValueError(f"window {window!r} is not a fixed time span: {e}") from None
 
@@ -64,7 +65,9 @@ def _rolling(s: pd.Series, window: Any, agg: str, keys: Any, timestamps: Any, mi
     elif timestamps is not None:
         raise ValueError("on= is for time windows ('5min', a Timedelta); a count window needs none")
     if min_periods is None:
-        min_periods = 1 if time else window  # pandas' defaults
+        # pandas' defaults; a count window is a number of rows (an int, a numpy
+        # integer), checked as slidewise.rolling checks it
+        min_periods = 1 if time else _sw._arrow.positive_int("window", window)
     if agg in ("first", "last"):
         kw.setdefault("ignore_nulls", True)  # pandas' first / last skip NaN
     if keys is not None and isinstance(keys, pd.Series):

@@ -28,7 +28,7 @@ from __future__ import annotations
 import datetime
 import re
 from functools import lru_cache
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import polars as pl
@@ -53,7 +53,7 @@ _DUR_UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 10**9, "m": 60 * 10**9
 _DUR_PART = re.compile(r"(\d+)(ns|us|ms|mo|s|m|h|d|w|q|y|i)")
 
 
-def _duration(window: Any) -> tuple:
+def _duration(window: Any) -> Tuple[str, int]:
     """A time window -> ("ns", nanoseconds) or ("i", integer span)."""
     if isinstance(window, datetime.timedelta):
         ns = (window.days * 86400 + window.seconds) * 10**9 + window.microseconds * 1000
@@ -91,9 +91,11 @@ def _probe(agg: str, e: pl.Expr, ddof: int, q: Optional[float], interpolation: s
     """An expression of the dtype polars gives ``agg`` (its own rolling
     function where it has one): the declared dtype of our result."""
     if agg in ("sum", "mean", "max", "min", "median"):
-        return getattr(e, f"rolling_{agg}")(1)
+        probe: pl.Expr = getattr(e, f"rolling_{agg}")(1)
+        return probe
     if agg in ("std", "var"):
-        return getattr(e, f"rolling_{agg}")(1, ddof=ddof)
+        probe = getattr(e, f"rolling_{agg}")(1, ddof=ddof)
+        return probe
     if agg == "quantile":
         return e.rolling_quantile(0.5 if q is None else q, interpolation, 1)  # type: ignore[arg-type]
     if agg in ("first", "last"):
@@ -111,7 +113,7 @@ def _out_dtype(agg: str, dtype: pl.DataType, ddof: int, q: Optional[float], inte
     return empty.select(_probe(agg, pl.col("v"), ddof, q, interpolation)).to_series().dtype
 
 
-def _key_array(fields: list) -> Optional[pa.Array]:
+def _key_array(fields: List[pl.Series]) -> Optional[pa.Array]:
     """The ``over=`` columns as one slidewise key column. Integer / string
     columns without nulls go as they are; otherwise the rows are numbered by
     a dense rank of the struct of keys (null a group of its own, as polars'
@@ -125,7 +127,7 @@ def _key_array(fields: list) -> Optional[pa.Array]:
     return pl.DataFrame(fields).select(pl.struct(pl.all()).rank("dense"))[:, 0].to_arrow()
 
 
-def _time_args(window: Any, ts: pl.Series) -> tuple:
+def _time_args(window: Any, ts: pl.Series) -> Tuple[int, pa.Array]:
     """(window for slidewise, timestamps for slidewise) from a polars ``by``."""
     kind, n = _duration(window)
     dt = ts.dtype
@@ -137,7 +139,7 @@ def _time_args(window: Any, ts: pl.Series) -> tuple:
         if dt.time_zone not in (None, "UTC") and isinstance(window, str) and re.search(r"\d+[dw]", window):
             raise ValueError(f"window {window!r} on a {dt.time_zone} column: polars counts days in local time "
                              "(23 or 25 h across DST); slidewise does not; give hours ('24h') or a timedelta instead")
-        unit = {"ns": 1, "us": 1_000, "ms": 1_000_000}[dt.time_unit or "us"]
+        unit = {"ns": 1, "us": 1_000, "ms": 1_000_000}[dt.time_unit]  # a column's Datetime always has its unit
         if n % unit:
             raise ValueError(f"window {window!r} is not a whole number of the by column's unit ({dt.time_unit})")
         return n // unit, ts.to_physical().to_arrow()  # UTC instants
@@ -164,10 +166,16 @@ def _last_of_ties(ts: np.ndarray, keys: Optional[np.ndarray]) -> Optional[np.nda
     return np.minimum.accumulate(end[::-1])[::-1]
 
 
+# ``run(agg, **kw)``: slidewise's rolling ``agg`` over one window shape (see
+# :func:`_count_runner`), a pyarrow array.
+_Runner = Callable[..., pa.Array]
+
+
 class _Spec:
     """The arguments of one rolling expression, checked once when it is built."""
 
-    def __init__(self, agg, min_samples, center, closed, ddof, quantile, interpolation, ignore_nulls, by):
+    def __init__(self, agg: str, min_samples: Optional[int], center: bool, closed: str, ddof: int,
+                 quantile: Optional[float], interpolation: str, ignore_nulls: bool, by: Any) -> None:
         self.agg = _check_agg(agg)
         if ddof not in (0, 1) or isinstance(ddof, bool):
             raise ValueError(f"ddof must be 0 or 1 (slidewise has var/std and var_pop/std_pop), got {ddof!r}")
@@ -203,8 +211,8 @@ class _Spec:
     def out_dtype(self, dtype: pl.DataType) -> pl.DataType:
         return _out_dtype(self.agg, dtype, self.ddof, self.q, self.interpolation)
 
-    def kwargs(self) -> dict:
-        kw: dict = {"ignore_nulls": self.ignore_nulls}
+    def kwargs(self) -> Dict[str, Any]:
+        kw: Dict[str, Any] = {"ignore_nulls": self.ignore_nulls}
         if self.agg == "quantile":
             kw.update(q=self.q, interpolation=self.interpolation)
         if self.center:
@@ -231,13 +239,13 @@ def _nan_min(values: pl.Series, spec: _Spec) -> bool:
     return spec.agg == "min" and values.dtype.is_float() and bool(values.is_nan().any())
 
 
-def _first_pass(values: pl.Series, run, spec: _Spec) -> pa.Array:
+def _first_pass(values: pl.Series, run: _Runner, spec: _Spec) -> pa.Array:
     if _nan_min(values, spec):
         return pc.negate(run("max", values=pc.negate(values.to_arrow())))
     return run(spec.core, **spec.kwargs())
 
 
-def _polars_rules(values: pl.Series, out: pa.Array, run, spec: _Spec, mp: Optional[int]) -> pa.Array:
+def _polars_rules(values: pl.Series, out: pa.Array, run: _Runner, spec: _Spec, mp: Optional[int]) -> pa.Array:
     """Where polars' rule differs from slidewise's, fix ``out`` (computed by
     ``run(agg, **kw)`` with min_periods ``mp``; min with NaN already by
     :func:`_first_pass`) to polars' answer:
@@ -255,7 +263,8 @@ def _polars_rules(values: pl.Series, out: pa.Array, run, spec: _Spec, mp: Option
     return out
 
 
-def _rolling_one(values: pl.Series, window: Any, spec: _Spec, keys, by: Optional[pl.Series]) -> pa.Array:
+def _rolling_one(values: pl.Series, window: Any, spec: _Spec, keys: Optional[pa.Array],
+                 by: Optional[pl.Series]) -> pa.Array:
     """One rolling column with polars' rules, as a pyarrow array (the
     slidewise dtype; the caller casts)."""
     if by is not None:
@@ -265,25 +274,26 @@ def _rolling_one(values: pl.Series, window: Any, spec: _Spec, keys, by: Optional
     return _polars_rules(values, _first_pass(values, run, spec), run, spec, mp)
 
 
-def _count_runner(values: pl.Series, window: int, spec: _Spec, keys, mp: Optional[int]):
+def _count_runner(values: pl.Series, window: int, spec: _Spec, keys: Optional[pa.Array], mp: Optional[int]) -> _Runner:
     """``run(agg, **kw)``: slidewise's count window with this shape."""
     shape = {k: v for k, v in spec.kwargs().items() if k == "center"}
 
-    def run(agg, values=values.to_arrow(), min_periods=mp, **kw):
+    def run(agg: str, values: pa.Array = values.to_arrow(), min_periods: Optional[int] = mp, **kw: Any) -> pa.Array:
         return _sw.rolling(values, window, agg, keys=keys, min_periods=min_periods, **{**shape, **kw})
     return run
 
 
-def _time_runner(values: pl.Series, span: int, spec: _Spec, keys, ts: pa.Array, mp: Optional[int]):
+def _time_runner(values: pl.Series, span: int, spec: _Spec, keys: Optional[pa.Array], ts: pa.Array,
+                 mp: Optional[int]) -> _Runner:
     """``run(agg, **kw)``: slidewise's time window with this shape."""
     shape = {k: v for k, v in spec.kwargs().items() if k == "closed"}
 
-    def run(agg, values=values.to_arrow(), min_periods=mp, **kw):
+    def run(agg: str, values: pa.Array = values.to_arrow(), min_periods: Optional[int] = mp, **kw: Any) -> pa.Array:
         return _sw.rolling(values, span, agg, keys=keys, timestamps=ts, min_periods=min_periods, **{**shape, **kw})
     return run
 
 
-def _rolling_by(values: pl.Series, window: Any, spec: _Spec, keys, by: pl.Series) -> pa.Array:
+def _rolling_by(values: pl.Series, window: Any, spec: _Spec, keys: Optional[pa.Array], by: pl.Series) -> pa.Array:
     """A time window: polars' ``rolling_*_by`` (``by`` need not be sorted;
     rows tied in time share one window)."""
     if by.null_count():
@@ -321,7 +331,7 @@ def _finish(name: str, out: pa.Array, dtype: pl.DataType) -> pl.Series:
     return s if s.dtype == dtype else s.cast(dtype, wrap_numerical=True)
 
 
-def _unpack(s: pl.Series, has_by: bool) -> tuple:
+def _unpack(s: pl.Series, has_by: bool) -> Tuple[pl.Series, Optional[pl.Series], Optional[pa.Array]]:
     """(values, by, keys) from what :func:`_inputs` built."""
     if not isinstance(s.dtype, pl.Struct) or not (s.dtype.fields and s.dtype.fields[-1].name.startswith("__sw_")):
         return s, None, None  # the value column alone
@@ -338,7 +348,7 @@ def _check_values(values: pl.Series) -> None:
                         "slidewise aggregates Int8..Int64, UInt8..UInt32, Float32 and Float64: cast the column first")
 
 
-def _check_min_samples(min_samples: Optional[int], windows: list) -> None:
+def _check_min_samples(min_samples: Optional[int], windows: List[int]) -> None:
     if min_samples is not None and min_samples > min(windows):
         raise ValueError(f"min_samples ({min_samples}) must be <= the window ({min(windows)}), as in polars")
 
@@ -445,8 +455,9 @@ class SlidewiseExpr:
         specs = [_Spec(a, min_samples, center, closed, ddof, quantile if a == "quantile" else None,
                        interpolation, ignore_nulls, by) for a in aggs]
         if by is None:
-            windows = [_sw._arrow.positive_int("window", w) for w in windows]
-            _check_min_samples(min_samples, windows)
+            counts = [_sw._arrow.positive_int("window", w) for w in windows]
+            _check_min_samples(min_samples, counts)
+            windows = list(counts)
         else:
             for w in windows:
                 _duration(w)
@@ -470,13 +481,14 @@ class SlidewiseExpr:
 _SHARED = ("sum", "mean", "max", "min", "std", "var", "count", "first", "last", "argmax", "argmin", "geomean")
 
 
-def _many(values: pl.Series, windows: list, specs: list, keys, by) -> list:
+def _many(values: pl.Series, windows: List[Any], specs: List[_Spec], keys: Optional[pa.Array],
+          by: Optional[pl.Series]) -> List[pa.Array]:
     """The columns of rolling_many, aggregation-major. Count windows of the
     aggregations slidewise's rolling_many shares go through one call (with
     a count column when polars' null-until-full rule needs it); the rest
     (time windows, median, quantile, center) window by window."""
     shared = [sp for sp in specs if sp.agg in _SHARED and by is None and not sp.center and not _nan_min(values, sp)]
-    res = {}
+    res: Dict[Tuple[str, Any], pa.Array] = {}
     if shared:
         cores = [sp.core for sp in shared]
         need_count = specs[0].min_samples is None

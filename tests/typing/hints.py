@@ -12,6 +12,7 @@ import polars as pl
 import pyarrow as pa
 
 import slidewise as sw
+from slidewise.polars import SlidewiseExpr
 
 ts = pa.array([0, 1, 2], pa.timestamp("s"))
 x = np.arange(3.0)
@@ -36,7 +37,21 @@ sw.plan([(10, 2), (20, 4)])
 sw.count_edges(np.array([[10, 2], [20, 4]]))
 sw.aggregators.TwoStacks("max", np.float64).insert_many(x)
 
+# the polars namespace: ``pl.col(v).sw`` is ``SlidewiseExpr(pl.col(v))``,
+# registered at run time, which mypy cannot see (the docs/polars.md copy is
+# let off attr-defined for it in pyproject.toml); its calls are checked here
+v = SlidewiseExpr(pl.col("v"))
+exprs: list[pl.Expr] = [
+    v.rolling(2, "max"),
+    v.rolling(2, "max", over="k"),
+    v.rolling("2i", "sum", by="t"),
+    v.rolling(datetime.timedelta(hours=1), "mean", by=pl.col("t"), closed="both"),
+    v.rolling(3, "quantile", quantile=0.9, interpolation="linear", min_samples=1),
+    v.rolling_many([2, 3], ["sum", "mean"], over=["k"]),
+]
+
 # refused
+v.rolling(2, "max", min_samples=1.5)  # type: ignore[arg-type]
 sw.rolling(x, 2.5)  # type: ignore[arg-type]
 sw.rolling(3.0, 2)  # type: ignore[arg-type]
 sw.rolling(x, 2, keys=5)  # type: ignore[arg-type]

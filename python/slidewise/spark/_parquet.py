@@ -30,7 +30,7 @@ pass (``"ordered"``) or the shuffle.
 
 from __future__ import annotations
 
-from typing import Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 from urllib.parse import unquote, urlparse
 
 import numpy as np
@@ -39,14 +39,25 @@ import pyarrow as pa
 from . import _kernels
 from ._kernels import _canon_key, _key_ids, _Roller, _sorted_lex
 from ._ship import _import_slidewise
-from ._specs import _copy_spec
+from ._specs import _copy_spec, _Spec
+
+if TYPE_CHECKING:
+    from pyspark import Broadcast
+    from pyspark.sql import DataFrame
 
 # Plan nodes between the DataFrame and its Parquet scan that keep every
 # row in place (a ProjectExec only when it merely selects columns).
 _PASS_THROUGH = ("WholeStageCodegenExec", "ColumnarToRowExec", "InputAdapter")
 
+# The driver's plan (:func:`_parquet_layout`): the files in the global order,
+# each (path, [rows per row group]), and per Spark partition its splits, each
+# (rows, file index, first row group, end row group, tied).
+_Files = List[Tuple[str, List[int]]]
+_Split = Tuple[int, int, int, int, bool]
+_Layout = Tuple[_Files, Dict[int, List[_Split]]]
 
-def _scan_splits(df) -> Optional[List[List[Tuple[str, int, int]]]]:
+
+def _scan_splits(df: DataFrame) -> Optional[List[List[Tuple[str, int, int]]]]:
     """Per Spark partition, the (local path, start, length) file splits it
     reads, in order; None unless the physical plan is a plain Parquet scan."""
     try:
@@ -65,9 +76,9 @@ def _scan_splits(df) -> Optional[List[List[Tuple[str, int, int]]]]:
         if (rel.fileFormat().getClass().getSimpleName() != "ParquetFileFormat" or p.dataFilters().size()
                 or p.partitionFilters().size() or rel.partitionSchema().size() or rel.bucketSpec().isDefined()):
             return None
-        out = []
+        out: List[List[Tuple[str, int, int]]] = []
         for fp in p.inputRDD().partitions():
-            files = []
+            files: List[Tuple[str, int, int]] = []
             for f in fp.files():
                 u = urlparse(f.filePath().toString())
                 if u.scheme != "file":
@@ -80,15 +91,17 @@ def _scan_splits(df) -> Optional[List[List[Tuple[str, int, int]]]]:
 
 
 def _int_like(t: pa.DataType) -> bool:
-    return pa.types.is_signed_integer(t) or pa.types.is_timestamp(t) or pa.types.is_date32(t)
+    ok: bool = pa.types.is_signed_integer(t) or pa.types.is_timestamp(t) or pa.types.is_date32(t)
+    return ok
 
 
 def _key_like(t: pa.DataType) -> bool:
-    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_string(t)
-            or pa.types.is_large_string(t) or pa.types.is_boolean(t))
+    ok: bool = (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_string(t)
+                or pa.types.is_large_string(t) or pa.types.is_boolean(t))
+    return ok
 
 
-def _parquet_layout(df, value: str, order_by: str, tb: List[str], keys: List[str]):
+def _parquet_layout(df: DataFrame, value: str, order_by: str, tb: List[str], keys: List[str]) -> Optional[_Layout]:
     """The driver's plan: ``(files, parts)`` with ``files`` [(path, [rows per
     row group])] in the global order and ``parts`` {partition: [(rows, file
     index, first row group, end row group, tied)]} in the order the
@@ -103,7 +116,8 @@ def _parquet_layout(df, value: str, order_by: str, tb: List[str], keys: List[str
         return None
     order = [order_by, *tb]
     cols = list(dict.fromkeys([value, *order, *keys]))
-    meta, schema = {}, None
+    meta: Dict[str, Any] = {}  # path -> pyarrow's FileMetaData
+    schema: Optional[pa.Schema] = None
     try:
         for path in dict.fromkeys(f for part in splits for f, _, _ in part):
             pf = pq.ParquetFile(path)
@@ -118,7 +132,10 @@ def _parquet_layout(df, value: str, order_by: str, tb: List[str], keys: List[str
             meta[path] = pf.metadata
     except Exception:  # unreadable here, not Parquet after all
         return None
-    if not meta or not all(_int_like(schema.field(c).type) for c in order) \
+    if not meta:
+        return None
+    assert schema is not None  # set by the first file
+    if not all(_int_like(schema.field(c).type) for c in order) \
             or not all(_key_like(schema.field(k).type) for k in keys) \
             or not (pa.types.is_integer(schema.field(value).type) or pa.types.is_floating(schema.field(value).type)):
         return None
@@ -126,7 +143,7 @@ def _parquet_layout(df, value: str, order_by: str, tb: List[str], keys: List[str
     # reads the row groups whose midpoint lies in [start, start + length)),
     # min and max of the order column (exact first / last when the file is
     # sorted, which each task verifies).
-    groups = {}
+    groups: Dict[str, List[Tuple[int, int, Any, Any, Tuple[Any, ...]]]] = {}
     for path, md in meta.items():
         names = [md.schema.column(i).path for i in range(md.num_columns)]
         oi = names.index(order_by)
@@ -153,7 +170,8 @@ def _parquet_layout(df, value: str, order_by: str, tb: List[str], keys: List[str
             return None  # row groups out of order
         groups[path] = rgs
     # each split's row groups; every row group read exactly once
-    where, seen = {}, {p: 0 for p in groups}
+    where: Dict[Tuple[str, int], Tuple[int, int, int, int]] = {}
+    seen = {p: 0 for p in groups}
     for pid, part in enumerate(splits):
         for i, (path, start, length) in enumerate(part):
             gs = [g for g, r in enumerate(groups[path]) if start <= r[1] < start + length]
@@ -171,11 +189,11 @@ def _parquet_layout(df, value: str, order_by: str, tb: List[str], keys: List[str
     first_read = {p: min(v[:2] for (q, _), v in where.items() if q == p) for p in nonempty}
     files = sorted(nonempty, key=lambda p: (groups[p][0][2], groups[p][-1][3],
                                             groups[p][0][4] if tb else first_read[p], p))
-    by_file: dict = {}
+    by_file: Dict[str, List[Tuple[int, int, int, int]]] = {}
     for k in sorted(where):
         by_file.setdefault(k[0], []).append(where[k])
     seq = [(p, w) for p in files for w in by_file[p]]
-    tied = set()  # splits whose first order value ties with the last before them
+    tied: Set[Tuple[str, int]] = set()  # splits whose first order value ties with the last before them
     for (pa_, a), (pb, b) in zip(seq, seq[1:]):
         last, first = groups[pa_][a[3] - 1][3], groups[pb][b[2]][2]
         if last > first:
@@ -185,14 +203,15 @@ def _parquet_layout(df, value: str, order_by: str, tb: List[str], keys: List[str
         if last == first:
             tied.add((pb, b[2]))
     index = {p: j for j, p in enumerate(files)}
-    parts: dict = {}
+    parts: Dict[int, List[_Split]] = {}
     for p, (pid, i, lo, hi) in sorted(seq, key=lambda s: (s[1][0], s[1][1])):
         parts.setdefault(pid, []).append((sum(r[0] for r in groups[p][lo:hi]), index[p], lo, hi,
                                           bool(tb) and (p, lo) in tied))
     return [(p, [r[0] for r in groups[p]]) for p in files], parts
 
 
-def _parquet_udf_fn(specs, value: str, order: List[str], keys: List[str], layout):
+def _parquet_udf_fn(specs: List[_Spec], value: str, order: List[str], keys: List[str],
+                    layout: Broadcast[_Layout]) -> Callable[[Iterator[Any]], Iterator[pa.Array]]:
     """The executor function (scalar iterator ``arrow_udf`` over (value,
     key...)): each split's rows checked against its Parquet file and
     computed with the halo read from the files before it (module
@@ -202,16 +221,20 @@ def _parquet_udf_fn(specs, value: str, order: List[str], keys: List[str], layout
     hmax = max(s.window for s in specs) - 1
     chunk = _kernels._CHUNK_ROWS  # read now: tests set it small
 
-    def fn(it):
+    def fn(it: Iterator[Any]) -> Iterator[pa.Array]:
         from pyspark import TaskContext
 
         sw = _import_slidewise()
         files, parts = layout.value
-        runs = parts.get(TaskContext.get().partitionId(), [])
+        ctx = TaskContext.get()
+        assert ctx is not None  # on an executor, in a task
+        runs = parts.get(ctx.partitionId(), [])
         reader = _Reader(files, value, order, keys)
         batches = (pa.RecordBatch.from_arrays(list(c) if isinstance(c, (tuple, list)) else [c], names=names)
                    for c in it)
-        j, left, r, own = -1, 0, None, None
+        j, left = -1, 0
+        r: Optional[_Roller] = None
+        own: List[pa.Array] = []  # set with r, at the first row
         for b in batches:
             off, m = 0, b.num_rows
             while off < m:
@@ -234,6 +257,7 @@ def _parquet_udf_fn(specs, value: str, order: List[str], keys: List[str], layout
                     mine = own[i].slice(done, c)
                     if not _canon_key(piece.column(i + 1)).equals(mine):
                         raise ValueError(_CHANGED_FILES)
+                assert r is not None  # made at the first row (left was 0)
                 yield from _structs(r.feed(piece), fields)
                 off, left, done = off + c, left - c, done + c
         if left or j != len(runs) - 1:
@@ -245,7 +269,7 @@ def _parquet_udf_fn(specs, value: str, order: List[str], keys: List[str], layout
     return fn
 
 
-def _structs(batches, fields):
+def _structs(batches: Iterable[pa.RecordBatch], fields: List[pa.Field]) -> Iterator[pa.StructArray]:
     for o in batches:
         if o.num_rows:
             yield pa.StructArray.from_arrays([o.column(f.name) for f in fields], fields=fields)
@@ -261,11 +285,11 @@ _UNSORTED = ("slidewise.spark.rolling: the Parquet files are not in order of {co
 class _Reader:
     """A task's reads of the Parquet files (``files`` in the global order)."""
 
-    def __init__(self, files, value, order, keys):
+    def __init__(self, files: _Files, value: str, order: List[str], keys: List[str]) -> None:
         import pyarrow.parquet as pq
 
         self.pq, self.files, self.value, self.order, self.keys = pq, files, value, order, keys
-        self.open = {}
+        self.open: Dict[str, Any] = {}  # path -> pyarrow's ParquetFile
 
     def _read(self, f: int, lo: int, hi: int, cols: List[str]) -> pa.Table:
         path = self.files[f][0]
@@ -344,7 +368,7 @@ class _Reader:
         return pa.concat_tables(got[::-1]).combine_chunks()
 
 
-def _last_of_key(pos: np.ndarray, quota: np.ndarray):
+def _last_of_key(pos: np.ndarray, quota: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """Mask of the rows among the last ``quota[pos]`` rows of their key
     (``pos``: the key's index, -1 for rows of no wanted key), and how many
     rows each key got."""

@@ -10,7 +10,7 @@ double, count bigint. Value columns are byte/short/int/bigint/float/double.
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -42,7 +42,7 @@ class _Spec:
         self.algorithm = algorithm
         self.units: Optional[int] = None  # time range in timestamp units, set on executors
         self.arrow_type: Optional[pa.DataType] = None
-        self.order_kw: dict = {}  # q / interpolation of a quantile
+        self.order_kw: Dict[str, Any] = {}  # q / interpolation of a quantile
 
 
 def _copy_spec(s: _Spec) -> _Spec:
@@ -135,7 +135,7 @@ def _make_specs(value_type: pa.DataType, window: Any, agg: Any, output: Any, min
         if not isinstance(a, str):
             raise ValueError(f"agg must be a string, got {a!r}")
         core = _ALIAS.get(a.lower(), a.lower())
-        order_kw = {}
+        order_kw: Dict[str, Any] = {}
         if core in _ROLLING_ORDER_AGGS:
             if _is_span(w):
                 raise ValueError(f"agg {a!r} takes count windows only on Spark, got window {w!r}")
