@@ -53,7 +53,18 @@ kr = sw.rolling(x[:6], 2, "sum", keys=pa.array([1, 2, 1, 2, 1, 2]))  # pandas gr
 # The raw data structures, for research and benchmarks.
 agg = sw.aggregators.FlatFIT("max", "float64")
 
-# README.md:78
+# README.md:83
+import pandas as pd, polars as pl
+import slidewise.pandas, slidewise.polars  # register the .sw accessor and namespace
+
+ps = pd.Series([1.0, float("nan"), 3.0, 4.0], index=list("abcd"))
+ps.sw.rolling(2, "mean")                                  # == ps.rolling(2).mean(), same index
+sw.rolling(ps, 2, "sum", nan="skip")                      # a pandas Series back, NaN skipped
+
+df = pl.DataFrame({"k": [1, 1, 2, 2, 1], "v": [1.0, 2.0, 3.0, 4.0, 5.0]})
+df.with_columns(pl.col("v").sw.rolling(2, "max", over="k").alias("max2"))  # all keys in one Rust call
+
+# README.md:99
 from pyspark.sql import SparkSession
 import slidewise.spark as sws
 
