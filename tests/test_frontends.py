@@ -146,12 +146,14 @@ def test_skip_equals_bottleneck(xs, w, mp, agg):
 @settings(max_examples=30, deadline=None)
 @given(xs=VALUES, w=st.integers(1, 6), agg=st.sampled_from(sorted(set(sw.AGGS) - {"collect"})))
 def test_skip_is_nan_as_null_and_propagate_is_the_old_answer(xs, w, agg):
+    # every aggregation, order statistics included (quantile needs its q)
+    kw = {"q": 0.3} if agg == "quantile" else {}
     x = pa.array(xs, type=pa.float64())
     nulled = pa.array([None if v is None or v != v else v for v in xs], type=pa.float64())
-    assert _same(sw.rolling(x, w, agg, nan="skip"), sw.rolling(nulled, w, agg))
-    assert _same(sw.rolling(x, w, agg, nan="propagate"), sw.rolling(x, w, agg))
-    many = sw.rolling_many(x, [1, w + 1], agg, nan="skip")
-    want = sw.rolling_many(nulled, [1, w + 1], agg)
+    assert _same(sw.rolling(x, w, agg, nan="skip", **kw), sw.rolling(nulled, w, agg, **kw))
+    assert _same(sw.rolling(x, w, agg, nan="propagate", **kw), sw.rolling(x, w, agg, **kw))
+    many = sw.rolling_many(x, [1, w + 1], agg, nan="skip", **kw)
+    want = sw.rolling_many(nulled, [1, w + 1], agg, **kw)
     assert many.column_names == want.column_names
     assert all(_same(a.combine_chunks(), b.combine_chunks()) for a, b in zip(many.columns, want.columns))
 

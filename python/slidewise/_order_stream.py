@@ -22,7 +22,6 @@ import pyarrow.compute as pc
 from . import _slidewise
 from ._query import Query
 
-_EMPTY_I64 = pa.array([], pa.int64())
 
 # One query's windows: (keys or None unkeyed, window_start, window_end, value).
 Windows = Tuple[Optional[pa.Array], pa.Array, pa.Array, pa.Array]
