@@ -1,9 +1,13 @@
 """slidewise.polars (the ``sw`` expression namespace) at many keys, against
 polars' own ``rolling_*(w).over("k")`` on the same frame, in one run:
 
+* ``ns .over()`` ``pl.col("v").sw.rolling(w, agg).over("k")``: the namespace
+  rewrites this to the ``over=`` form (polars would call a Python function
+  once per key);
 * ``ns over=``   ``pl.col("v").sw.rolling(w, agg, over="k")``: one call, all keys;
-* ``ns .over()`` ``pl.col("v").sw.rolling(w, agg).over("k")``: polars calls the
-  Python function once per key (timed once, on --over-rows rows);
+* ``ns .over() per key`` the same expression after ``* 1.0``, which the
+  namespace cannot rewrite: polars calls it once per key (timed once, on
+  --over-rows rows): what ``.over()`` cost before the rewrite;
 * ``pyarrow``    ``slidewise.rolling(v, w, agg, keys=k, min_periods=w)`` on the
   frame's columns: what the namespace costs over a plain slidewise call.
 
@@ -14,7 +18,7 @@ before anything is timed. Prints a markdown table under the CPU line.
     python benches/bench_polars_ns.py --quick      # tiny: the checks only
     python benches/bench_polars_ns.py --time --repeat 3   # time windows (by=) instead
 
-asv runs the ``over=`` and polars cases at 1M rows, 100k keys.
+asv runs the ``.over()``, ``over=`` and polars cases at 1M rows, 100k keys.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ def exprs(agg: str, w: int) -> dict:
         "ns over=": lambda df: df.select(pl.col("v").sw.rolling(w, agg, over="k")).to_series(),
         "pyarrow": lambda df: pl.Series(sw.rolling(df["v"], w, agg, keys=df["k"], min_periods=w)),
         "ns .over()": lambda df: df.select(pl.col("v").sw.rolling(w, agg).over("k")).to_series(),
+        "ns .over() per key": lambda df: df.select((pl.col("v").sw.rolling(w, agg) * 1.0).over("k")).to_series(),
     }
 
 
@@ -97,21 +102,24 @@ def main() -> None:
     print(machine("polars' pool and slidewise: 1 call each"))
     print(f"{a.rows:,} rows, {a.keys:,} keys, window {a.window}, best of {a.repeat}; "
           f".over() per key: {a.over_rows:,} rows, timed once\n")
-    print("| agg | polars `.over()` s | ns `over=` s | pyarrow call s | polars / ns `over=` | ns `over=` / pyarrow | ns `.over()` s |")
-    print("|---|---|---|---|---|---|---|")
+    print("| agg | polars `.over()` s | ns `.over()` s | ns `over=` s | pyarrow call s | polars / ns `.over()` "
+          "| polars / ns `over=` | ns `over=` / pyarrow | ns `.over()` per key s |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for agg in AGGS:
         fs = exprs(agg, a.window)
         want = fs["polars .over()"](df)
         check(agg, fs["ns over="](df), want)
+        check(agg, fs["ns .over()"](df), want)
         check(agg, fs["pyarrow"](df), want, nan_rule=agg != "min")
-        check(agg, fs["ns .over()"](small), exprs(agg, a.window)["polars .over()"](small))
-        t = {name: float("inf") for name in ("polars .over()", "ns over=", "pyarrow")}
+        check(agg, fs["ns .over() per key"](small), exprs(agg, a.window)["polars .over()"](small))
+        t = {name: float("inf") for name in ("polars .over()", "ns .over()", "ns over=", "pyarrow")}
         for _ in range(a.repeat):  # interleaved: the machine's load hits all alike
             for name in t:
                 t[name] = min(t[name], best(fs[name], df, 1))
-        t_over = best(fs["ns .over()"], small, 1)
-        print(f"| {agg} | {t['polars .over()']:.3f} | {t['ns over=']:.3f} | {t['pyarrow']:.3f} | "
-              f"{t['polars .over()'] / t['ns over=']:.2f} | {t['ns over='] / t['pyarrow']:.2f} | {t_over:.2f} |")
+        t_over = best(fs["ns .over() per key"], small, 1)
+        print(f"| {agg} | {t['polars .over()']:.3f} | {t['ns .over()']:.3f} | {t['ns over=']:.3f} | {t['pyarrow']:.3f} | "
+              f"{t['polars .over()'] / t['ns .over()']:.2f} | {t['polars .over()'] / t['ns over=']:.2f} | "
+              f"{t['ns over='] / t['pyarrow']:.2f} | {t_over:.2f} |")
 
 
 def time_windows(rows: int, keys: int, repeat: int) -> None:
@@ -139,9 +147,9 @@ def time_windows(rows: int, keys: int, repeat: int) -> None:
 
 
 class PolarsNamespace:
-    """asv: 1M rows, 100k keys, window 10: the namespace's one call against
-    polars' own .over() (the per-key .over() form is in the script only:
-    minutes under asv's repeats)."""
+    """asv: 1M rows, 100k keys, window 10: the namespace's ``.over()`` and
+    ``over=`` (one call each) against polars' own .over() (the per-key form
+    is in the script only: minutes under asv's repeats)."""
 
     params = (["sum", "max", "std"],)
     param_names = ["agg"]
@@ -150,7 +158,12 @@ class PolarsNamespace:
     def setup(self, agg):
         self.df = frame(1_000_000, 100_000)
         self.f = exprs(agg, 10)
-        check(agg, self.f["ns over="](self.df), self.f["polars .over()"](self.df))
+        want = self.f["polars .over()"](self.df)
+        check(agg, self.f["ns over="](self.df), want)
+        check(agg, self.f["ns .over()"](self.df), want)
+
+    def time_namespace_over(self, agg):
+        self.f["ns .over()"](self.df)
 
     def time_namespace_over_keyword(self, agg):
         self.f["ns over="](self.df)

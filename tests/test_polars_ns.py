@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta
 
+import numpy as np
 import polars as pl
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -25,7 +26,7 @@ def polars_rolling(agg, window, min_samples, center=False, ddof=1, q=None, by=No
     """polars' own expression for ``agg`` (the reference)."""
     e = pl.col("v")
     if by is not None:
-        kw = {"min_samples": 1 if min_samples is None else min_samples, "closed": closed}
+        kw = {"closed": closed} if min_samples is None else {"min_samples": min_samples, "closed": closed}
         if agg in ("std", "var"):
             kw["ddof"] = ddof
         if agg == "quantile":
@@ -106,7 +107,7 @@ def test_over_equals_polars_over(rows, a):
     df = pl.DataFrame({"k": [r[0] for r in rows], "v": [r[1] for r in rows]}, schema={"k": pl.Int64, "v": pl.Float64})
     want = df.select(polars_rolling(a["agg"], a["window"], a["min_samples"], a["center"], a["ddof"], a["q"]).over("k")).to_series()
     sw = pl.col("v").sw.rolling(a["window"], a["agg"], **sw_args(a))
-    same(df.select(sw.over("k")).to_series(), want)  # polars splits: one call per key
+    same(df.select(sw.over("k")).to_series(), want)  # rewritten to over="k": one call
     kw = sw_args(a)
     same(df.select(pl.col("v").sw.rolling(a["window"], a["agg"], over="k", **kw)).to_series(), want)  # one call
 
@@ -132,6 +133,18 @@ def test_time_window_equals_rolling_by(rows, agg, span, min_samples, closed, key
         want = df.select(ref).to_series()
         got = df.select(pl.col("v").sw.rolling(w, agg, by="t", **kw)).to_series()
     same(got, want)
+
+
+def test_sum_by_of_nulls_only_is_zero_by_default():
+    # polars' rolling_sum_by defaults to min_samples=0 (the other *_by to
+    # 1): 0 over a window of nulls only (or of no row, closed="left")
+    df = pl.DataFrame({"k": [0, 0, 1, 0, 1], "t": [1, 2, 5, 9, 10], "v": [None, 1.0, None, None, 2.0]})
+    for closed in ("right", "left", "both", "none"):
+        for ms in (None, 1, 0):
+            got = pl.col("v").sw.rolling("2i", "sum", by="t", closed=closed, min_samples=ms)
+            want = pl.col("v").rolling_sum_by("t", "2i", closed=closed, **({} if ms is None else {"min_samples": ms}))
+            same(df.select(got).to_series(), df.select(want).to_series())
+            same(df.select(got.over("k")).to_series(), df.select(want.over("k")).to_series())
 
 
 def test_datetime_by_and_timedelta():
@@ -184,6 +197,46 @@ def test_select_with_columns_lazy_streaming_over():
     d2 = pl.DataFrame({"a": [1, 1, 2, 1, 1], "b": ["x", "y", "x", "x", "y"], "v": [1.0, 2, 3, 4, 5]})
     same(d2.select(pl.col("v").sw.rolling(2, "max", over=["a", "b"])).to_series(),
          d2.select(pl.col("v").rolling_max(2).over("a", "b")).to_series())
+
+
+def test_over_forms():
+    """Every way of writing ``.over`` gives polars' answer: the plain forms
+    (rewritten to ``over=``: one call), and the ones polars keeps per group
+    (``order_by=``, an expression chained in between, ``mapping_strategy``,
+    arg indices, which are within the group under ``.over``)."""
+    rng = np.random.default_rng(5)
+    n = 400
+    v = rng.normal(size=n)
+    v[rng.random(n) < 0.05] = np.nan
+    df = pl.DataFrame({"a": rng.integers(0, 5, n), "b": rng.choice(["x", "y", None], n),
+                       "t": rng.permutation(n), "v": pl.Series(v).fill_nan(None).to_list()})
+    df = df.with_columns(pl.when(pl.int_range(n) % 7 == 0).then(float("nan")).otherwise(pl.col("v")).alias("v"))
+    e, p = pl.col("v").sw.rolling(3, "mean"), pl.col("v").rolling_mean(3)
+    cases = [
+        (e.over("a"), p.over("a")),
+        (e.alias("m").over("a"), p.over("a").alias("m")),
+        (e.over("a", "b"), p.over("a", "b")),
+        (e.over(["a", pl.col("b")]), p.over(["a", "b"])),
+        (e.over("a", order_by="t"), p.over("a", order_by="t")),
+        (e.over("b", mapping_strategy="join"), p.over("b", mapping_strategy="join")),
+        ((e * 2).over("a"), (p * 2).over("a")),
+        (pl.col("v").sw.rolling("3i", "sum", by="t").over("b"), pl.col("v").rolling_sum_by("t", "3i").over("b")),
+    ]
+    for got, want in cases:
+        g, w = df.select(got), df.select(want)
+        assert g.columns == w.columns
+        same(g.to_series(), w.to_series())
+        same(df.lazy().select(got).collect().to_series(), w.to_series())
+    # arg indices under .over are within each group, as if each group ran alone
+    arg = pl.col("v").sw.rolling(4, "argmax", min_samples=1)
+    got = df.with_row_index("i").select("i", "a", arg.over("a"))
+    for (g,), sub in got.group_by("a"):
+        alone = df.filter(pl.col("a") == g).select(arg).to_series()
+        same(sub["v"], alone)
+    m = df.select(pl.col("v").sw.rolling_many([2, 5], ["max", "std"]).over("a")).to_series()
+    for agg in ("max", "std"):
+        for w_ in (2, 5):
+            same(m.struct.field(f"{agg}_{w_}"), df.select(polars_rolling(agg, w_, None).over("a")).to_series())
 
 
 def test_many_columns_and_many_time_windows():

@@ -12,9 +12,10 @@ and the answers are polars' own (``rolling_sum`` ... ``rolling_quantile``
 and their ``*_by`` time forms); docs/polars.md lists the rules mapped.
 
 Speed: polars calls a Python function once per group under ``.over(k)``
-(measured: 1,000 keys, 1,000 calls), so ``.sw.rolling(...).over("k")`` is
-correct but slow (20-100x polars' own at 100k keys). ``.sw.rolling(..., over="k")`` gives the same column in one
-call: slidewise groups the rows itself, all keys in one Rust call.
+(measured: 1,000 keys, 1,000 calls), so the expression rewrites
+``.sw.rolling(...).over("k")`` to ``.sw.rolling(..., over="k")``, which gives
+the same column in one call: slidewise groups the rows itself, all keys in
+one Rust call (:class:`_Windowed`).
 
 The expression is a ``map_batches`` (non-elementwise, so polars hands it
 whole columns) over the value column, or over a struct of the value, ``by``
@@ -299,7 +300,9 @@ def _rolling_by(values: pl.Series, window: Any, spec: _Spec, keys: Optional[pa.A
     if by.null_count():
         raise ValueError("by: a row has a null time; every row needs one")
     span, ts = _time_args(window, by)
-    mp = 1 if spec.min_samples is None else spec.min_samples  # polars' *_by default
+    # polars' *_by defaults: min_samples=1, but 0 for rolling_sum_by (a
+    # window of nulls only, or of no row, sums to 0)
+    mp = (0 if spec.agg == "sum" else 1) if spec.min_samples is None else spec.min_samples
     t = ts.to_numpy()
     if len(t) < 2 or bool((t[1:] > t[:-1]).all()):
         # times strictly increasing (the common case): no ties, and slidewise
@@ -369,6 +372,60 @@ def _inputs(expr: pl.Expr, by: Any, over: Any) -> pl.Expr:
     return pl.struct(fields)
 
 
+# Aggregations whose answer depends on where a group starts (a row index):
+# under `.over(k)` polars hands each group alone, so the index is within the
+# group, while `over=` gives the index in the column. `.over(k)` on these
+# keeps polars' per-group call.
+_GROUP_INDEXED = ("argmax", "argmin")
+
+
+class _Windowed(pl.Expr):
+    """The expression ``.sw.rolling`` / ``.sw.rolling_many`` return: a polars
+    expression that also knows how to rebuild itself with ``over=``.
+
+    polars calls a Python function once per group under ``.over(k)`` (module
+    docs), so ``.over(k)`` here is rewritten to the ``over=k`` form, which
+    groups the rows in Rust in one call and gives the same column (same
+    groups, null keys a group of their own, rows in order within a key).
+    Only the plain form is rewritten: ``order_by=`` or another
+    ``mapping_strategy`` (and anything chained in between, such as ``* 2``,
+    which returns a plain polars expression) keeps polars' own ``.over``.
+    ``alias`` is kept, so ``.alias("m").over("k")`` is rewritten too."""
+
+    _sw_make: Callable[[Any], pl.Expr]
+    _sw_alias: Optional[str]
+
+    @classmethod
+    def of(cls, make: Callable[[Any], pl.Expr], alias: Optional[str] = None) -> "_Windowed":
+        e = make(None)
+        out = cls.__new__(cls)  # as polars' Expr._from_pyexpr
+        out._pyexpr = (e.alias(alias) if alias is not None else e)._pyexpr
+        out._sw_make, out._sw_alias = make, alias
+        return out
+
+    def alias(self, name: str) -> pl.Expr:
+        return _Windowed.of(self._sw_make, name)
+
+    def over(self, partition_by: Any = None, *more_exprs: Any, order_by: Any = None,
+             descending: bool = False, nulls_last: bool = False,
+             mapping_strategy: Any = "group_to_rows") -> pl.Expr:
+        if partition_by is None or order_by is not None or mapping_strategy != "group_to_rows":
+            return super().over(partition_by, *more_exprs, order_by=order_by, descending=descending,
+                                nulls_last=nulls_last, mapping_strategy=mapping_strategy)
+        keys = [partition_by] if isinstance(partition_by, (str, pl.Expr)) else list(partition_by)
+        e = self._sw_make(keys + list(more_exprs))
+        return e.alias(self._sw_alias) if self._sw_alias is not None else e
+
+
+def _windowed(make: Callable[[Any], pl.Expr], over: Any, rewritable: bool) -> pl.Expr:
+    """``make(over)`` as a polars expression; without ``over=`` (and for an
+    aggregation whose answer is the same under ``.over``) one whose
+    ``.over(k)`` runs in one call (:class:`_Windowed`)."""
+    if over is not None or not rewritable:
+        return make(over)
+    return _Windowed.of(make)
+
+
 @pl.api.register_expr_namespace("sw")
 class SlidewiseExpr:
     """``pl.col(v).sw``: slidewise rolling aggregates as polars expressions."""
@@ -400,7 +457,7 @@ class SlidewiseExpr:
         (count window, ``window`` rows, ``min_samples`` defaults to
         ``window``: null until full) or with ``by=`` to ``rolling_{agg}_by``
         (``window`` a duration such as ``"5m"``/``"3i"``, ``min_samples``
-        defaults to 1, ``closed=``). ``over=`` (a column or list) computes
+        defaults to 1, 0 for ``sum``, as polars, ``closed=``). ``over=`` (a column or list) computes
         each key's windows separately in one call, as ``.over(k)`` does with
         one call per key. ``agg`` may also be ``count``, ``first``,
         ``last`` (``ignore_nulls=``), ``argmax``, ``argmin``, ``geomean``.
@@ -423,7 +480,8 @@ class SlidewiseExpr:
             return _finish(values.name, out, spec.out_dtype(values.dtype))
 
         dtype = pl.dtype_of(_probe(spec.agg, self._expr, ddof, spec.q, spec.interpolation))
-        return _inputs(self._expr, by, over).map_batches(run, return_dtype=dtype)
+        return _windowed(lambda keys: _inputs(self._expr, by, keys).map_batches(run, return_dtype=dtype),
+                         over, spec.agg not in _GROUP_INDEXED)
 
     def rolling_many(
         self,
@@ -475,7 +533,8 @@ class SlidewiseExpr:
 
         probes = [_probe(sp.agg, self._expr, ddof, sp.q, sp.interpolation) for sp in specs for _ in windows]
         dtype = pl.dtype_of(pl.struct([p.alias(n) for p, n in zip(probes, names)]))
-        return _inputs(self._expr, by, over).map_batches(run, return_dtype=dtype)
+        return _windowed(lambda keys: _inputs(self._expr, by, keys).map_batches(run, return_dtype=dtype),
+                         over, not any(sp.agg in _GROUP_INDEXED for sp in specs))
 
 
 _SHARED = ("sum", "mean", "max", "min", "std", "var", "count", "first", "last", "argmax", "argmin", "geomean")

@@ -62,7 +62,7 @@ ps.sw.rolling(2, "mean")                                  # == ps.rolling(2).mea
 sw.rolling(ps, 2, "sum", nan="skip")                      # a pandas Series back, NaN skipped
 
 df = pl.DataFrame({"k": [1, 1, 2, 2, 1], "v": [1.0, 2.0, 3.0, 4.0, 5.0]})
-df.with_columns(pl.col("v").sw.rolling(2, "max", over="k").alias("max2"))  # all keys in one Rust call
+df.with_columns(pl.col("v").sw.rolling(2, "max").over("k").alias("max2"))  # all keys in one Rust call
 
 # README.md:99
 from pyspark.sql import SparkSession
