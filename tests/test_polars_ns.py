@@ -200,10 +200,11 @@ def test_select_with_columns_lazy_streaming_over():
 
 
 def test_over_forms():
-    """Every way of writing ``.over`` gives polars' answer: the plain forms
-    (rewritten to ``over=``: one call), and the ones polars keeps per group
-    (``order_by=``, an expression chained in between, ``mapping_strategy``,
-    arg indices, which are within the group under ``.over``)."""
+    """Every way of writing ``.over`` gives polars' answer: the forms
+    rewritten to ``over=`` (one call; ``order_by=`` sorts stably first, ties
+    in ``a`` and ``b`` here), and the ones polars keeps per group (an
+    expression chained in between, ``mapping_strategy``, arg indices, which
+    are within the group under ``.over``)."""
     rng = np.random.default_rng(5)
     n = 400
     v = rng.normal(size=n)
@@ -218,6 +219,9 @@ def test_over_forms():
         (e.over("a", "b"), p.over("a", "b")),
         (e.over(["a", pl.col("b")]), p.over(["a", "b"])),
         (e.over("a", order_by="t"), p.over("a", order_by="t")),
+        (e.over("b", order_by=["a", "t"], descending=True), p.over("b", order_by=["a", "t"], descending=True)),
+        (e.over(order_by="a", descending=True, nulls_last=True), p.over(order_by="a", descending=True, nulls_last=True)),
+        (e.over("a", order_by="b", nulls_last=True), p.over("a", order_by="b", nulls_last=True)),
         (e.over("b", mapping_strategy="join"), p.over("b", mapping_strategy="join")),
         ((e * 2).over("a"), (p * 2).over("a")),
         (pl.col("v").sw.rolling("3i", "sum", by="t").over("b"), pl.col("v").rolling_sum_by("t", "3i").over("b")),
@@ -233,10 +237,11 @@ def test_over_forms():
     for (g,), sub in got.group_by("a"):
         alone = df.filter(pl.col("a") == g).select(arg).to_series()
         same(sub["v"], alone)
-    m = df.select(pl.col("v").sw.rolling_many([2, 5], ["max", "std"]).over("a")).to_series()
-    for agg in ("max", "std"):
-        for w_ in (2, 5):
-            same(m.struct.field(f"{agg}_{w_}"), df.select(polars_rolling(agg, w_, None).over("a")).to_series())
+    for kw in ({}, {"order_by": "b"}):
+        m = df.select(pl.col("v").sw.rolling_many([2, 5], ["max", "std"]).over("a", **kw)).to_series()
+        for agg in ("max", "std"):
+            for w_ in (2, 5):
+                same(m.struct.field(f"{agg}_{w_}"), df.select(polars_rolling(agg, w_, None).over("a", **kw)).to_series())
 
 
 def test_many_columns_and_many_time_windows():

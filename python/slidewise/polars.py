@@ -45,7 +45,7 @@ __all__ = ["SlidewiseExpr"]
 # slidewise aggregations offered beside them.
 POLARS_AGGS = ("sum", "mean", "max", "min", "std", "var", "median", "quantile")
 EXTRA_AGGS = ("count", "first", "last", "argmax", "argmin", "geomean")
-_BY, _KEY = "__sw_by", "__sw_key"
+_BY, _KEY, _ORD = "__sw_by", "__sw_key", "__sw_ord"
 
 # polars durations: "1d2h", "500ms", "3i" (rows of an integer column); no
 # calendar units (months, quarters, years), which have no fixed length.
@@ -356,10 +356,10 @@ def _check_min_samples(min_samples: Optional[int], windows: List[int]) -> None:
         raise ValueError(f"min_samples ({min_samples}) must be <= the window ({min(windows)}), as in polars")
 
 
-def _inputs(expr: pl.Expr, by: Any, over: Any) -> pl.Expr:
+def _inputs(expr: pl.Expr, by: Any, over: Any, order: Optional["_Order"] = None) -> pl.Expr:
     """What the batch function gets: the value column alone, or a struct of
-    value, by and keys."""
-    if by is None and over is None:
+    value, by, keys and the columns to order by (:func:`_ordered`)."""
+    if by is None and over is None and order is None:
         return expr
     fields = [expr]
     if by is not None:
@@ -369,7 +369,38 @@ def _inputs(expr: pl.Expr, by: Any, over: Any) -> pl.Expr:
         if not keys:
             raise ValueError("over= needs at least one key column")
         fields += [(pl.col(k) if isinstance(k, str) else k).alias(f"{_KEY}{i}") for i, k in enumerate(keys)]
+    if order is not None:
+        fields += [(pl.col(c) if isinstance(c, str) else c).alias(f"{_ORD}{i}") for i, c in enumerate(order.by)]
     return pl.struct(fields)
+
+
+class _Order:
+    """``.over(k, order_by=..., descending=, nulls_last=)``: the rows of each
+    group are taken in this order (polars: a stable sort)."""
+
+    def __init__(self, by: Any, descending: Any, nulls_last: Any) -> None:
+        self.by = [by] if isinstance(by, (str, pl.Expr)) else list(by)
+        self.descending, self.nulls_last = descending, nulls_last
+
+
+def _ordered(run: Callable[[pl.Series], pl.Series], order: Optional[_Order]) -> Callable[[pl.Series], pl.Series]:
+    """``run`` on the rows sorted by the order columns (stable, so rows tied
+    in order keep theirs, and grouping the sorted rows by key gives each key
+    its rows in that order, as polars' ``.over(k, order_by=)``), the result
+    put back in row order."""
+    if order is None:
+        return run
+
+    def sorted_run(s: pl.Series) -> pl.Series:
+        cols = s.struct.unnest()
+        names = [c for c in cols.columns if c.startswith(_ORD)]
+        perm = cols.select(names).with_row_index("__sw_i").sort(
+            names, descending=order.descending, nulls_last=order.nulls_last, maintain_order=True)["__sw_i"]
+        rest = cols.drop(names)[perm]
+        out = run(rest.to_series(0) if rest.width == 1 else rest.to_struct(s.name))
+        return out.gather(perm.arg_sort())
+
+    return sorted_run
 
 
 # Aggregations whose answer depends on where a group starts (a row index):
@@ -387,17 +418,19 @@ class _Windowed(pl.Expr):
     docs), so ``.over(k)`` here is rewritten to the ``over=k`` form, which
     groups the rows in Rust in one call and gives the same column (same
     groups, null keys a group of their own, rows in order within a key).
-    Only the plain form is rewritten: ``order_by=`` or another
-    ``mapping_strategy`` (and anything chained in between, such as ``* 2``,
-    which returns a plain polars expression) keeps polars' own ``.over``.
+    ``order_by=`` (with ``descending`` / ``nulls_last``) is rewritten too:
+    the rows are sorted stably by it first, and the results put back.
+    Another ``mapping_strategy``, or anything chained in between (such as
+    ``* 2``, which returns a plain polars expression), keeps polars' own
+    ``.over``.
     ``alias`` is kept, so ``.alias("m").over("k")`` is rewritten too."""
 
-    _sw_make: Callable[[Any], pl.Expr]
+    _sw_make: Callable[[Any, Optional[_Order]], pl.Expr]
     _sw_alias: Optional[str]
 
     @classmethod
-    def of(cls, make: Callable[[Any], pl.Expr], alias: Optional[str] = None) -> "_Windowed":
-        e = make(None)
+    def of(cls, make: Callable[[Any, Optional[_Order]], pl.Expr], alias: Optional[str] = None) -> "_Windowed":
+        e = make(None, None)
         out = cls.__new__(cls)  # as polars' Expr._from_pyexpr
         out._pyexpr = (e.alias(alias) if alias is not None else e)._pyexpr
         out._sw_make, out._sw_alias = make, alias
@@ -409,20 +442,23 @@ class _Windowed(pl.Expr):
     def over(self, partition_by: Any = None, *more_exprs: Any, order_by: Any = None,
              descending: bool = False, nulls_last: bool = False,
              mapping_strategy: Any = "group_to_rows") -> pl.Expr:
-        if partition_by is None or order_by is not None or mapping_strategy != "group_to_rows":
+        if mapping_strategy != "group_to_rows" or (partition_by is None and order_by is None):
             return super().over(partition_by, *more_exprs, order_by=order_by, descending=descending,
                                 nulls_last=nulls_last, mapping_strategy=mapping_strategy)
-        keys = [partition_by] if isinstance(partition_by, (str, pl.Expr)) else list(partition_by)
-        e = self._sw_make(keys + list(more_exprs))
+        keys = None
+        if partition_by is not None:
+            keys = ([partition_by] if isinstance(partition_by, (str, pl.Expr)) else list(partition_by)) + list(more_exprs)
+        order = None if order_by is None else _Order(order_by, descending, nulls_last)
+        e = self._sw_make(keys, order)
         return e.alias(self._sw_alias) if self._sw_alias is not None else e
 
 
-def _windowed(make: Callable[[Any], pl.Expr], over: Any, rewritable: bool) -> pl.Expr:
-    """``make(over)`` as a polars expression; without ``over=`` (and for an
-    aggregation whose answer is the same under ``.over``) one whose
+def _windowed(make: Callable[[Any, Optional[_Order]], pl.Expr], over: Any, rewritable: bool) -> pl.Expr:
+    """``make(over, None)`` as a polars expression; without ``over=`` (and
+    for an aggregation whose answer is the same under ``.over``) one whose
     ``.over(k)`` runs in one call (:class:`_Windowed`)."""
     if over is not None or not rewritable:
-        return make(over)
+        return make(over, None)
     return _Windowed.of(make)
 
 
@@ -480,8 +516,8 @@ class SlidewiseExpr:
             return _finish(values.name, out, spec.out_dtype(values.dtype))
 
         dtype = pl.dtype_of(_probe(spec.agg, self._expr, ddof, spec.q, spec.interpolation))
-        return _windowed(lambda keys: _inputs(self._expr, by, keys).map_batches(run, return_dtype=dtype),
-                         over, spec.agg not in _GROUP_INDEXED)
+        return _windowed(lambda keys, order: _inputs(self._expr, by, keys, order).map_batches(
+            _ordered(run, order), return_dtype=dtype), over, spec.agg not in _GROUP_INDEXED)
 
     def rolling_many(
         self,
@@ -533,8 +569,8 @@ class SlidewiseExpr:
 
         probes = [_probe(sp.agg, self._expr, ddof, sp.q, sp.interpolation) for sp in specs for _ in windows]
         dtype = pl.dtype_of(pl.struct([p.alias(n) for p, n in zip(probes, names)]))
-        return _windowed(lambda keys: _inputs(self._expr, by, keys).map_batches(run, return_dtype=dtype),
-                         over, not any(sp.agg in _GROUP_INDEXED for sp in specs))
+        return _windowed(lambda keys, order: _inputs(self._expr, by, keys, order).map_batches(
+            _ordered(run, order), return_dtype=dtype), over, not any(sp.agg in _GROUP_INDEXED for sp in specs))
 
 
 _SHARED = ("sum", "mean", "max", "min", "std", "var", "count", "first", "last", "argmax", "argmin", "geomean")
