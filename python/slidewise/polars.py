@@ -493,9 +493,10 @@ class SlidewiseExpr:
         (count window, ``window`` rows, ``min_samples`` defaults to
         ``window``: null until full) or with ``by=`` to ``rolling_{agg}_by``
         (``window`` a duration such as ``"5m"``/``"3i"``, ``min_samples``
-        defaults to 1, 0 for ``sum``, as polars, ``closed=``). ``over=`` (a column or list) computes
-        each key's windows separately in one call, as ``.over(k)`` does with
-        one call per key. ``agg`` may also be ``count``, ``first``,
+        defaults to 1, 0 for ``sum``, as polars, ``closed=``). ``over=`` (a
+        column or list) computes each key's windows separately in one call;
+        so does ``.over(k)`` on the returned expression (it is rewritten to
+        ``over=``). ``agg`` may also be ``count``, ``first``,
         ``last`` (``ignore_nulls=``), ``argmax``, ``argmin``, ``geomean``.
         ``nan="propagate"`` (default: a NaN is a value, as in polars) or
         ``"skip"`` (NaN is missing, as a null: pandas' and bottleneck's rule)."""
