@@ -11,11 +11,17 @@ Suomela's median_sort, Fenwick rank) behind the `auto` crossovers.
 
     python benches/compare_order_stats.py [--rows 2000000] [--repeat 5]
     python benches/compare_order_stats.py --quick     # the checks only
+    SLIDEWISE_THREADS=1 python benches/compare_order_stats.py   # one thread
+
+Median, quantile (and rank up to window 512, the sorted buffer) split a
+column of >= 2^18 rows over min(CPUs, 4)
+threads (`SLIDEWISE_THREADS` caps it); the header says which ran.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -94,7 +100,9 @@ def main():
 
     x = np.random.default_rng(42).normal(size=a.rows).cumsum()
     arr = pa.array(x)
-    print(machine("1 (rolling() runs on the calling thread)") + f"; polars thread pool: {pl.thread_pool_size()}")
+    cap = os.environ.get("SLIDEWISE_THREADS")
+    used = f"at most {cap} (SLIDEWISE_THREADS)" if cap else f"min(CPUs, 4) = {min(os.cpu_count() or 1, 4)} for >= 2^18 rows"
+    print(machine(used) + f"; polars thread pool: {pl.thread_pool_size()}; bottleneck: 1")
     print(f"{a.rows:,} float64 rows, best of {a.repeat} interleaved; Mrows/s (ratio = slidewise / peer); "
           "each peer's result checked against slidewise's first; quantile is q=0.9, linear\n")
     print("| agg | window | slidewise | bottleneck | polars | pandas | vs bottleneck | vs polars | vs pandas |")

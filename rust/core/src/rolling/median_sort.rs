@@ -26,7 +26,7 @@
 use arrow_array::ArrayRef;
 use arrow_buffer::NullBuffer;
 
-use super::order_stat::{finish, quantile_of, quantile_pos, unkey, Interpolation};
+use super::order_stat::{finish, quantile_of, quantile_pos, threads, unkey, Interpolation};
 
 const NONE: u32 = u32::MAX;
 /// Peek past the last node / before the first: above and below every key
@@ -56,9 +56,7 @@ impl Block {
         pairs.clear();
         match nulls {
             None => pairs.extend(keys.iter().enumerate().map(|(r, &k)| (k, r as u32))),
-            Some(nb) => {
-                pairs.extend(keys.iter().enumerate().filter(|&(r, _)| nb.is_valid(base + r)).map(|(r, &k)| (k, r as u32)))
-            }
+            Some(nb) => pairs.extend(keys.iter().enumerate().filter(|&(r, _)| nb.is_valid(base + r)).map(|(r, &k)| (k, r as u32))),
         }
         // ties in any order: a node is named by its sorted position only
         pairs.sort_unstable_by_key(|p| p.0);
@@ -188,24 +186,85 @@ fn balance(a: &mut Block, b: &mut Block, t: u32) {
 
 /// Rolling quantile `q` (median: 0.5, midpoint) of a column of keys; `need
 /// >= 1` values make a row valid.
-pub fn rolling_quantile(
+///
+/// The windows of block `B` read only blocks `B - 1` and `B`, so runs of
+/// blocks are independent: long columns are split over threads at block
+/// boundaries ([`threads`]), each run sorting the block before it once.
+pub fn rolling_quantile(keys: &[u64], nulls: Option<&NullBuffer>, window: usize, need: usize, q: f64, interp: Interpolation) -> ArrayRef {
+    rolling_quantile_on(keys, nulls, window, need, q, interp, threads(keys.len()))
+}
+
+/// [`rolling_quantile`] on (at most) `threads` threads.
+pub(crate) fn rolling_quantile_on(
     keys: &[u64],
     nulls: Option<&NullBuffer>,
     window: usize,
     need: usize,
     q: f64,
     interp: Interpolation,
+    threads: usize,
 ) -> ArrayRef {
     let n = keys.len();
     let w = window.max(1);
     let mut out = vec![0.0f64; n];
     let mut valid = vec![true; n];
+    let blocks = n.div_ceil(w);
+    let threads = threads.min(blocks).max(1);
+    let run = |b0: usize, b1: usize, out: &mut [f64], valid: &mut [bool]| blocks_run(keys, nulls, w, need, q, interp, b0, b1, out, valid);
+    if threads == 1 {
+        run(0, blocks, &mut out, &mut valid);
+    } else {
+        std::thread::scope(|s| {
+            let (mut o, mut v) = (&mut out[..], &mut valid[..]);
+            let mut b0 = 0;
+            for t in 0..threads {
+                let b1 = blocks * (t + 1) / threads;
+                let rows = (b1 * w).min(n) - b0 * w;
+                let (mo, ro) = std::mem::take(&mut o).split_at_mut(rows);
+                let (mv, rv) = std::mem::take(&mut v).split_at_mut(rows);
+                (o, v) = (ro, rv);
+                if t + 1 == threads {
+                    run(b0, b1, mo, mv);
+                } else {
+                    s.spawn(move || run(b0, b1, mo, mv));
+                }
+                b0 = b1;
+            }
+        });
+    }
+    let all_valid = valid.iter().all(|&v| v);
+    finish(out, (!all_valid).then_some(valid))
+}
+
+/// Blocks `b0..b1` of the column; `out` / `valid` hold their rows.
+#[allow(clippy::too_many_arguments)]
+fn blocks_run(
+    keys: &[u64],
+    nulls: Option<&NullBuffer>,
+    w: usize,
+    need: usize,
+    q: f64,
+    interp: Interpolation,
+    b0: usize,
+    b1: usize,
+    out: &mut [f64],
+    valid: &mut [bool],
+) {
+    let n = keys.len();
+    let base = b0 * w;
     let (mut a, mut b) = (Block::default(), Block::default());
-    // Two empty blocks: the first block's windows have nothing before them.
     let mut pairs = Vec::with_capacity(w);
-    b.init(&[], 0, None, &mut pairs);
-    let mut count = 0usize;
-    for start in (0..n).step_by(w) {
+    // The block before the first: empty for the column's first block (its
+    // windows have nothing before them), else sorted and fully linked.
+    if b0 == 0 {
+        b.init(&[], 0, None, &mut pairs);
+    } else {
+        let s = base - w;
+        b.init(&keys[s..base], s, nulls, &mut pairs);
+    }
+    // At a block boundary the window is the whole previous block.
+    let mut count = b.m as usize;
+    for start in (base..(b1 * w).min(n)).step_by(w) {
         let end = (start + w).min(n);
         std::mem::swap(&mut a, &mut b);
         b.init(&keys[start..end], start, nulls, &mut pairs);
@@ -224,7 +283,7 @@ pub fn rolling_quantile(
                 b.undelete(p);
                 count += 1;
             }
-            let i = start + j;
+            let i = start + j - base;
             if count < need {
                 valid[i] = false;
                 continue;
@@ -233,10 +292,53 @@ pub fn rolling_quantile(
             balance(&mut a, &mut b, t as u32);
             let (pa, pb) = (a.peek(), b.peek());
             let first = pa.min(pb);
-            let second = || if pa <= pb { a.peek_next().min(pb) } else { b.peek_next().min(pa) };
+            let second = || {
+                if pa <= pb {
+                    a.peek_next().min(pb)
+                } else {
+                    b.peek_next().min(pa)
+                }
+            };
             out[i] = quantile_of(count, q, interp, |k| unkey(if k == t { first } else { second() }));
         }
     }
-    let all_valid = valid.iter().all(|&v| v);
-    finish(out, (!all_valid).then_some(valid))
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Float64Type;
+    use arrow_array::Array;
+    use arrow_buffer::{BooleanBuffer, NullBuffer};
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::rolling::order::{key, naive, OrderStat};
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Split over 2-5 threads at block boundaries: each run equals the
+        /// naive sort of every window (so equals the 1-thread run).
+        #[test]
+        fn threaded_equals_naive(
+            xs in prop::collection::vec(prop_oneof![8 => (-5i32..6).prop_map(|v| Some(v as f64)), 1 => Just(Some(f64::NAN)), 2 => Just(None)], 0..600),
+            w in prop_oneof![1usize..8, 1usize..200],
+            threads in 2usize..6,
+            mp in 0usize..4,
+            qi in 0usize..5,
+        ) {
+            let keys: Vec<u64> = xs.iter().map(|x| key(x.unwrap_or(0.0))).collect();
+            let nulls = NullBuffer::new(BooleanBuffer::from(xs.iter().map(|x| x.is_some()).collect::<Vec<_>>()));
+            let (q, interp) = [(0.5, Interpolation::Midpoint), (0.9, Interpolation::Linear), (0.0, Interpolation::Lower), (1.0, Interpolation::Higher), (0.3, Interpolation::Nearest)][qi];
+            let got = rolling_quantile_on(&keys, Some(&nulls), w, mp.max(1), q, interp, threads);
+            let got = got.as_primitive::<Float64Type>();
+            let want = naive(&xs, w, OrderStat::Quantile { q, interpolation: interp }, mp);
+            prop_assert_eq!(got.len(), want.len());
+            for (i, want) in want.iter().enumerate() {
+                let g = got.is_valid(i).then(|| got.value(i));
+                prop_assert!(match (g, want) { (Some(g), Some(w)) => g == *w || (g.is_nan() && w.is_nan()), (None, None) => true, _ => false }, "row {} got {:?} want {:?}", i, g, want);
+            }
+        }
+    }
 }

@@ -199,3 +199,21 @@ pub(crate) fn finish(vals: Vec<f64>, valid: Option<Vec<bool>>) -> ArrayRef {
     let nulls = valid.map(|v| NullBuffer::new(BooleanBuffer::from(v))).filter(|n| n.null_count() > 0);
     Arc::new(Float64Array::new(ScalarBuffer::from(vals), nulls))
 }
+
+/// Columns of at least this many rows are split over threads by the
+/// kernels (a Spark task's batch of a few thousand rows stays on its
+/// thread).
+pub(crate) const THREAD_MIN_ROWS: usize = 1 << 18;
+
+/// Threads for a column of `n` rows: 1 below [`THREAD_MIN_ROWS`], else the
+/// CPUs (at most 4); `SLIDEWISE_THREADS=k` caps it (to measure 1 thread).
+pub(crate) fn threads(n: usize) -> usize {
+    if n < THREAD_MIN_ROWS {
+        return 1;
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |p| p.get()).min(4);
+    match std::env::var("SLIDEWISE_THREADS").ok().and_then(|s| s.parse::<usize>().ok()) {
+        Some(k) => k.clamp(1, cpus),
+        None => cpus,
+    }
+}
