@@ -436,7 +436,7 @@ const SUB: usize = 1 << 14;
 /// Windows from here on take the two-level kernel: a van Herk block of
 /// the window itself no longer fits in L2, and its suffix pass would
 /// re-read the block and its output from memory.
-const TWO_LEVEL_FROM: usize = 1 << 17;
+const TWO_LEVEL_FROM: usize = 1 << 16;
 
 /// Rolling max / min for windows of at least `4 * sub` rows, on raw values
 /// (false, with `out` partly written, at the first sub-block holding a NaN
