@@ -96,11 +96,322 @@ fn suffix_into<T: FastNum, const MAX: bool, const NAN: bool>(x: &[T], out: &mut 
     s
 }
 
+/// How a level runs the two scans of NaN-free rows: [`Scalar`] (the loops
+/// above) or [`simd::Vector`] (float64 in vector lanes).
+pub(super) trait Scan {
+    fn prefix<T: FastNum, const MAX: bool>(x: &[T], out: &mut [T], p: T) -> T;
+    fn suffix<T: FastNum, const MAX: bool>(x: &[T], out: &mut [T], s: T, mid: T) -> T;
+}
+
+/// The scalar scans, for every dtype and every CPU.
+#[allow(dead_code)] // only non-x86-64 targets and tests name it
+pub(super) struct Scalar;
+
+impl Scan for Scalar {
+    #[inline(always)]
+    fn prefix<T: FastNum, const MAX: bool>(x: &[T], out: &mut [T], p: T) -> T {
+        prefix_into::<T, MAX, false>(x, out, p)
+    }
+    #[inline(always)]
+    fn suffix<T: FastNum, const MAX: bool>(x: &[T], out: &mut [T], s: T, mid: T) -> T {
+        suffix_into::<T, MAX, false>(x, out, s, mid)
+    }
+}
+
+/// The scans with float64 in vector lanes. The scalar scans carry the
+/// running max from row to row, one select per four rows on the chain,
+/// so wider vectors did not speed them up (issue 15: 2.7-4.6x bottleneck
+/// on an Intel Xeon at every level). Here each vector of `N` rows is first
+/// scanned inside the register (Hillis-Steele: log2 N shift-and-select
+/// steps, off the chain), and the loop carries one broadcast select per
+/// `N` rows. A select is `maxpd(newer, older)` (`minpd`): x86's max returns
+/// its second operand on a tie, so the older row wins as in [`pick`]; the
+/// select is associative on NaN-free values (the earliest of the extreme
+/// rows), so the result is the scalar scans' bit for bit, -0.0 and +0.0
+/// included. Rows with a NaN never come here (the caller runs the
+/// NaN-aware scalar scans there); other dtypes run [`Scalar`]'s.
+#[cfg(target_arch = "x86_64")]
+pub(super) mod simd {
+    use super::{FastNum, Scalar, Scan};
+    use std::any::TypeId;
+    use std::arch::x86_64::*;
+    use std::marker::PhantomData;
+
+    /// One vector of float64 lanes at a dispatch level (lane 0 the oldest
+    /// row). Only called inside the wrapper compiled for that level.
+    pub trait Lanes: Copy {
+        const N: usize;
+        unsafe fn load(p: *const f64) -> Self;
+        unsafe fn store(self, p: *mut f64);
+        unsafe fn splat(v: f64) -> Self;
+        unsafe fn lane0(self) -> f64;
+        /// `pick(older, newer)` lane-wise: the newer only when strictly
+        /// better.
+        unsafe fn pick<const MAX: bool>(older: Self, newer: Self) -> Self;
+        /// Lane k: the pick of lanes 0..=k (`fill` the identity).
+        unsafe fn scan_up<const MAX: bool>(self, fill: Self) -> Self;
+        /// Lane k: the pick of lanes k..N.
+        unsafe fn scan_down<const MAX: bool>(self, fill: Self) -> Self;
+        /// The newest / oldest lane broadcast.
+        unsafe fn last(self) -> Self;
+        unsafe fn first(self) -> Self;
+    }
+
+    /// SSE2 (x86-64's baseline): two lanes.
+    #[derive(Clone, Copy)]
+    pub struct X(__m128d);
+    /// AVX2: four lanes.
+    #[derive(Clone, Copy)]
+    pub struct Y(__m256d);
+    /// AVX-512F: eight lanes.
+    #[derive(Clone, Copy)]
+    pub struct Z(__m512d);
+
+    impl Lanes for X {
+        const N: usize = 2;
+        #[inline(always)]
+        unsafe fn load(p: *const f64) -> Self {
+            X(_mm_loadu_pd(p))
+        }
+        #[inline(always)]
+        unsafe fn store(self, p: *mut f64) {
+            _mm_storeu_pd(p, self.0)
+        }
+        #[inline(always)]
+        unsafe fn splat(v: f64) -> Self {
+            X(_mm_set1_pd(v))
+        }
+        #[inline(always)]
+        unsafe fn lane0(self) -> f64 {
+            _mm_cvtsd_f64(self.0)
+        }
+        #[inline(always)]
+        unsafe fn pick<const MAX: bool>(older: Self, newer: Self) -> Self {
+            X(if MAX { _mm_max_pd(newer.0, older.0) } else { _mm_min_pd(newer.0, older.0) })
+        }
+        #[inline(always)]
+        unsafe fn scan_up<const MAX: bool>(self, fill: Self) -> Self {
+            // [fill, v0]
+            Self::pick::<MAX>(X(_mm_shuffle_pd::<0b00>(fill.0, self.0)), self)
+        }
+        #[inline(always)]
+        unsafe fn scan_down<const MAX: bool>(self, fill: Self) -> Self {
+            // [v1, fill]
+            Self::pick::<MAX>(self, X(_mm_shuffle_pd::<0b01>(self.0, fill.0)))
+        }
+        #[inline(always)]
+        unsafe fn last(self) -> Self {
+            X(_mm_unpackhi_pd(self.0, self.0))
+        }
+        #[inline(always)]
+        unsafe fn first(self) -> Self {
+            X(_mm_unpacklo_pd(self.0, self.0))
+        }
+    }
+
+    impl Lanes for Y {
+        const N: usize = 4;
+        #[inline(always)]
+        unsafe fn load(p: *const f64) -> Self {
+            Y(_mm256_loadu_pd(p))
+        }
+        #[inline(always)]
+        unsafe fn store(self, p: *mut f64) {
+            _mm256_storeu_pd(p, self.0)
+        }
+        #[inline(always)]
+        unsafe fn splat(v: f64) -> Self {
+            Y(_mm256_set1_pd(v))
+        }
+        #[inline(always)]
+        unsafe fn lane0(self) -> f64 {
+            _mm256_cvtsd_f64(self.0)
+        }
+        #[inline(always)]
+        unsafe fn pick<const MAX: bool>(older: Self, newer: Self) -> Self {
+            Y(if MAX { _mm256_max_pd(newer.0, older.0) } else { _mm256_min_pd(newer.0, older.0) })
+        }
+        #[inline(always)]
+        unsafe fn scan_up<const MAX: bool>(self, fill: Self) -> Self {
+            // [fill, v0, v1, v2], then [fill, fill, u0, u1].
+            let up1 = _mm256_blend_pd::<0b0001>(_mm256_permute4x64_pd::<0b10_01_00_00>(self.0), fill.0);
+            let v = Self::pick::<MAX>(Y(up1), self);
+            Self::pick::<MAX>(Y(_mm256_permute2f128_pd::<0x02>(v.0, fill.0)), v)
+        }
+        #[inline(always)]
+        unsafe fn scan_down<const MAX: bool>(self, fill: Self) -> Self {
+            // [v1, v2, v3, fill], then [u2, u3, fill, fill].
+            let down1 = _mm256_blend_pd::<0b1000>(_mm256_permute4x64_pd::<0b11_11_10_01>(self.0), fill.0);
+            let v = Self::pick::<MAX>(self, Y(down1));
+            Self::pick::<MAX>(v, Y(_mm256_permute2f128_pd::<0x21>(v.0, fill.0)))
+        }
+        #[inline(always)]
+        unsafe fn last(self) -> Self {
+            Y(_mm256_permute4x64_pd::<0xFF>(self.0))
+        }
+        #[inline(always)]
+        unsafe fn first(self) -> Self {
+            Y(_mm256_permute4x64_pd::<0x00>(self.0))
+        }
+    }
+
+    impl Z {
+        /// Lane k: lane k - (8 - S) (fill below).
+        #[inline(always)]
+        unsafe fn up<const S: i32>(self, fill: Self) -> Self {
+            // alignr(a, b, S): lane k of the 16-lane [b, a] from lane k + S.
+            Z(_mm512_castsi512_pd(_mm512_alignr_epi64::<S>(_mm512_castpd_si512(self.0), _mm512_castpd_si512(fill.0))))
+        }
+        /// Lane k: lane k + S (fill from 8 - S up).
+        #[inline(always)]
+        unsafe fn down<const S: i32>(self, fill: Self) -> Self {
+            Z(_mm512_castsi512_pd(_mm512_alignr_epi64::<S>(_mm512_castpd_si512(fill.0), _mm512_castpd_si512(self.0))))
+        }
+    }
+
+    impl Lanes for Z {
+        const N: usize = 8;
+        #[inline(always)]
+        unsafe fn load(p: *const f64) -> Self {
+            Z(_mm512_loadu_pd(p))
+        }
+        #[inline(always)]
+        unsafe fn store(self, p: *mut f64) {
+            _mm512_storeu_pd(p, self.0)
+        }
+        #[inline(always)]
+        unsafe fn splat(v: f64) -> Self {
+            Z(_mm512_set1_pd(v))
+        }
+        #[inline(always)]
+        unsafe fn lane0(self) -> f64 {
+            _mm512_cvtsd_f64(self.0)
+        }
+        #[inline(always)]
+        unsafe fn pick<const MAX: bool>(older: Self, newer: Self) -> Self {
+            Z(if MAX { _mm512_max_pd(newer.0, older.0) } else { _mm512_min_pd(newer.0, older.0) })
+        }
+        #[inline(always)]
+        unsafe fn scan_up<const MAX: bool>(self, fill: Self) -> Self {
+            // Shifts by 1, 2, 4 lanes: alignr by 7, 6, 4.
+            let v = Self::pick::<MAX>(self.up::<7>(fill), self);
+            let v = Self::pick::<MAX>(v.up::<6>(fill), v);
+            Self::pick::<MAX>(v.up::<4>(fill), v)
+        }
+        #[inline(always)]
+        unsafe fn scan_down<const MAX: bool>(self, fill: Self) -> Self {
+            let v = Self::pick::<MAX>(self, self.down::<1>(fill));
+            let v = Self::pick::<MAX>(v, v.down::<2>(fill));
+            Self::pick::<MAX>(v, v.down::<4>(fill))
+        }
+        #[inline(always)]
+        unsafe fn last(self) -> Self {
+            Z(_mm512_permutexvar_pd(_mm512_set1_epi64(7), self.0))
+        }
+        #[inline(always)]
+        unsafe fn first(self) -> Self {
+            Z(_mm512_broadcastsd_pd(_mm512_castpd512_pd128(self.0)))
+        }
+    }
+
+    /// The vector scans at level `L` (float64 only; the other dtypes take
+    /// the scalar ones).
+    pub struct Vector<L>(PhantomData<L>);
+
+    #[inline(always)]
+    fn as_f64<T: FastNum>(x: &[T]) -> Option<&[f64]> {
+        // SAFETY: T is f64 (same type, so same layout).
+        (TypeId::of::<T>() == TypeId::of::<f64>()).then(|| unsafe { std::slice::from_raw_parts(x.as_ptr().cast(), x.len()) })
+    }
+
+    #[inline(always)]
+    fn as_f64_mut<T: FastNum>(x: &mut [T]) -> Option<&mut [f64]> {
+        // SAFETY: as above.
+        (TypeId::of::<T>() == TypeId::of::<f64>()).then(|| unsafe { std::slice::from_raw_parts_mut(x.as_mut_ptr().cast(), x.len()) })
+    }
+
+    /// Between `T` and f64; only called where `T` is f64.
+    #[inline(always)]
+    fn cast<A: Copy, B: Copy>(v: A) -> B {
+        debug_assert_eq!(std::mem::size_of::<A>(), std::mem::size_of::<B>());
+        // SAFETY: A and B are both f64 where this is called.
+        unsafe { std::mem::transmute_copy(&v) }
+    }
+
+    impl<L: Lanes> Scan for Vector<L> {
+        #[inline(always)]
+        fn prefix<T: FastNum, const MAX: bool>(x: &[T], out: &mut [T], p: T) -> T {
+            match (as_f64(x), as_f64_mut(out)) {
+                (Some(x), Some(out)) => cast(unsafe { prefix::<L, MAX>(x, out, cast(p)) }),
+                _ => Scalar::prefix::<T, MAX>(x, out, p),
+            }
+        }
+        #[inline(always)]
+        fn suffix<T: FastNum, const MAX: bool>(x: &[T], out: &mut [T], s: T, mid: T) -> T {
+            match (as_f64(x), as_f64_mut(out)) {
+                (Some(x), Some(out)) => cast(unsafe { suffix::<L, MAX>(x, out, cast(s), cast(mid)) }),
+                _ => Scalar::suffix::<T, MAX>(x, out, s, mid),
+            }
+        }
+    }
+
+    /// [`super::prefix_into`] a vector at a time; same contract.
+    #[inline(always)]
+    unsafe fn prefix<L: Lanes, const MAX: bool>(x: &[f64], out: &mut [f64], p: f64) -> f64 {
+        let n = x.len().min(out.len());
+        let fill = L::splat(if MAX { f64::NEG_INFINITY } else { f64::INFINITY });
+        let mut pv = L::splat(p);
+        let mut i = 0;
+        while i + L::N <= n {
+            let v = L::load(x.as_ptr().add(i)).scan_up::<MAX>(fill);
+            L::pick::<MAX>(pv, v).store(out.as_mut_ptr().add(i));
+            // The chain: one select per vector (the broadcast is off it).
+            pv = L::pick::<MAX>(pv, v.last());
+            i += L::N;
+        }
+        let mut p = pv.lane0();
+        for k in i..n {
+            p = super::pick::<f64, MAX, false>(p, x[k]);
+            out[k] = p;
+        }
+        p
+    }
+
+    /// [`super::suffix_into`] a vector at a time, from the end; same
+    /// contract and the same selects in the same order per row.
+    #[inline(always)]
+    unsafe fn suffix<L: Lanes, const MAX: bool>(x: &[f64], out: &mut [f64], s: f64, mid: f64) -> f64 {
+        let n = x.len().min(out.len());
+        let fill = L::splat(if MAX { f64::NEG_INFINITY } else { f64::INFINITY });
+        let midv = L::splat(mid);
+        let mut sv = L::splat(s);
+        let mut i = n;
+        while i >= L::N {
+            i -= L::N;
+            let v = L::load(x.as_ptr().add(i)).scan_down::<MAX>(fill);
+            let r = L::pick::<MAX>(L::pick::<MAX>(v, sv), midv);
+            let o = L::load(out.as_ptr().add(i));
+            L::pick::<MAX>(r, o).store(out.as_mut_ptr().add(i));
+            sv = L::pick::<MAX>(v.first(), sv);
+        }
+        let mut s = sv.lane0();
+        for k in (0..i).rev() {
+            s = super::pick::<f64, MAX, false>(x[k], s);
+            out[k] = super::pick::<f64, MAX, false>(super::pick::<f64, MAX, false>(s, mid), out[k]);
+        }
+        s
+    }
+}
+
 /// One block `[start, end)` (`end - start <= window`, `start` a multiple of
 /// `window`); `out[k]` is row `start + k`.
 #[inline(always)]
-fn van_herk<T: FastNum, const MAX: bool, const NAN: bool>(x: &[T], out: &mut [T], start: usize, end: usize, window: usize, id: T) {
-    prefix_into::<T, MAX, NAN>(&x[start..end], out, id);
+fn van_herk<T: FastNum, S: Scan, const MAX: bool, const NAN: bool>(x: &[T], out: &mut [T], start: usize, end: usize, window: usize, id: T) {
+    if NAN {
+        prefix_into::<T, MAX, NAN>(&x[start..end], out, id);
+    } else {
+        S::prefix::<T, MAX>(&x[start..end], out, id);
+    }
     if start == 0 {
         return;
     }
@@ -112,7 +423,11 @@ fn van_herk<T: FastNum, const MAX: bool, const NAN: bool>(x: &[T], out: &mut [T]
     for &v in x[mid..start].iter().rev() {
         s = pick::<T, MAX, NAN>(v, s);
     }
-    suffix_into::<T, MAX, NAN>(&x[lo..mid], &mut out[..mid - lo], s, id);
+    if NAN {
+        suffix_into::<T, MAX, NAN>(&x[lo..mid], &mut out[..mid - lo], s, id);
+    } else {
+        S::suffix::<T, MAX>(&x[lo..mid], &mut out[..mid - lo], s, id);
+    }
 }
 
 /// Sub-block of the two-level kernel: 16k rows (128 KB of f64), so the
@@ -121,7 +436,7 @@ const SUB: usize = 1 << 14;
 /// Windows from here on take the two-level kernel: a van Herk block of
 /// the window itself no longer fits in L2, and its suffix pass would
 /// re-read the block and its output from memory.
-const TWO_LEVEL_FROM: usize = 1 << 17;
+const TWO_LEVEL_FROM: usize = 1 << 16;
 
 /// Rolling max / min for windows of at least `4 * sub` rows, on raw values
 /// (false, with `out` partly written, at the first sub-block holding a NaN
@@ -137,13 +452,13 @@ const TWO_LEVEL_FROM: usize = 1 << 17;
 /// from memory (the one-level kernel also re-reads and re-writes the
 /// output).
 #[inline(always)]
-fn extreme_two_level<T: FastNum, const MAX: bool>(x: &[T], window: usize, sub: usize, out: &mut [T]) -> bool {
+fn extreme_two_level<T: FastNum, S: Scan, const MAX: bool>(x: &[T], window: usize, sub: usize, out: &mut [T]) -> bool {
     debug_assert!(sub >= 1 && window >= 4 * sub);
     let n = x.len();
     let id = if MAX { T::LOWEST } else { T::HIGHEST };
     let mut m: Vec<T> = Vec::with_capacity(n.div_ceil(sub));
     if n < window {
-        return prefixes::<T, MAX>(x, window, sub, &mut m, out, n);
+        return prefixes::<T, S, MAX>(x, window, sub, &mut m, out, n);
     }
     // j: the first row of a full window; its output row is j + window - 1.
     let last_j = n - window;
@@ -154,7 +469,7 @@ fn extreme_two_level<T: FastNum, const MAX: bool>(x: &[T], window: usize, sub: u
         // and (from row i_split) b1 + 1.
         let b1 = (jlo + window - 1) / sub;
         let j_split = ((b1 + 1) * sub + 1 - window).min(jhi);
-        if !prefixes::<T, MAX>(x, window, sub, &mut m, out, jhi + window - 1) {
+        if !prefixes::<T, S, MAX>(x, window, sub, &mut m, out, jhi + window - 1) {
             return false;
         }
         let mid1 = fold::<T, MAX>(&m[a + 1..b1], id);
@@ -163,8 +478,8 @@ fn extreme_two_level<T: FastNum, const MAX: bool>(x: &[T], window: usize, sub: u
         // only accumulate.
         let s = fold::<T, MAX>(&x[jhi..jend], id);
         let w1 = window - 1;
-        let s = suffix_into::<T, MAX, false>(&x[j_split..jhi], &mut out[j_split + w1..jhi + w1], s, mid2);
-        suffix_into::<T, MAX, false>(&x[jlo..j_split], &mut out[jlo + w1..j_split + w1], s, mid1);
+        let s = S::suffix::<T, MAX>(&x[j_split..jhi], &mut out[j_split + w1..jhi + w1], s, mid2);
+        S::suffix::<T, MAX>(&x[jlo..j_split], &mut out[jlo + w1..j_split + w1], s, mid1);
     }
     true
 }
@@ -174,7 +489,7 @@ fn extreme_two_level<T: FastNum, const MAX: bool>(x: &[T], window: usize, sub: u
 /// sub-blocks before. False at a sub-block holding a NaN. A function, not a
 /// closure, so it inlines into each level's wrapper with its features.
 #[inline(always)]
-fn prefixes<T: FastNum, const MAX: bool>(x: &[T], window: usize, sub: usize, m: &mut Vec<T>, out: &mut [T], upto: usize) -> bool {
+fn prefixes<T: FastNum, S: Scan, const MAX: bool>(x: &[T], window: usize, sub: usize, m: &mut Vec<T>, out: &mut [T], upto: usize) -> bool {
     let n = x.len();
     let id = if MAX { T::LOWEST } else { T::HIGHEST };
     while m.len() * sub < upto.min(n) {
@@ -182,7 +497,7 @@ fn prefixes<T: FastNum, const MAX: bool>(x: &[T], window: usize, sub: usize, m: 
         if T::has_nan(&x[r0..r1]) {
             return false;
         }
-        m.push(prefix_into::<T, MAX, false>(&x[r0..r1], &mut out[r0..r1], id));
+        m.push(S::prefix::<T, MAX>(&x[r0..r1], &mut out[r0..r1], id));
         if r0 + 1 < window {
             let before = fold::<T, MAX>(&m[..m.len() - 1], id);
             for o in &mut out[r0..r1.min(window - 1)] {
@@ -214,7 +529,11 @@ pub fn extreme_values_at<T: FastNum, const MAX: bool>(level: Level, x: &[T], win
         Level::Avx512 if detected() == Level::Avx512 => unsafe { kernel_avx512::<T, MAX>(x, window, &mut out) },
         #[cfg(target_arch = "x86_64")]
         Level::Avx2 | Level::Avx512 if detected() != Level::Portable => unsafe { kernel_avx2::<T, MAX>(x, window, &mut out) },
-        _ => kernel::<T, MAX>(x, window, &mut out),
+        // x86-64's baseline has SSE2: two lanes.
+        #[cfg(target_arch = "x86_64")]
+        _ => kernel::<T, simd::Vector<simd::X>, MAX>(x, window, &mut out),
+        #[cfg(not(target_arch = "x86_64"))]
+        _ => kernel::<T, Scalar, MAX>(x, window, &mut out),
     }
     out
 }
@@ -222,20 +541,20 @@ pub fn extreme_values_at<T: FastNum, const MAX: bool>(level: Level, x: &[T], win
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn kernel_avx2<T: FastNum, const MAX: bool>(x: &[T], window: usize, out: &mut [T]) {
-    kernel::<T, MAX>(x, window, out)
+    kernel::<T, simd::Vector<simd::Y>, MAX>(x, window, out)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn kernel_avx512<T: FastNum, const MAX: bool>(x: &[T], window: usize, out: &mut [T]) {
-    kernel::<T, MAX>(x, window, out)
+    kernel::<T, simd::Vector<simd::Z>, MAX>(x, window, out)
 }
 
 /// The single source of every level (inlined into each wrapper).
 #[inline(always)]
-fn kernel<T: FastNum, const MAX: bool>(x: &[T], window: usize, out: &mut [T]) {
+fn kernel<T: FastNum, S: Scan, const MAX: bool>(x: &[T], window: usize, out: &mut [T]) {
     let n = x.len();
-    if window >= TWO_LEVEL_FROM && extreme_two_level::<T, MAX>(x, window, SUB, out) {
+    if window >= TWO_LEVEL_FROM && extreme_two_level::<T, S, MAX>(x, window, SUB, out) {
         return;
     }
     let id = if MAX { T::LOWEST } else { T::HIGHEST };
@@ -254,9 +573,9 @@ fn kernel<T: FastNum, const MAX: bool>(x: &[T], window: usize, out: &mut [T]) {
             if nan || (start == c0 && prev_nan) {
                 // The identity must not beat a NaN: min starts from the top.
                 let id_nan = if MAX { T::LOWEST } else { T::TOP };
-                van_herk::<T, MAX, true>(x, &mut out[start..end], start, end, window, id_nan);
+                van_herk::<T, S, MAX, true>(x, &mut out[start..end], start, end, window, id_nan);
             } else {
-                van_herk::<T, MAX, false>(x, &mut out[start..end], start, end, window, id);
+                van_herk::<T, S, MAX, false>(x, &mut out[start..end], start, end, window, id);
             }
             start = end;
         }
@@ -320,17 +639,42 @@ mod tests {
             .collect()
     }
 
+    type Two = fn(&[f64], usize, usize) -> Vec<f64>;
+
+    fn two<S: Scan, const MAX: bool>(x: &[f64], w: usize, sub: usize) -> Vec<f64> {
+        let mut out = vec![0.0; x.len()];
+        assert!(extreme_two_level::<f64, S, MAX>(x, w, sub, &mut out));
+        out
+    }
+
+    /// The two-level kernel with each scan this CPU can run (the vector
+    /// ones outside their level's wrapper: same results, slower code).
+    fn for_each_scan(mut f: impl FnMut(&str, Two, Two)) {
+        f("scalar", two::<Scalar, true>, two::<Scalar, false>);
+        #[cfg(target_arch = "x86_64")]
+        {
+            use crate::ops::reduce::available;
+            f("sse2", two::<simd::Vector<simd::X>, true>, two::<simd::Vector<simd::X>, false>);
+            if available().contains(&Level::Avx2) {
+                f("avx2", two::<simd::Vector<simd::Y>, true>, two::<simd::Vector<simd::Y>, false>);
+            }
+            if available().contains(&Level::Avx512) {
+                f("avx512", two::<simd::Vector<simd::Z>, true>, two::<simd::Vector<simd::Z>, false>);
+            }
+        }
+    }
+
     #[test]
     fn two_level_equals_deque_on_small_sub_blocks() {
         for (seed, n) in [(1, 0), (2, 1), (3, 37), (4, 200), (5, 203)] {
             let x = data(n, seed);
-            for sub in [1, 2, 3, 4, 7] {
+            for sub in [1, 2, 3, 4, 7, 9, 17] {
                 for w in 4 * sub..n + 6 {
-                    let mut out = vec![0.0; n];
-                    assert!(extreme_two_level::<f64, true>(&x, w, sub, &mut out));
-                    assert_eq!(out, deque::<true>(&x, w), "max n={n} sub={sub} w={w}");
-                    assert!(extreme_two_level::<f64, false>(&x, w, sub, &mut out));
-                    assert_eq!(out, deque::<false>(&x, w), "min n={n} sub={sub} w={w}");
+                    let (hi, lo) = (deque::<true>(&x, w), deque::<false>(&x, w));
+                    for_each_scan(|name, max_of, min_of| {
+                        assert_eq!(max_of(&x, w, sub), hi, "{name} max n={n} sub={sub} w={w}");
+                        assert_eq!(min_of(&x, w, sub), lo, "{name} min n={n} sub={sub} w={w}");
+                    });
                 }
             }
         }
@@ -351,6 +695,66 @@ mod tests {
         for (i, o) in out.iter().enumerate() {
             let has_nan = i >= 2 * SUB + 5 && i < 2 * SUB + 5 + w;
             assert_eq!(o.is_nan(), has_nan, "row {i}");
+        }
+    }
+
+    /// Earliest-of-ties rolling max / min by a monotonic deque (pops only
+    /// strictly worse rows, so the front is the earliest extreme).
+    fn earliest<const MAX: bool>(x: &[f64], w: usize) -> Vec<f64> {
+        let mut q = std::collections::VecDeque::new();
+        let mut out = Vec::with_capacity(x.len());
+        for (i, &v) in x.iter().enumerate() {
+            while q.back().is_some_and(|&j: &usize| if MAX { x[j] < v } else { x[j] > v }) {
+                q.pop_back();
+            }
+            q.push_back(i);
+            if q[0] + w <= i {
+                q.pop_front();
+            }
+            out.push(x[q[0]]);
+        }
+        out
+    }
+
+    use proptest::prelude::*;
+
+    fn value() -> impl Strategy<Value = f64> {
+        prop_oneof![3 => Just(-0.0), 3 => Just(0.0), 6 => (-3i32..4).prop_map(|v| v as f64), 1 => Just(f64::INFINITY), 1 => Just(f64::NEG_INFINITY)]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// Every level (scalar and vector scans, several 4096-row chunks,
+        /// windows not a multiple of any vector width) equals the deque bit
+        /// for bit: the earliest of tied rows, so the zero's sign, wins.
+        #[test]
+        fn every_level_bit_for_bit(x in prop::collection::vec(value(), 0..9000), w in prop_oneof![1usize..40, 1usize..9100]) {
+            for level in crate::ops::reduce::available() {
+                let (hi, lo) = (extreme_values_at::<f64, true>(level, &x, w), extreme_values_at::<f64, false>(level, &x, w));
+                let (want_hi, want_lo) = (earliest::<true>(&x, w), earliest::<false>(&x, w));
+                for i in 0..x.len() {
+                    prop_assert_eq!(hi[i].to_bits(), want_hi[i].to_bits(), "max {:?} w={} row {}", level, w, i);
+                    prop_assert_eq!(lo[i].to_bits(), want_lo[i].to_bits(), "min {:?} w={} row {}", level, w, i);
+                }
+            }
+        }
+
+        /// The two-level kernel with every scan on small sub-blocks, bit
+        /// for bit.
+        #[test]
+        fn two_level_bit_for_bit(x in prop::collection::vec(value(), 0..400), sub in 1usize..40, extra in 0usize..400) {
+            let w = 4 * sub + extra;
+            let (want_hi, want_lo) = (earliest::<true>(&x, w), earliest::<false>(&x, w));
+            let bits = |v: Vec<f64>| v.into_iter().map(f64::to_bits).collect::<Vec<_>>();
+            let (want_hi, want_lo) = (bits(want_hi), bits(want_lo));
+            let mut bad = None;
+            for_each_scan(|name, max_of, min_of| {
+                if bits(max_of(&x, w, sub)) != want_hi || bits(min_of(&x, w, sub)) != want_lo {
+                    bad = Some(name.to_string());
+                }
+            });
+            prop_assert!(bad.is_none(), "{:?} w={} sub={}", bad, w, sub);
         }
     }
 }

@@ -31,6 +31,7 @@ use arrow_array::{Array, ArrayRef};
 
 use super::prefix::{masked, prefix_counts, split_rows};
 use super::{buffer, check_window, validity, FastNum};
+use crate::ops::reduce::{detected, Level};
 
 use crate::engine::{AggKind, Column, DType, FromArrow};
 use crate::fifo::Algorithm;
@@ -138,7 +139,8 @@ fn many_extreme<T: FastNum, const MAX: bool>(col: &Column<T>, windows: &[usize],
     // they are shared too.
     let threads = threads_for(n, windows.len(), tuning);
     if n > 0 && !windows.is_empty() {
-        split_rows(&mut outs, n, threads, |r0, r1, mine| extreme_rows::<T, MAX>(col, windows, r0, r1, chunk, mine));
+        let level = detected();
+        split_rows(&mut outs, n, threads, |r0, r1, mine| extreme_rows_at::<T, MAX>(level, col, windows, r0, r1, chunk, mine));
     }
     let need = min_periods.max(1);
     let cum = col.nulls.map(prefix_counts);
@@ -156,8 +158,44 @@ fn many_extreme<T: FastNum, const MAX: bool>(col: &Column<T>, windows: &[usize],
 
 use super::extreme::pick;
 
+/// [`extreme_rows`] compiled for the CPU's widest level (as the single-window
+/// kernel, [`crate::ops::reduce::detected`]): the level steps and the
+/// per-window selects are plain loops that the compiler vectorises, 2 lanes
+/// of float64 wide without AVX, 8 with AVX-512. `SLIDEWISE_SIMD` caps it.
+#[allow(clippy::too_many_arguments)]
+fn extreme_rows_at<T: FastNum, const MAX: bool>(
+    level: Level,
+    col: &Column<T>,
+    windows: &[usize],
+    r0: usize,
+    r1: usize,
+    chunk: usize,
+    outs: &mut [&mut [T]],
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f")]
+        unsafe fn avx512<T: FastNum, const MAX: bool>(c: &Column<T>, w: &[usize], r0: usize, r1: usize, k: usize, o: &mut [&mut [T]]) {
+            extreme_rows::<T, MAX>(c, w, r0, r1, k, o)
+        }
+        #[target_feature(enable = "avx2")]
+        unsafe fn avx2<T: FastNum, const MAX: bool>(c: &Column<T>, w: &[usize], r0: usize, r1: usize, k: usize, o: &mut [&mut [T]]) {
+            extreme_rows::<T, MAX>(c, w, r0, r1, k, o)
+        }
+        // SAFETY: `detected()` found the CPU feature of the level.
+        match level {
+            Level::Avx512 => return unsafe { avx512::<T, MAX>(col, windows, r0, r1, chunk, outs) },
+            Level::Avx2 => return unsafe { avx2::<T, MAX>(col, windows, r0, r1, chunk, outs) },
+            Level::Portable => {}
+        }
+    }
+    let _ = level;
+    extreme_rows::<T, MAX>(col, windows, r0, r1, chunk, outs)
+}
+
 /// Fill `outs[q][i - r0]` for rows `i` in `[r0, r1)` (each `outs[q]` holds
 /// exactly those rows), `windows[q]` already capped to the column.
+#[inline(always)]
 fn extreme_rows<T: FastNum, const MAX: bool>(
     col: &Column<T>,
     windows: &[usize],
@@ -221,6 +259,7 @@ fn extreme_rows<T: FastNum, const MAX: bool>(
 
 /// Copy rows `[h0, b)` into `buf` with nulls filled with a value that
 /// never wins; whether a NaN is among the valid rows.
+#[inline(always)]
 fn fill_raw<T: FastNum, const MAX: bool>(col: &Column<T>, h0: usize, b: usize, buf: &mut Vec<T>) -> bool {
     let fill = if MAX { T::LOWEST } else { T::HIGHEST };
     buf.clear();

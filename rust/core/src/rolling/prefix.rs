@@ -24,6 +24,7 @@ use arrow_buffer::{BooleanBuffer, NullBuffer};
 use super::{buffer, validity};
 use crate::engine::{Column, ToArrow};
 use crate::ops::arith::two_sum;
+use crate::ops::reduce::{detected, Level};
 
 /// Output rows per chunk (the halo is read again per chunk).
 fn chunk_rows(wmax: usize) -> usize {
@@ -59,7 +60,8 @@ pub(super) fn many_sums(
     let threads = threads.clamp(1, n.max(1));
     if n > 0 && !windows.is_empty() {
         let cum = cum.as_deref();
-        split_rows(&mut outs, n, threads, |r0, r1, mine| sum_rows(x, cum, windows, r0, r1, chunk, mean, mine));
+        let level = detected();
+        split_rows(&mut outs, n, threads, |r0, r1, mine| sum_rows_at(level, x, cum, windows, r0, r1, chunk, mean, mine));
     }
     Some(
         outs.into_iter()
@@ -76,7 +78,46 @@ pub(super) fn many_sums(
 }
 
 /// Rows `[r0, r1)` of every window (`outs[q]` holds exactly those rows).
+/// [`sum_rows`] compiled for the CPU's widest level (the window
+/// differences are a plain loop the compiler vectorises; the running sum is
+/// a chain either way). `SLIDEWISE_SIMD` caps it.
 #[allow(clippy::too_many_arguments)]
+fn sum_rows_at(
+    level: Level,
+    x: &[f64],
+    cum: Option<&[u32]>,
+    windows: &[usize],
+    r0: usize,
+    r1: usize,
+    chunk: usize,
+    mean: bool,
+    outs: &mut [&mut [f64]],
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[allow(clippy::too_many_arguments)]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn avx512(x: &[f64], c: Option<&[u32]>, w: &[usize], r0: usize, r1: usize, k: usize, m: bool, o: &mut [&mut [f64]]) {
+            sum_rows(x, c, w, r0, r1, k, m, o)
+        }
+        #[allow(clippy::too_many_arguments)]
+        #[target_feature(enable = "avx2")]
+        unsafe fn avx2(x: &[f64], c: Option<&[u32]>, w: &[usize], r0: usize, r1: usize, k: usize, m: bool, o: &mut [&mut [f64]]) {
+            sum_rows(x, c, w, r0, r1, k, m, o)
+        }
+        // SAFETY: `detected()` found the CPU feature of the level.
+        match level {
+            Level::Avx512 => return unsafe { avx512(x, cum, windows, r0, r1, chunk, mean, outs) },
+            Level::Avx2 => return unsafe { avx2(x, cum, windows, r0, r1, chunk, mean, outs) },
+            Level::Portable => {}
+        }
+    }
+    let _ = level;
+    sum_rows(x, cum, windows, r0, r1, chunk, mean, outs)
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn sum_rows(x: &[f64], cum: Option<&[u32]>, windows: &[usize], r0: usize, r1: usize, chunk: usize, mean: bool, outs: &mut [&mut [f64]]) {
     let wmax = windows.iter().copied().max().unwrap_or(1);
     let mut ph: Vec<f64> = Vec::new();
@@ -145,12 +186,7 @@ fn sum_rows(x: &[f64], cum: Option<&[u32]>, windows: &[usize], r0: usize, r1: us
 /// Run `job(r0, r1, rows r0..r1 of every output)` over `threads`
 /// contiguous row ranges, all but the last on scoped threads (each output
 /// split the same way, so the threads write disjoint slices).
-pub(super) fn split_rows<O: Send>(
-    outs: &mut [Vec<O>],
-    n: usize,
-    threads: usize,
-    job: impl Fn(usize, usize, &mut [&mut [O]]) + Sync,
-) {
+pub(super) fn split_rows<O: Send>(outs: &mut [Vec<O>], n: usize, threads: usize, job: impl Fn(usize, usize, &mut [&mut [O]]) + Sync) {
     let mut rest: Vec<&mut [O]> = outs.iter_mut().map(|v| v.as_mut_slice()).collect();
     let job = &job;
     std::thread::scope(|s| {
@@ -187,8 +223,6 @@ pub(super) fn prefix_counts(nb: &NullBuffer) -> Vec<u32> {
 
 pub(super) fn masked(cum: &[u32], w: usize, need: usize) -> Option<NullBuffer> {
     let n = cum.len() - 1;
-    let buf = NullBuffer::new(BooleanBuffer::collect_bool(n, |i| {
-        (cum[i + 1] - cum[(i + 1).saturating_sub(w)]) as usize >= need
-    }));
+    let buf = NullBuffer::new(BooleanBuffer::collect_bool(n, |i| (cum[i + 1] - cum[(i + 1).saturating_sub(w)]) as usize >= need));
     (buf.null_count() > 0).then_some(buf)
 }
