@@ -112,7 +112,7 @@ pub fn rolling_many_tuned(
 /// 4 and the available parallelism.
 fn threads_for(n: usize, windows: usize, tuning: Tuning) -> usize {
     let work = n.saturating_mul(windows.max(1));
-    let auto = if work >= 1 << 24 { std::thread::available_parallelism().map_or(1, |p| p.get()).min(4) } else { 1 };
+    let auto = if work >= 1 << 24 { super::thread_cap() } else { 1 };
     tuning.threads.unwrap_or(auto).clamp(1, n.max(1))
 }
 

@@ -75,6 +75,18 @@ pub fn check_window(window: usize, min_periods: Option<usize>) -> Result<()> {
     Ok(())
 }
 
+/// The most threads a kernel splits one call's rows over: the CPUs, at
+/// most 4, capped by `SLIDEWISE_THREADS=k` (`1`: every kernel on the
+/// calling thread, e.g. beside other work on the same cores). Kernels only
+/// split large work (their own thresholds), never a small batch.
+pub(crate) fn thread_cap() -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |p| p.get()).min(4);
+    match std::env::var("SLIDEWISE_THREADS").ok().and_then(|s| s.trim().parse::<usize>().ok()) {
+        Some(k) => k.clamp(1, cpus),
+        None => cpus,
+    }
+}
+
 /// Rolling `agg` over `values` (int32/int64/float32/float64, nulls allowed).
 pub fn rolling_dyn(
     values: &dyn Array,

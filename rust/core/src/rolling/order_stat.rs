@@ -205,15 +205,11 @@ pub(crate) fn finish(vals: Vec<f64>, valid: Option<Vec<bool>>) -> ArrayRef {
 /// thread).
 pub(crate) const THREAD_MIN_ROWS: usize = 1 << 18;
 
-/// Threads for a column of `n` rows: 1 below [`THREAD_MIN_ROWS`], else the
-/// CPUs (at most 4); `SLIDEWISE_THREADS=k` caps it (to measure 1 thread).
+/// Threads for a column of `n` rows: 1 below [`THREAD_MIN_ROWS`], else
+/// [`super::thread_cap`].
 pub(crate) fn threads(n: usize) -> usize {
     if n < THREAD_MIN_ROWS {
         return 1;
     }
-    let cpus = std::thread::available_parallelism().map_or(1, |p| p.get()).min(4);
-    match std::env::var("SLIDEWISE_THREADS").ok().and_then(|s| s.parse::<usize>().ok()) {
-        Some(k) => k.clamp(1, cpus),
-        None => cpus,
-    }
+    super::thread_cap()
 }
