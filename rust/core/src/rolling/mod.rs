@@ -53,7 +53,7 @@ pub use shape::{rolling_shaped_dyn, Closed, Shape};
 pub use time::{rolling_time_dyn, rolling_time_shaped_dyn};
 
 use arrow_array::{Array, ArrayRef};
-use arrow_buffer::{BooleanBuffer, NullBuffer};
+use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder, NullBuffer};
 
 use crate::engine::{AggKind, Column, DType, FromArrow, OutBuilder, ToArrow};
 use crate::fifo::{Algorithm, FifoAggregator, New};
@@ -303,7 +303,14 @@ fn validity(n: usize, window: usize, need: usize, counts: Option<&[u32]>) -> Opt
     match counts {
         None => {
             let bad = if need > window { n } else { need.saturating_sub(1).min(n) };
-            (bad > 0).then(|| NullBuffer::new(BooleanBuffer::collect_bool(n, |i| i >= bad)))
+            // Two runs, filled a byte at a time (collect_bool's bit per
+            // call cost a tenth of the variance kernel on 10M rows).
+            (bad > 0).then(|| {
+                let mut b = BooleanBufferBuilder::new(n);
+                b.append_n(bad, false);
+                b.append_n(n - bad, true);
+                NullBuffer::new(b.finish())
+            })
         }
         Some(c) => {
             let buf = NullBuffer::new(BooleanBuffer::collect_bool(n, |i| c[i] as usize >= need));

@@ -66,14 +66,47 @@ pub(super) fn rolling_var<T: FastNum>(col: &Column<T>, window: usize, min_period
 /// Whether every finite value's square (and a difference's) stays finite:
 /// |x| below 2^500 (~3e150). Non-finite values propagate either way.
 pub(super) fn squares_fit<T: Num>(xs: &[T]) -> bool {
-    const LIMIT: f64 = 3.2733906078961419e150; // 2^500
-    // Branch-free per chunk, so it vectorises (an early exit per value
-    // cost as much as a tenth of the variance kernel).
+    // A whole pass over the column before the kernel: compiled for the
+    // widest vectors there are (at SSE2 it cost a quarter of the variance).
+    #[cfg(target_arch = "x86_64")]
+    if let Some(x) = as_f64(xs) {
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the feature is present.
+            return unsafe { fits_avx512(x) };
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the feature is present.
+            return unsafe { fits_avx2(x) };
+        }
+    }
+    fits(xs)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2")]
+unsafe fn fits_avx512(x: &[f64]) -> bool {
+    fits(x)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn fits_avx2(x: &[f64]) -> bool {
+    fits(x)
+}
+
+#[inline(always)]
+fn fits<T: Num>(xs: &[T]) -> bool {
+    const LIMIT: u64 = 0x5F30_0000_0000_0000; // 2^500
+    const INF: u64 = 0x7FF0_0000_0000_0000;
+    // On the bits of |x|: finite and >= 2^500 is `LIMIT <= b < INF`, one
+    // unsigned compare after a wrapping subtraction. Branch-free per
+    // chunk, so it vectorises (an early exit per value cost as much as a
+    // tenth of the variance kernel).
     xs.chunks(512).all(|c| {
-        c.iter().fold(true, |a, v| {
-            let f = v.to_f64().abs();
-            a & !((f >= LIMIT) & (f <= f64::MAX))
-        })
+        c.iter().fold(0u64, |a, v| {
+            let b = v.to_f64().to_bits() & !(1u64 << 63);
+            a | (b.wrapping_sub(LIMIT) < INF - LIMIT) as u64
+        }) == 0
     })
 }
 
@@ -199,6 +232,13 @@ trait Lane: Copy {
     unsafe fn scatter_raw(self, p: *mut f64, idx: &[i64; 8]);
     fn load(p: &[f64]) -> Self;
     fn store(self, p: &mut [f64]);
+    /// A `K x K` tile: `t[r]` holds `*p.add(idx[k] + r)` in lane `k`, for
+    /// `r < K` (`K` contiguous rows of each lane's segment, transposed in
+    /// registers: cheaper than `K` gathers). Safety: every address in bounds.
+    unsafe fn load_tile(p: *const f64, idx: &[i64; 8]) -> [Self; 8];
+    /// The reverse of [`Lane::load_tile`]. Safety: every address in bounds,
+    /// distinct.
+    unsafe fn store_tile(t: &[Self; 8], p: *mut f64, idx: &[i64; 8]);
 }
 
 /// One scalar lane.
@@ -297,6 +337,16 @@ impl<const FMA: bool> Lane for S<FMA> {
     fn store(self, p: &mut [f64]) {
         p[0] = self.0;
     }
+    #[inline(always)]
+    unsafe fn load_tile(p: *const f64, idx: &[i64; 8]) -> [Self; 8] {
+        let mut t = [S(0.0); 8];
+        t[0] = S(*p.offset(idx[0] as isize));
+        t
+    }
+    #[inline(always)]
+    unsafe fn store_tile(t: &[Self; 8], p: *mut f64, idx: &[i64; 8]) {
+        *p.offset(idx[0] as isize) = t[0].0;
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -309,6 +359,13 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn run(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) {
         super::run::<V4, S<true>>(x, wt, window, ddof, sqrt, out)
+    }
+
+    /// [`super::fast_run`] on AVX2 (tests: how many blocks went exact).
+    #[cfg(test)]
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn fast(x: &[f64], window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> usize {
+        super::fast_run::<V4, S<true>>(x, window, ddof, sqrt, out)
     }
 
     #[derive(Clone, Copy)]
@@ -408,6 +465,40 @@ mod avx2 {
             let p = &mut p[..4];
             unsafe { _mm256_storeu_pd(p.as_mut_ptr(), self.0) }
         }
+        #[inline(always)]
+        unsafe fn load_tile(p: *const f64, idx: &[i64; 8]) -> [Self; 8] {
+            let r = [
+                _mm256_loadu_pd(p.offset(idx[0] as isize)),
+                _mm256_loadu_pd(p.offset(idx[1] as isize)),
+                _mm256_loadu_pd(p.offset(idx[2] as isize)),
+                _mm256_loadu_pd(p.offset(idx[3] as isize)),
+            ];
+            let t = transpose(r);
+            let z = _mm256_setzero_pd();
+            [V4(t[0]), V4(t[1]), V4(t[2]), V4(t[3]), V4(z), V4(z), V4(z), V4(z)]
+        }
+        #[inline(always)]
+        unsafe fn store_tile(t: &[Self; 8], p: *mut f64, idx: &[i64; 8]) {
+            let r = transpose([t[0].0, t[1].0, t[2].0, t[3].0]);
+            for k in 0..4 {
+                _mm256_storeu_pd(p.offset(idx[k] as isize), r[k]);
+            }
+        }
+    }
+
+    /// 4 x 4 transpose (its own inverse).
+    #[inline(always)]
+    unsafe fn transpose(r: [__m256d; 4]) -> [__m256d; 4] {
+        let t0 = _mm256_unpacklo_pd(r[0], r[1]);
+        let t1 = _mm256_unpackhi_pd(r[0], r[1]);
+        let t2 = _mm256_unpacklo_pd(r[2], r[3]);
+        let t3 = _mm256_unpackhi_pd(r[2], r[3]);
+        [
+            _mm256_permute2f128_pd(t0, t2, 0x20),
+            _mm256_permute2f128_pd(t1, t3, 0x20),
+            _mm256_permute2f128_pd(t0, t2, 0x31),
+            _mm256_permute2f128_pd(t1, t3, 0x31),
+        ]
     }
 }
 
@@ -422,6 +513,13 @@ mod avx512 {
     #[target_feature(enable = "avx512f,avx2,fma")]
     pub(super) unsafe fn run(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) {
         super::run::<V8, S<true>>(x, wt, window, ddof, sqrt, out)
+    }
+
+    /// [`super::fast_run`] on AVX-512 (tests: how many blocks went exact).
+    #[cfg(test)]
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    pub(super) unsafe fn fast(x: &[f64], window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> usize {
+        super::fast_run::<V8, S<true>>(x, window, ddof, sqrt, out)
     }
 
     #[derive(Clone, Copy)]
@@ -524,6 +622,54 @@ mod avx512 {
             let p = &mut p[..8];
             unsafe { _mm512_storeu_pd(p.as_mut_ptr(), self.0) }
         }
+        #[inline(always)]
+        unsafe fn load_tile(p: *const f64, idx: &[i64; 8]) -> [Self; 8] {
+            let mut r = [_mm512_setzero_pd(); 8];
+            for k in 0..8 {
+                r[k] = _mm512_loadu_pd(p.offset(idx[k] as isize));
+            }
+            let t = transpose(r);
+            [V8(t[0]), V8(t[1]), V8(t[2]), V8(t[3]), V8(t[4]), V8(t[5]), V8(t[6]), V8(t[7])]
+        }
+        #[inline(always)]
+        unsafe fn store_tile(t: &[Self; 8], p: *mut f64, idx: &[i64; 8]) {
+            let r = transpose([t[0].0, t[1].0, t[2].0, t[3].0, t[4].0, t[5].0, t[6].0, t[7].0]);
+            for k in 0..8 {
+                _mm512_storeu_pd(p.offset(idx[k] as isize), r[k]);
+            }
+        }
+    }
+
+    /// 8 x 8 transpose (its own inverse): pairs of rows interleaved, then
+    /// pairs of pairs, then halves (24 shuffles for 64 values). No
+    /// closures: they would be compiled without the caller's AVX-512.
+    #[inline(always)]
+    unsafe fn transpose(r: [__m512d; 8]) -> [__m512d; 8] {
+        // t[2i] = r[2i][0] r[2i+1][0] r[2i][2] r[2i+1][2] ..., t[2i+1] the
+        // odd columns.
+        let mut t = [_mm512_setzero_pd(); 8];
+        for i in 0..4 {
+            t[2 * i] = _mm512_unpacklo_pd(r[2 * i], r[2 * i + 1]);
+            t[2 * i + 1] = _mm512_unpackhi_pd(r[2 * i], r[2 * i + 1]);
+        }
+        // u[4h + c] holds columns c and c + 4 of rows 4h..4h+4.
+        let lo = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0);
+        let hi = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+        let mut u = [_mm512_setzero_pd(); 8];
+        for h in 0..2 {
+            for c in 0..4 {
+                let (a, b) = (t[4 * h + (c & 1)], t[4 * h + 2 + (c & 1)]);
+                u[4 * h + c] = _mm512_permutex2var_pd(a, if c < 2 { lo } else { hi }, b);
+            }
+        }
+        // Column c from u[c % 4] (rows 0..4) and u[4 + c % 4] (rows 4..8).
+        let lo4 = _mm512_set_epi64(11, 10, 9, 8, 3, 2, 1, 0);
+        let hi4 = _mm512_set_epi64(15, 14, 13, 12, 7, 6, 5, 4);
+        let mut o = [_mm512_setzero_pd(); 8];
+        for c in 0..8 {
+            o[c] = _mm512_permutex2var_pd(u[c % 4], if c < 4 { lo4 } else { hi4 }, u[4 + c % 4]);
+        }
+        o
     }
 }
 
@@ -885,6 +1031,19 @@ struct Slide<V> {
 }
 
 impl<V: Lane> Slide<V> {
+    /// Fold in `y` (nothing leaves).
+    #[inline(always)]
+    fn push(&mut self, y: V) {
+        self.ymax = self.ymax.max(y.abs());
+        let (t, e) = two_sum_v(self.s1, y);
+        self.s1 = t;
+        self.c1 = self.c1.add(e);
+        let (p, q) = y.two_prod(y);
+        let (t2, f) = two_sum_v(self.s2, p);
+        self.s2 = t2;
+        self.c2 = self.c2.add(f.add(q));
+    }
+
     /// Fold in `ya`, take out `yb` (0 for nothing).
     #[inline(always)]
     fn step(&mut self, ya: V, yb: V) {
@@ -900,6 +1059,59 @@ impl<V: Lane> Slide<V> {
         self.s2 = t2;
         self.c2 = self.c2.add(f1.add(f2).add(qa.sub(qb)));
     }
+}
+
+/// `C` of the module comment after `k` folds into sums of at most `w`
+/// squares: `2 (k + 2)^2 (w + 3) u^2 + 4 w u^2`.
+#[inline(always)]
+fn c_of(k: f64, w: f64) -> f64 {
+    2.0 * (k + 2.0) * (k + 2.0) * (w + 3.0) * U * U + 4.0 * w * U * U
+}
+
+/// All-ones where the row passes the check (module comment): with
+/// `rest = tol M2 - C Y^2`, `rest >= 0` and `4 u^2 S2 M2 <= rest^2`.
+#[inline(always)]
+fn passes<V: Lane>(m2: V, st: &Slide<V>, tol: V, cbig: V, u2x4: V) -> V {
+    let rest = tol.mul(m2).sub(cbig.mul(st.ymax.mul(st.ymax)));
+    let s2 = st.s2.add(st.c2);
+    V::splat(0.0).le(rest).and(u2x4.mul(s2).mul(m2).le(rest.mul(rest)))
+}
+
+/// `[s1, c1, s2, c2, ymax]` of `y = x - c` over `xs`: [`Slide::push`] on
+/// `K` contiguous rows at a time, then the lanes merged by TwoSum (each
+/// compensation still takes one rounded add per row folded, as in the
+/// sequential order, so the bound of the module comment holds as is).
+#[inline(always)]
+fn start_sums<V: Lane>(xs: &[f64], c: f64) -> [f64; 5] {
+    let zero = V::splat(0.0);
+    let cv = V::splat(c);
+    let mut a = Slide { s1: zero, c1: zero, s2: zero, c2: zero, ymax: zero };
+    let mut it = xs.chunks_exact(V::K);
+    for ch in &mut it {
+        a.push(V::load(ch).sub(cv));
+    }
+    let mut t = [[0.0; 8]; 5];
+    a.s1.store(&mut t[0]);
+    a.c1.store(&mut t[1]);
+    a.s2.store(&mut t[2]);
+    a.c2.store(&mut t[3]);
+    a.ymax.store(&mut t[4]);
+    type L = S<false>;
+    let z = L::splat(0.0);
+    let mut m = Slide { s1: z, c1: z, s2: z, c2: z, ymax: z };
+    for q in 0..V::K {
+        let (s, e) = two_sum_v(m.s1, S(t[0][q]));
+        m.s1 = s;
+        m.c1 = m.c1.add(e.add(S(t[1][q])));
+        let (s, e) = two_sum_v(m.s2, S(t[2][q]));
+        m.s2 = s;
+        m.c2 = m.c2.add(e.add(S(t[3][q])));
+        m.ymax = m.ymax.max(S(t[4][q]));
+    }
+    for &v in it.remainder() {
+        m.push(S(v - c));
+    }
+    [m.s1.0, m.c1.0, m.s2.0, m.c2.0, m.ymax.0]
 }
 
 /// Blocks `[starts[k], starts[k] + blen)` in lock step, one per lane; for
@@ -926,18 +1138,25 @@ fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, 
     };
     let prevs: [usize; 8] = std::array::from_fn(|q| if q < k { starts[q].saturating_sub(window) } else { 0 });
     let c = V::gather(x, starts, 0);
-    let mut st = Slide { s1: zero, c1: zero, s2: zero, c2: zero, ymax: zero };
-    // Start: the window before each block's first row (Neumaier).
+    // Start: the window before each block's first row, summed along its
+    // rows (contiguous loads, `K` rows at a time), not lane by lane with
+    // gathers. Lane 0 of the head group starts empty.
+    let mut sums = [[0.0; 8]; 5];
+    for q in 0..k {
+        if !(head && q == 0) {
+            let r = start_sums::<V>(&x[prevs[q]..prevs[q] + window], x[starts[q]]);
+            for (f, v) in sums.iter_mut().zip(r) {
+                f[q] = v;
+            }
+        }
+    }
+    let mut st = Slide { s1: V::load(&sums[0]), c1: V::load(&sums[1]), s2: V::load(&sums[2]), c2: V::load(&sums[3]), ymax: V::load(&sums[4]) };
     let ib: [i64; 8] = std::array::from_fn(|q| prevs[q] as i64);
     let xp = x.as_ptr();
-    for o in 0..window {
-        // SAFETY: rows `prevs[q] + o < prevs[q] + window <= x.len()`.
-        let y = unsafe { V::gather_raw(xp.add(o), &ib) }.sub(c).and(live);
-        st.step(y, zero);
-    }
     // Bound constants (module comment): C Y^2 for the partials.
-    let kk = (window + blen + 2) as f64;
-    let cbig = V::splat(2.0 * kk * kk * (window as f64 + 3.0) * U * U + 4.0 * window as f64 * U * U);
+    // `k`: the rows folded, plus the start lanes' merges (two adds each).
+    let cbig1 = c_of((window + blen + 2 * 8) as f64, window as f64);
+    let cbig = V::splat(cbig1);
     let tol = V::splat(FAST_TOL - 4.0 * U);
     let u2x4 = V::splat(4.0 * U * U);
     let mut ok = all;
@@ -945,12 +1164,65 @@ fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, 
     let (fulln, inv_n, inv_d) = (V::splat(full_n), V::splat(1.0 / full_n), V::splat(1.0 / (full_n - ddof)));
     let (one, vddof) = (V::splat(1.0), V::splat(ddof));
     let near = window.min(blen);
-    // Row offsets per lane, for the unchecked gathers: in bounds by the
+    // Row offsets per lane, for the unchecked loads: in bounds by the
     // asserts above (rows `starts[q] + j`, `starts[q] + j - window` for
     // `j >= window`, `prevs[q] + j` for `j < window`, all below the end).
     let ia: [i64; 8] = std::array::from_fn(|q| if q < k { starts[q] as i64 } else { 0 });
     let op = out.as_mut_ptr();
-    for j in 0..blen {
+    let mut j = 0;
+    while j < blen {
+        let early = j < near;
+        if j + k <= blen && (!early || j + k <= near) {
+            // `K` rows per lane as tiles transposed in registers, not
+            // gathers and scatters. The evicted rows: the start window's
+            // (`early`, masked for the head lane) or the block's own.
+            // SAFETY: rows `starts[q] + j + t`, and `prevs[q] + j + t`
+            // (`j + t < near <= window`) or `starts[q] + j + t - window`
+            // (`j >= near`, so `j >= window`: `near < window` only when
+            // `blen < window`), `t < K`.
+            let ta = unsafe { V::load_tile(xp.add(j), &ia) };
+            let tb = unsafe { if early { V::load_tile(xp.add(j), &ib) } else { V::load_tile(xp.add(j - window), &ia) } };
+            let mut r = [zero; 8];
+            for t in 0..k {
+                let yb = if early { tb[t].sub(c).and(live) } else { tb[t].sub(c) };
+                st.step(ta[t].sub(c), yb);
+                let m2 = if head && early {
+                    // Lane 0's window holds j + t + 1 rows.
+                    let mut nv = [full_n; 8];
+                    nv[0] = (j + t + 1) as f64;
+                    let n = V::load(&nv);
+                    let m2 = m2_of(st.s1, st.c1, st.s2, st.c2, n, one.div(n));
+                    r[t] = out_of(m2, one.div(n.sub(vddof)), sqrt);
+                    m2
+                } else {
+                    let m2 = m2_of(st.s1, st.c1, st.s2, st.c2, fulln, inv_n);
+                    r[t] = out_of(m2, inv_d, sqrt);
+                    m2
+                };
+                let mut pass = if head && early {
+                    // Lane 0 has folded j + t + 1 rows, its sums at most
+                    // that many squares: its own `C` (the full one fails
+                    // the first rows of long windows, and the whole block
+                    // went exact).
+                    let mut cv = [cbig1; 8];
+                    cv[0] = c_of((j + t + 1) as f64, (j + t + 1) as f64);
+                    passes(m2, &st, tol, V::load(&cv), u2x4)
+                } else {
+                    passes(m2, &st, tol, cbig, u2x4)
+                };
+                if head && j + t == 0 {
+                    // One value: M2 comes out exactly 0 (below).
+                    let mut m = [0.0; 8];
+                    m[0] = f64::from_bits(u64::MAX);
+                    pass = pass.or(V::load(&m));
+                }
+                ok = ok.and(pass);
+            }
+            // SAFETY: rows `starts[q] + j + t`, in bounds, distinct.
+            unsafe { V::store_tile(&r, op.add(j), &ia) };
+            j += k;
+            continue;
+        }
         // SAFETY: see `ia` / `ib`.
         let ya = unsafe { V::gather_raw(xp.add(j), &ia) }.sub(c);
         let yb = if j < near {
@@ -972,10 +1244,13 @@ fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, 
         };
         // SAFETY: rows `starts[q] + j`, in bounds, one per lane.
         unsafe { r.scatter_raw(op.add(j), &ia) };
-        // Pass: rest = tol M2 - C Y^2 >= 0 and 4 u^2 S2 M2 <= rest^2.
-        let rest = tol.mul(m2).sub(cbig.mul(st.ymax.mul(st.ymax)));
-        let s2 = st.s2.add(st.c2);
-        let mut pass = zero.le(rest).and(u2x4.mul(s2).mul(m2).le(rest.mul(rest)));
+        let mut pass = if head && j < near {
+            let mut cv = [cbig1; 8];
+            cv[0] = c_of((j + 1) as f64, (j + 1) as f64);
+            passes(m2, &st, tol, V::load(&cv), u2x4)
+        } else {
+            passes(m2, &st, tol, cbig, u2x4)
+        };
         if head && j == 0 {
             // One value: M2 comes out exactly 0 (S2 and m S1 are the same
             // rounded square), whatever the bound says.
@@ -984,6 +1259,7 @@ fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, 
             pass = pass.or(V::load(&m));
         }
         ok = ok.and(pass);
+        j += 1;
     }
     let mut t = [0.0; 8];
     ok.store(&mut t);
@@ -1000,6 +1276,70 @@ mod tests {
         let mean = xs.iter().sum::<f64>() / n;
         let m2: f64 = xs.iter().map(|x| (x - mean) * (x - mean)).sum();
         m2 / (n - ddof)
+    }
+
+    /// A long window: the head lane's first rows hold few values, and a
+    /// bound sized for the full window failed them (the whole first block
+    /// then went to the exact kernel); every block passes on a random
+    /// walk, and every lane width agrees with the exact kernel.
+    #[test]
+    fn long_window_head_passes() {
+        let n = 2_500_000;
+        let w = 1 << 20;
+        let mut st = 0x0DDB_1A5E_5BAD_5EEDu64;
+        let mut walk = 0.0;
+        let x: Vec<f64> = (0..n)
+            .map(|_| {
+                st ^= st << 13;
+                st ^= st >> 7;
+                st ^= st << 17;
+                walk += (st >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+                walk
+            })
+            .collect();
+        let mut want = vec![0.0; n];
+        lanes::<S<false>, false>(&x, &[], w, &[0], n, 1.0, false, &mut want);
+        let mut got = vec![0.0; n];
+        assert_eq!(fast_run::<S<false>, S<false>>(&x, w, 1.0, false, &mut got), 0);
+        let mut outs = vec![("scalar", got)];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+                let mut o = vec![0.0; n];
+                assert_eq!(unsafe { avx2::fast(&x, w, 1.0, false, &mut o) }, 0);
+                outs.push(("avx2", o));
+            }
+            if std::is_x86_feature_detected!("avx512f") {
+                let mut o = vec![0.0; n];
+                assert_eq!(unsafe { avx512::fast(&x, w, 1.0, false, &mut o) }, 0);
+                outs.push(("avx512", o));
+            }
+        }
+        for (name, got) in outs {
+            for i in 1..n {
+                assert!((got[i] - want[i]).abs() <= 1e-12 * want[i], "{name} row {i}: {} vs {}", got[i], want[i]);
+            }
+        }
+    }
+
+    /// The limit, either sign, at every SIMD level's chunk positions;
+    /// non-finite values fit (they propagate).
+    #[test]
+    fn squares_fit_limit() {
+        let lim = 2f64.powi(500);
+        let below = f64::from_bits(lim.to_bits() - 1);
+        for len in [1, 7, 512, 513, 2000] {
+            for at in [0, len / 2, len - 1] {
+                for (v, want) in [(lim, false), (-lim, false), (f64::MAX, false), (below, true), (-below, true), (f64::INFINITY, true), (f64::NAN, true)] {
+                    let mut x = vec![1.0; len];
+                    x[at] = v;
+                    assert_eq!(squares_fit(&x), want, "{v} at {at} of {len}");
+                    assert_eq!(fits(&x), want, "portable: {v} at {at} of {len}");
+                    let f: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+                    assert!(squares_fit(&f), "f32 always fits");
+                }
+            }
+        }
     }
 
     /// Nulls (weight 0, finite filler) and NaN, several chunks and lanes.
@@ -1151,6 +1491,68 @@ mod tests {
                     assert!((got - want).abs() <= 1e-9 * want.abs().max(1e-300), "w {w} row {i}: {got} vs {want}");
                 }
             }
+        }
+    }
+}
+
+/// Timing probe (not a test): `cargo test --release --lib moments::probe -- --ignored --nocapture`.
+#[cfg(test)]
+mod probe {
+    use super::*;
+
+    fn cpu_now() -> f64 {
+        #[repr(C)]
+        struct Ts {
+            s: i64,
+            ns: i64,
+        }
+        extern "C" {
+            fn clock_gettime(clk: i32, ts: *mut Ts) -> i32;
+        }
+        let mut t = Ts { s: 0, ns: 0 };
+        unsafe { clock_gettime(3, &mut t) };
+        t.s as f64 + t.ns as f64 * 1e-9
+    }
+
+    #[test]
+    #[ignore]
+    fn probe() {
+        let n = 10_000_000;
+        let mut s = 42u64;
+        let mut walk = 0.0;
+        let x: Vec<f64> = (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                walk += (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+                walk
+            })
+            .collect();
+        let ws: Vec<usize> = std::env::var("PROBE_W").map_or(vec![16, 1024, 65536, 1 << 20], |v| v.split(',').map(|t| t.parse().unwrap()).collect());
+        let mut warm = buffer::<f64>(n);
+        for w in ws {
+            let mut best = [f64::INFINITY; 5];
+            for _ in 0..5 {
+                let t0 = cpu_now();
+                let mut out = buffer::<f64>(n);
+                var_into(&x, None, w, 1.0, true, &mut out);
+                let t1 = cpu_now();
+                var_into(&x, None, w, 1.0, true, &mut warm);
+                let t2 = cpu_now();
+                std::hint::black_box(squares_fit(&x));
+                let t3 = cpu_now();
+                std::hint::black_box(super::super::validity(n, w, 2, None));
+                let t4 = cpu_now();
+                let mut o2 = buffer::<f64>(n);
+                o2.iter_mut().zip(&x).for_each(|(o, v)| *o = v * 2.0);
+                std::hint::black_box(&o2);
+                let t5 = cpu_now();
+                for (b, t) in best.iter_mut().zip([t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4]) {
+                    *b = b.min(t * 1e3);
+                }
+            }
+            println!("w {w}: fresh out {:.1} ms, warm out {:.1}, squares_fit {:.1}, validity {:.1}, copy*2 fresh {:.1}", best[0], best[1], best[2], best[3], best[4]);
         }
     }
 }
