@@ -121,16 +121,14 @@ fn specialised<T: FastNum>(col: &Column<T>, window: usize, mp: usize, agg: AggKi
         AggKind::Sum => sum::rolling_sum::<T>(col, window, mp),
         AggKind::Mean => sum::rolling_mean::<T>(col, window, mp),
         AggKind::Count => sum::rolling_count(col, window, mp),
-        // Values whose squares could overflow take Chan's merge (`block`).
-        // Nulls stay on the exact kernel: it shifts a block by a valid row
-        // (moments.rs `valid_ends`).
-        AggKind::Var | AggKind::Std | AggKind::VarPop | AggKind::StdPop if !moments::squares_fit(col.values) => {
-            return None
-        }
-        AggKind::Var => moments::rolling_var::<T>(col, window, mp, 1, false),
-        AggKind::Std => moments::rolling_var::<T>(col, window, mp, 1, true),
-        AggKind::VarPop => moments::rolling_var::<T>(col, window, mp, 0, false),
-        AggKind::StdPop => moments::rolling_var::<T>(col, window, mp, 0, true),
+        // Values whose squares could overflow take Chan's merge (`block`):
+        // the kernel says so (`None`) rather than a pass over the column
+        // first. Nulls stay on the exact kernel: it shifts a block by a
+        // valid row (moments.rs `valid_ends`).
+        AggKind::Var => return moments::rolling_var::<T>(col, window, mp, 1, false),
+        AggKind::Std => return moments::rolling_var::<T>(col, window, mp, 1, true),
+        AggKind::VarPop => return moments::rolling_var::<T>(col, window, mp, 0, false),
+        AggKind::StdPop => return moments::rolling_var::<T>(col, window, mp, 0, true),
         AggKind::Collect => block::rolling_collect::<T>(col, window, mp),
         _ => return None,
     })

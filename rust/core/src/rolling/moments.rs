@@ -43,8 +43,10 @@ use super::{buffer, validity, window_counts, FastNum};
 use crate::engine::{Column, ToArrow};
 use crate::ops::Num;
 
-/// Rolling variance (`ddof` 1 or 0), or its square root.
-pub(super) fn rolling_var<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize, ddof: usize, sqrt: bool) -> ArrayRef {
+/// Rolling variance (`ddof` 1 or 0), or its square root; `None` where a
+/// square could overflow (a finite |x| >= 2^500, say: the caller takes
+/// Chan's merge).
+pub(super) fn rolling_var<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize, ddof: usize, sqrt: bool) -> Option<ArrayRef> {
     let n = col.len();
     let counts = col.nulls.map(|nb| window_counts(nb, window));
     let mut out = buffer::<f64>(n);
@@ -58,42 +60,19 @@ pub(super) fn rolling_var<T: FastNum>(col: &Column<T>, window: usize, min_period
         }
     };
     let weights: Option<Vec<f64>> = col.nulls.map(|nb| nb.iter().map(|ok| ok as u8 as f64).collect());
-    var_into(x, weights.as_deref(), window, ddof as f64, sqrt, &mut out);
+    if !var_into(x, weights.as_deref(), window, ddof as f64, sqrt, &mut out) {
+        return None;
+    }
     let nulls = validity(n, window, min_periods.max(ddof + 1), counts.as_deref());
-    f64::to_arrow(out, nulls)
+    Some(f64::to_arrow(out, nulls))
 }
 
 /// Whether every finite value's square (and a difference's) stays finite:
-/// |x| below 2^500 (~3e150). Non-finite values propagate either way.
-pub(super) fn squares_fit<T: Num>(xs: &[T]) -> bool {
-    // A whole pass over the column before the kernel: compiled for the
-    // widest vectors there are (at SSE2 it cost a quarter of the variance).
-    #[cfg(target_arch = "x86_64")]
-    if let Some(x) = as_f64(xs) {
-        if std::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the feature is present.
-            return unsafe { fits_avx512(x) };
-        }
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: the feature is present.
-            return unsafe { fits_avx2(x) };
-        }
-    }
-    fits(xs)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx2")]
-unsafe fn fits_avx512(x: &[f64]) -> bool {
-    fits(x)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn fits_avx2(x: &[f64]) -> bool {
-    fits(x)
-}
-
+/// |x| below 2^500 (~3e150). Non-finite values propagate either way. Not a
+/// pass of its own over null-free columns: the fast path bounds each
+/// block's values by its shift and largest deviation, and only the blocks
+/// that go to the exact kernel are scanned (inlined into the kernels, so
+/// at their vector width).
 #[inline(always)]
 fn fits<T: Num>(xs: &[T]) -> bool {
     const LIMIT: u64 = 0x5F30_0000_0000_0000; // 2^500
@@ -149,35 +128,36 @@ fn finite_filled<T: Num>(col: &Column<T>) -> Vec<f64> {
 /// `out[i]` = the variance (or std) of rows `(i - window, i]` of `x`
 /// weighted by `wt` (1 / 0: valid / null; `None`: all valid). Rows whose
 /// window holds `ddof` values or fewer get garbage, masked by the caller.
-pub(super) fn var_into(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) {
+/// False (and `out` garbage) where a square could overflow ([`fits`]).
+pub(super) fn var_into(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> bool {
     let n = x.len();
     assert!(out.len() == n && wt.is_none_or(|w| w.len() == n) && window >= 1 && window <= n.max(1));
     if n == 0 {
-        return;
+        return true;
     }
     #[cfg(target_arch = "x86_64")]
     {
         if std::is_x86_feature_detected!("avx512f") {
             // SAFETY: the feature is present (it implies FMA).
-            unsafe { avx512::run(x, wt, window, ddof, sqrt, out) };
-            return;
+            return unsafe { avx512::run(x, wt, window, ddof, sqrt, out) };
         }
         if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
             // SAFETY: the features are present.
-            unsafe { avx2::run(x, wt, window, ddof, sqrt, out) };
-            return;
+            return unsafe { avx2::run(x, wt, window, ddof, sqrt, out) };
         }
     }
-    run::<S<false>, S<false>>(x, wt, window, ddof, sqrt, out);
+    run::<S<false>, S<false>>(x, wt, window, ddof, sqrt, out)
 }
 
 /// `V` for the lanes, `V1` for the rest (one segment).
 #[inline(always)]
-fn run<V: Lane, V1: Lane>(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) {
+fn run<V: Lane, V1: Lane>(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> bool {
     let n = x.len();
     if wt.is_none() {
-        fast_run::<V, V1>(x, window, ddof, sqrt, out);
-        return;
+        return fast_run::<V, V1>(x, window, ddof, sqrt, out).is_some();
+    }
+    if !fits(x) {
+        return false;
     }
     // Lanes only when every lane but the first starts a full window in
     // (then only lane 0's first block has partial windows).
@@ -198,6 +178,7 @@ fn run<V: Lane, V1: Lane>(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f6
             Some(w) => lanes::<V1, true>(x, w, window, &[done], n - done, ddof, sqrt, out),
         }
     }
+    true
 }
 
 /// `K` f64 lanes: scalar (`K = 1`, FMA or Dekker's product) or one AVX2
@@ -357,14 +338,14 @@ mod avx2 {
 
     /// [`super::run`] with four segments in an AVX2 vector, FMA products.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn run(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) {
+    pub(super) unsafe fn run(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> bool {
         super::run::<V4, S<true>>(x, wt, window, ddof, sqrt, out)
     }
 
     /// [`super::fast_run`] on AVX2 (tests: how many blocks went exact).
     #[cfg(test)]
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn fast(x: &[f64], window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> usize {
+    pub(super) unsafe fn fast(x: &[f64], window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> Option<usize> {
         super::fast_run::<V4, S<true>>(x, window, ddof, sqrt, out)
     }
 
@@ -511,14 +492,14 @@ mod avx512 {
     /// [`super::run`] with eight segments in an AVX-512 vector: half the
     /// instructions per row of AVX2 (the kernel is instruction bound).
     #[target_feature(enable = "avx512f,avx2,fma")]
-    pub(super) unsafe fn run(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) {
+    pub(super) unsafe fn run(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> bool {
         super::run::<V8, S<true>>(x, wt, window, ddof, sqrt, out)
     }
 
     /// [`super::fast_run`] on AVX-512 (tests: how many blocks went exact).
     #[cfg(test)]
     #[target_feature(enable = "avx512f,avx2,fma")]
-    pub(super) unsafe fn fast(x: &[f64], window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> usize {
+    pub(super) unsafe fn fast(x: &[f64], window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> Option<usize> {
         super::fast_run::<V8, S<true>>(x, window, ddof, sqrt, out)
     }
 
@@ -983,23 +964,31 @@ fn fast_block(n: usize, window: usize, k: usize) -> Option<usize> {
 }
 
 /// The fast path over all of `x` (`window <= n`); returns how many blocks
-/// went to the exact kernel.
+/// went to the exact kernel, or `None` where a square could overflow
+/// ([`fits`]: a passing block's values are within its largest `|y|` of its
+/// shift; the blocks that go exact are scanned).
 #[inline(always)]
-fn fast_run<V: Lane, V1: Lane>(x: &[f64], window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> usize {
+fn fast_run<V: Lane, V1: Lane>(x: &[f64], window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> Option<usize> {
     let n = x.len();
     if window == 1 {
         // Every window one value: the check cannot pass a slid state (it
         // leaves ~eps^2 y^2 where the answer is 0); the exact kernel is
         // cheap here.
+        if !fits(x) {
+            return None;
+        }
         lanes::<V1, false>(x, &[], 1, &[0], n, ddof, sqrt, out);
-        return 0;
+        return Some(0);
     }
     let mut bad: Vec<(usize, usize)> = Vec::new();
     let mut r0 = 0;
     if let Some(blen) = fast_block(n, window, V::K).filter(|_| V::K > 1) {
         while r0 + V::K * blen <= n {
             let starts: [usize; 8] = std::array::from_fn(|q| r0 + q * blen);
-            let ok = fast_lanes::<V>(x, window, &starts[..V::K], blen, ddof, sqrt, out);
+            let (ok, big) = fast_lanes::<V>(x, window, &starts[..V::K], blen, ddof, sqrt, out);
+            if big {
+                return None;
+            }
             bad.extend((0..V::K).filter(|&q| !ok[q]).map(|q| (starts[q], blen)));
             r0 += V::K * blen;
         }
@@ -1009,15 +998,22 @@ fn fast_run<V: Lane, V1: Lane>(x: &[f64], window: usize, ddof: f64, sqrt: bool, 
     let blen1 = (4 * window).max(256);
     while r0 < n {
         let len = if n - r0 < 2 * blen1 { n - r0 } else { blen1 };
-        if !fast_lanes::<V1>(x, window, &[r0], len, ddof, sqrt, out)[0] {
+        let (ok, big) = fast_lanes::<V1>(x, window, &[r0], len, ddof, sqrt, out);
+        if big {
+            return None;
+        }
+        if !ok[0] {
             bad.push((r0, len));
         }
         r0 += len;
     }
     for &(a, len) in &bad {
+        if !fits(&x[a.saturating_sub(window)..a + len]) {
+            return None;
+        }
         lanes::<V1, false>(x, &[], window, &[a], len, ddof, sqrt, out);
     }
-    bad.len()
+    Some(bad.len())
 }
 
 /// Compensated running sums of `y` and `y^2` per lane, and the largest `|y|`.
@@ -1116,11 +1112,14 @@ fn start_sums<V: Lane>(xs: &[f64], c: f64) -> [f64; 5] {
 
 /// Blocks `[starts[k], starts[k] + blen)` in lock step, one per lane; for
 /// each lane whether every row passed the check (then its rows of `out` are
-/// final). Needs `starts[0] == 0 || starts[0] >= window`, `starts[k] >=
-/// window` for `k >= 1`, `blen >= window` unless the block ends the column.
+/// final), and whether a passing lane may hold a value whose square could
+/// overflow (`|c| + Y >= 2^499`: every value read is within `Y (1 + u)` of
+/// the shift `c`). Needs `starts[0] == 0 || starts[0] >= window`,
+/// `starts[k] >= window` for `k >= 1`, `blen >= window` unless the block
+/// ends the column.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> [bool; 8] {
+fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> ([bool; 8], bool) {
     let k = V::K;
     assert!(starts.len() == k && out.len() == x.len() && window >= 1);
     assert!(starts.iter().all(|&a| a + blen <= x.len()) && starts.iter().skip(1).all(|&a| a >= window));
@@ -1263,8 +1262,16 @@ fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, 
     }
     let mut t = [0.0; 8];
     ok.store(&mut t);
-    std::array::from_fn(|q| q >= k || t[q].to_bits() == u64::MAX)
+    // A failing lane's values are scanned before the exact kernel; a
+    // passing lane read only finite values.
+    let mut small = [0.0; 8];
+    c.abs().add(st.ymax).le(V::splat(HALF_LIMIT)).store(&mut small);
+    let ok: [bool; 8] = std::array::from_fn(|q| q >= k || t[q].to_bits() == u64::MAX);
+    (ok, (0..k).any(|q| ok[q] && small[q].to_bits() != u64::MAX))
 }
+
+/// 2^499: `|c| + Y` below it keeps every value below 2^500 ([`fits`]).
+const HALF_LIMIT: f64 = 1.636695303948071e150;
 
 #[cfg(test)]
 mod tests {
@@ -1300,18 +1307,18 @@ mod tests {
         let mut want = vec![0.0; n];
         lanes::<S<false>, false>(&x, &[], w, &[0], n, 1.0, false, &mut want);
         let mut got = vec![0.0; n];
-        assert_eq!(fast_run::<S<false>, S<false>>(&x, w, 1.0, false, &mut got), 0);
+        assert_eq!(fast_run::<S<false>, S<false>>(&x, w, 1.0, false, &mut got), Some(0));
         let mut outs = vec![("scalar", got)];
         #[cfg(target_arch = "x86_64")]
         {
             if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
                 let mut o = vec![0.0; n];
-                assert_eq!(unsafe { avx2::fast(&x, w, 1.0, false, &mut o) }, 0);
+                assert_eq!(unsafe { avx2::fast(&x, w, 1.0, false, &mut o) }, Some(0));
                 outs.push(("avx2", o));
             }
             if std::is_x86_feature_detected!("avx512f") {
                 let mut o = vec![0.0; n];
-                assert_eq!(unsafe { avx512::fast(&x, w, 1.0, false, &mut o) }, 0);
+                assert_eq!(unsafe { avx512::fast(&x, w, 1.0, false, &mut o) }, Some(0));
                 outs.push(("avx512", o));
             }
         }
@@ -1322,10 +1329,13 @@ mod tests {
         }
     }
 
-    /// The limit, either sign, at every SIMD level's chunk positions;
-    /// non-finite values fit (they propagate).
+    /// The limit, either sign; non-finite values fit (they propagate).
+    /// `var_into` refuses a column with a value past it wherever it sits
+    /// (a passing block, a block that goes exact, a block's shift, with
+    /// nulls or not, at every lane width) and takes values just below
+    /// 2^499.
     #[test]
-    fn squares_fit_limit() {
+    fn overflow_limit() {
         let lim = 2f64.powi(500);
         let below = f64::from_bits(lim.to_bits() - 1);
         for len in [1, 7, 512, 513, 2000] {
@@ -1333,10 +1343,26 @@ mod tests {
                 for (v, want) in [(lim, false), (-lim, false), (f64::MAX, false), (below, true), (-below, true), (f64::INFINITY, true), (f64::NAN, true)] {
                     let mut x = vec![1.0; len];
                     x[at] = v;
-                    assert_eq!(squares_fit(&x), want, "{v} at {at} of {len}");
-                    assert_eq!(fits(&x), want, "portable: {v} at {at} of {len}");
-                    let f: Vec<f32> = x.iter().map(|&v| v as f32).collect();
-                    assert!(squares_fit(&f), "f32 always fits");
+                    assert_eq!(fits(&x), want, "{v} at {at} of {len}");
+                }
+            }
+        }
+        let n = 20_000;
+        let ok_big = f64::from_bits(HALF_LIMIT.to_bits() - 1) / 2.0;
+        for w in [1, 16, 1000, 6000] {
+            for at in [0, 1, 777, 5_000, 12_345, n - 1] {
+                for (v, want) in [(lim, false), (-1e300, false), (ok_big, true), (f64::NAN, true)] {
+                    let mut x: Vec<f64> = (0..n).map(|i| (i % 7) as f64).collect();
+                    x[at] = v;
+                    let wt: Vec<f64> = (0..n).map(|i| (i % 5 != 1) as u8 as f64).collect();
+                    let mut out = vec![0.0; n];
+                    assert_eq!(var_into(&x, None, w, 1.0, false, &mut out), want, "auto {v} at {at} w {w}");
+                    assert_eq!(var_into(&x, Some(&wt), w, 1.0, false, &mut out), want, "nulls {v} at {at} w {w}");
+                    assert_eq!(run::<S<false>, S<false>>(&x, None, w, 1.0, false, &mut out), want, "scalar {v} at {at} w {w}");
+                    #[cfg(target_arch = "x86_64")]
+                    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+                        assert_eq!(unsafe { avx2::run(&x, None, w, 1.0, false, &mut out) }, want, "avx2 {v} at {at} w {w}");
+                    }
                 }
             }
         }
@@ -1423,7 +1449,7 @@ mod tests {
                     var_into(x, None, w, ddof, false, &mut o);
                     outs.push(("auto", o));
                     let mut o = vec![0.0; n];
-                    let bad = fast_run::<S<false>, S<false>>(x, w, ddof, false, &mut o);
+                    let bad = fast_run::<S<false>, S<false>>(x, w, ddof, false, &mut o).unwrap();
                     // The check passes every block of the first two sets
                     // from window 16 on (two or three values of a walk can
                     // be closer than the shift's rounding: those blocks go
@@ -1540,7 +1566,7 @@ mod probe {
                 let t1 = cpu_now();
                 var_into(&x, None, w, 1.0, true, &mut warm);
                 let t2 = cpu_now();
-                std::hint::black_box(squares_fit(&x));
+                std::hint::black_box(fits(&x));
                 let t3 = cpu_now();
                 std::hint::black_box(super::super::validity(n, w, 2, None));
                 let t4 = cpu_now();
