@@ -960,16 +960,26 @@ fn out_of<V: Lane>(m2: V, inv_d: V, sqrt: bool) -> V {
 // (docs/DESIGN.md §6 "Rolling var / std" has the argument).
 //
 // The column is cut into blocks of `blen >= window` rows, `V::K` of them in
-// lock step (one per lane). A block starts from the exact (Neumaier) sums of
-// the window before its first row, all shifted by `c = x[first row]`, then
-// slides: `y_new - y_old` and `y_new^2 - y_old^2` (products split exactly
-// by FMA) go in through TwoSum, their errors into compensations, as the sum
-// kernel (rolling/sum.rs). Row `i` of a block has folded `k <= window +
-// blen` rows; with `Y` the largest `|y|` read so far, the partials are
-// off by at most `C Y^2` (`C` below: the compensations' own roundings,
-// which grow as `k^2 u^2`), and `y = fl(x - c)` itself is off by `u |y|`
-// per row, which moves `M2` by at most `2 u sqrt(S2 M2) + u^2 S2`. Row `i`
-// passes when that total is at most `FAST_TOL M2`; NaN fails.
+// lock step (one per lane). A block starts from the compensated sums of
+// the window before its first row, all shifted by `c = x[first row]`
+// (summed along that window's rows, `K` at a time, the lanes then merged
+// by TwoSum: up to 16 more compensation adds), then slides: `y_new -
+// y_old` and `y_new^2 - y_old^2` (products split exactly by FMA) go in
+// through TwoSum, their errors into compensations, as the sum kernel
+// (rolling/sum.rs); rows come `K` per lane as tiles transposed in
+// registers. Row `i` of a block has folded `k <= window + blen + 16` rows;
+// with `Y` the largest `|y|` read so far, the partials are off by at most
+// `C Y^2` (`C` below, [`c_of`]: the compensations' own roundings, which
+// grow as `k^2 u^2`; the head lane's first rows use their own count), and
+// `y = fl(x - c)` itself is off by `u |y|` per row, which moves `M2` by at
+// most `2 u sqrt(S2 M2) + u^2 S2`. Row `i` passes when that total is at
+// most `FAST_TOL M2`. That test is monotone (smaller `M2`, larger `S2`
+// or `Y` only make it harder), so the tiled rows are tested once per
+// block, at their smallest `M2` and largest `S2` and final `Y`; NaN
+// fails, and a non-finite value leaves the sums non-finite to the end.
+// Overflow: a passing block read only values within `Y (1 + u)` of `c`,
+// so `|c| + Y < 2^499` vouches for them; failing blocks are scanned
+// ([`fits`]) before the exact kernel.
 
 /// Relative error the fast path may leave in `M2` (the exact kernel's
 /// is a few ulps; the spec is 1e-12, tests/test_rolling_exact.py).
