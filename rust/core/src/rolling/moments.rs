@@ -1112,43 +1112,6 @@ fn passes_at<V: Lane>(m2: V, s2: V, ymax: V, tol: V, cbig: V, u2x4: V) -> V {
     V::splat(0.0).le(rest).and(u2x4.mul(s2).mul(m2).le(rest.mul(rest)))
 }
 
-/// `[s1, c1, s2, c2, ymax]` of `y = x - c` over `xs`: [`Slide::push`] on
-/// `K` contiguous rows at a time, then the lanes merged by TwoSum (each
-/// compensation still takes one rounded add per row folded, as in the
-/// sequential order, so the bound of the module comment holds as is).
-#[inline(always)]
-fn start_sums<V: Lane>(xs: &[f64], c: f64) -> [f64; 5] {
-    let zero = V::splat(0.0);
-    let cv = V::splat(c);
-    let mut a = Slide { s1: zero, c1: zero, s2: zero, c2: zero, ymax: zero };
-    let mut it = xs.chunks_exact(V::K);
-    for ch in &mut it {
-        a.push(V::load(ch).sub(cv));
-    }
-    let mut t = [[0.0; 8]; 5];
-    a.s1.store(&mut t[0]);
-    a.c1.store(&mut t[1]);
-    a.s2.store(&mut t[2]);
-    a.c2.store(&mut t[3]);
-    a.ymax.store(&mut t[4]);
-    type L = S<false>;
-    let z = L::splat(0.0);
-    let mut m = Slide { s1: z, c1: z, s2: z, c2: z, ymax: z };
-    for q in 0..V::K {
-        let (s, e) = two_sum_v(m.s1, S(t[0][q]));
-        m.s1 = s;
-        m.c1 = m.c1.add(e.add(S(t[1][q])));
-        let (s, e) = two_sum_v(m.s2, S(t[2][q]));
-        m.s2 = s;
-        m.c2 = m.c2.add(e.add(S(t[3][q])));
-        m.ymax = m.ymax.max(S(t[4][q]));
-    }
-    for &v in it.remainder() {
-        m.push(S(v - c));
-    }
-    [m.s1.0, m.c1.0, m.s2.0, m.c2.0, m.ymax.0]
-}
-
 /// Blocks `[starts[k], starts[k] + blen)` in lock step, one per lane; for
 /// each lane whether every row passed the check (then its rows of `out` are
 /// final), and whether a passing lane may hold a value whose square could
@@ -1176,24 +1139,28 @@ fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, 
     };
     let prevs: [usize; 8] = std::array::from_fn(|q| if q < k { starts[q].saturating_sub(window) } else { 0 });
     let c = V::gather(x, starts, 0);
-    // Start: the window before each block's first row, summed along its
-    // rows (contiguous loads, `K` rows at a time), not lane by lane with
-    // gathers. Lane 0 of the head group starts empty.
-    let mut sums = [[0.0; 8]; 5];
-    for q in 0..k {
-        if !(head && q == 0) {
-            let r = start_sums::<V>(&x[prevs[q]..prevs[q] + window], x[starts[q]]);
-            for (f, v) in sums.iter_mut().zip(r) {
-                f[q] = v;
-            }
-        }
-    }
-    let mut st = Slide { s1: V::load(&sums[0]), c1: V::load(&sums[1]), s2: V::load(&sums[2]), c2: V::load(&sums[3]), ymax: V::load(&sums[4]) };
     let ib: [i64; 8] = std::array::from_fn(|q| prevs[q] as i64);
     let xp = x.as_ptr();
+    // Start: the window before each block's first row, `K` rows per lane
+    // at a time as tiles (no gathers). Lane 0 of the head group starts
+    // empty (`live`).
+    let mut st = Slide { s1: zero, c1: zero, s2: zero, c2: zero, ymax: zero };
+    let mut o = 0;
+    while o + k <= window {
+        // SAFETY: rows `prevs[q] + o + t < prevs[q] + window <= x.len()`.
+        let tl = unsafe { V::load_tile(xp.add(o), &ib) };
+        for t in 0..k {
+            st.push(tl[t].sub(c).and(live));
+        }
+        o += k;
+    }
+    while o < window {
+        // SAFETY: as above.
+        st.push(unsafe { V::gather_raw(xp.add(o), &ib) }.sub(c).and(live));
+        o += 1;
+    }
     // Bound constants (module comment): C Y^2 for the partials.
-    // `k`: the rows folded, plus the start lanes' merges (two adds each).
-    let cbig1 = c_of((window + blen + 2 * 8) as f64, window as f64);
+    let cbig1 = c_of((window + blen) as f64, window as f64);
     let cbig = V::splat(cbig1);
     let tol = V::splat(FAST_TOL - 4.0 * U);
     let u2x4 = V::splat(4.0 * U * U);
