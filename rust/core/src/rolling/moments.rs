@@ -962,12 +962,11 @@ fn out_of<V: Lane>(m2: V, inv_d: V, sqrt: bool) -> V {
 // The column is cut into blocks of `blen >= window` rows, `V::K` of them in
 // lock step (one per lane). A block starts from the compensated sums of
 // the window before its first row, all shifted by `c = x[first row]`
-// (summed along that window's rows, `K` at a time, the lanes then merged
-// by TwoSum: up to 16 more compensation adds), then slides: `y_new -
-// y_old` and `y_new^2 - y_old^2` (products split exactly by FMA) go in
-// through TwoSum, their errors into compensations, as the sum kernel
-// (rolling/sum.rs); rows come `K` per lane as tiles transposed in
-// registers. Row `i` of a block has folded `k <= window + blen + 16` rows;
+// then slides: `y_new - y_old` and `y_new^2 - y_old^2` (products split
+// exactly by FMA) go in through TwoSum, their errors into compensations,
+// as the sum kernel (rolling/sum.rs); rows (the start window's too) come
+// `K` per lane as tiles transposed in registers. Row `i` of a block has
+// folded `k <= window + blen` rows;
 // with `Y` the largest `|y|` read so far, the partials are off by at most
 // `C Y^2` (`C` below, [`c_of`]: the compensations' own roundings, which
 // grow as `k^2 u^2`; the head lane's first rows use their own count), and
