@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
-use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, PrimitiveArray};
+use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, PrimitiveArray, UInt32Array};
 use arrow_buffer::{BooleanBufferBuilder, NullBuffer, ScalarBuffer};
 
 use crate::engine::{AggKind, DType, FromArrow, ToArrow};
@@ -48,8 +48,8 @@ fn per_segment(g: &Grouped, mut f: impl FnMut(&dyn Array, usize, usize) -> Resul
 }
 
 /// [`per_segment`] for `f` returning `n_out` arrays per segment (one per
-/// window of a `rolling_many`): each segment's results written straight
-/// to their input rows ([`PutBack`]), one copy per output value.
+/// window of a `rolling_many`): each output put back in input row order
+/// ([`PutBack`]: one scatter for short segments).
 fn per_segment_many(
     g: &Grouped,
     n_out: usize,
@@ -60,37 +60,59 @@ fn per_segment_many(
         return f(g.values.as_ref(), 0, 0);
     }
     let n = g.part.perm.len();
+    let scatter = n / segs < GATHER_MIN_ROWS;
     let mut outs: Vec<PutBack> = Vec::with_capacity(n_out);
     for s in 0..segs {
         let (lo, hi) = (g.part.bounds[s], g.part.bounds[s + 1]);
         let res = f(&g.values.slice(lo, hi - lo), lo, hi)?;
         debug_assert_eq!(res.len(), n_out);
         if s == 0 {
-            outs = res.iter().map(|a| PutBack::new(a.data_type(), n, segs)).collect();
+            outs = res.iter().map(|a| PutBack::new(a.data_type(), n, segs, scatter)).collect();
         }
         // grouped row lo + k is input row perm[lo + k]
         let rows = &g.part.perm[lo..hi];
         for (o, a) in outs.iter_mut().zip(res) {
-            o.put(a, s, rows)?;
+            o.put(a, rows)?;
         }
     }
-    outs.into_iter().map(PutBack::finish).collect()
+    // Gathered outputs: grouped row p is input row perm[p]; the inverse
+    // permutation, shared by all of them.
+    let mut inv = None;
+    if outs.iter().any(|o| matches!(o, PutBack::Gather { .. })) {
+        let mut v = vec![0u32; n];
+        for (p, &i) in g.part.perm.iter().enumerate() {
+            v[i as usize] = p as u32;
+        }
+        inv = Some(UInt32Array::new(ScalarBuffer::from(v), None));
+    }
+    outs.into_iter().map(|o| o.finish(inv.as_ref())).collect()
 }
 
-/// One output of a keyed call filled in input row order, segment by
-/// segment. Primitive results (every aggregation but collect, and the
-/// order statistics) are scattered into one buffer as each segment
-/// arrives, validity bits alongside (made only once a null is seen), so
-/// the segment's array is dropped at once. Any other type (collect's
-/// lists) keeps the segments and gathers them once at the end
-/// (`interleave`): still one copy, where concatenating the segments and
-/// then taking them back to input order made two.
+/// Average segment length (rows per key) from which the segments are
+/// concatenated and taken back to input order (two copies) rather than
+/// scattered (one). Measured on 1M float64 rows (benches/
+/// keyed_one_copy.py, DESIGN §3.4): with 100k keys (10-row segments) the
+/// scatter is 2-3x concatenate-then-take (the concatenation of 100k small
+/// arrays dominates); with 100 keys (10k-row segments) it was 1.6x slower
+/// (a segment's writes land a cache line apart over the whole output,
+/// where `take` reads at random and writes in order), and a one-copy
+/// gather (`interleave` from the segments) was 1.5-2x slower than
+/// concatenate-then-take at 100 to 10k keys.
+const GATHER_MIN_ROWS: usize = 64;
+
+/// One output of a keyed call put back in input row order. Short segments:
+/// primitive results (every aggregation but collect, and the order
+/// statistics) are scattered to their input rows as each segment arrives,
+/// one copy, validity bits alongside (made only once a null is seen), and
+/// the segment's array is dropped at once. Long segments, and any other
+/// type (collect's lists): the segments are kept, concatenated and taken
+/// back to input order (two copies, measured faster there).
 enum PutBack {
     I32(Scatter<arrow_array::types::Int32Type>),
     I64(Scatter<Int64Type>),
     F32(Scatter<arrow_array::types::Float32Type>),
     F64(Scatter<arrow_array::types::Float64Type>),
-    Other { dtype: arrow_schema::DataType, parts: Vec<ArrayRef>, from: Vec<(usize, usize)> },
+    Gather { dtype: arrow_schema::DataType, parts: Vec<ArrayRef> },
 }
 
 struct Scatter<T: ArrowPrimitiveType> {
@@ -130,32 +152,29 @@ impl<T: ArrowPrimitiveType> Scatter<T> {
 }
 
 impl PutBack {
-    fn new(dtype: &arrow_schema::DataType, n: usize, segs: usize) -> PutBack {
+    fn new(dtype: &arrow_schema::DataType, n: usize, segs: usize, scatter: bool) -> PutBack {
         use arrow_schema::DataType as D;
         match dtype {
-            D::Int32 => PutBack::I32(Scatter::new(n)),
-            D::Int64 => PutBack::I64(Scatter::new(n)),
-            D::Float32 => PutBack::F32(Scatter::new(n)),
-            D::Float64 => PutBack::F64(Scatter::new(n)),
-            d => PutBack::Other { dtype: d.clone(), parts: Vec::with_capacity(segs), from: vec![(0, 0); n] },
+            D::Int32 if scatter => PutBack::I32(Scatter::new(n)),
+            D::Int64 if scatter => PutBack::I64(Scatter::new(n)),
+            D::Float32 if scatter => PutBack::F32(Scatter::new(n)),
+            D::Float64 if scatter => PutBack::F64(Scatter::new(n)),
+            d => PutBack::Gather { dtype: d.clone(), parts: Vec::with_capacity(segs) },
         }
     }
 
-    /// Segment `seg`'s result `a`, whose row `k` belongs at input row
+    /// The next segment's result `a`, whose row `k` belongs at input row
     /// `rows[k]`.
-    fn put(&mut self, a: ArrayRef, seg: usize, rows: &[u32]) -> Result<()> {
+    fn put(&mut self, a: ArrayRef, rows: &[u32]) -> Result<()> {
         debug_assert_eq!(a.len(), rows.len());
         match self {
             PutBack::I32(s) => s.put(a.as_ref(), rows),
             PutBack::I64(s) => s.put(a.as_ref(), rows),
             PutBack::F32(s) => s.put(a.as_ref(), rows),
             PutBack::F64(s) => s.put(a.as_ref(), rows),
-            PutBack::Other { dtype, parts, from } => {
+            PutBack::Gather { dtype, parts } => {
                 if a.data_type() != dtype {
                     return invalid!("keyed segments gave {} and {}", dtype, a.data_type());
-                }
-                for (k, &r) in rows.iter().enumerate() {
-                    from[r as usize] = (seg, k);
                 }
                 parts.push(a);
             }
@@ -163,15 +182,22 @@ impl PutBack {
         Ok(())
     }
 
-    fn finish(self) -> Result<ArrayRef> {
+    /// `inv[i]`: the grouped row of input row `i` (gathered outputs).
+    fn finish(self, inv: Option<&UInt32Array>) -> Result<ArrayRef> {
         Ok(match self {
             PutBack::I32(s) => s.finish(),
             PutBack::I64(s) => s.finish(),
             PutBack::F32(s) => s.finish(),
             PutBack::F64(s) => s.finish(),
-            PutBack::Other { parts, from, .. } => {
-                let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
-                arrow_select::interleave::interleave(&refs, &from).map_err(|e| Error::Invalid(e.to_string()))?
+            PutBack::Gather { mut parts, .. } => {
+                let grouped = if parts.len() == 1 {
+                    parts.pop().expect("one part")
+                } else {
+                    let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+                    arrow_select::concat::concat(&refs).map_err(|e| Error::Invalid(e.to_string()))?
+                };
+                let inv = inv.expect("inverse permutation made for gathered outputs");
+                arrow_select::take::take(grouped.as_ref(), inv, None).map_err(|e| Error::Invalid(e.to_string()))?
             }
         })
     }
