@@ -5,7 +5,7 @@ are put back in input row order (rust/core/src/rolling/keyed.rs
 the put-back with the same build flags; every output is checked against a
 pandas groupby().rolling() oracle on the first call.
 
-    python benches/keyed_one_copy.py [--repeat 7]
+    python benches/keyed_one_copy.py [--repeat 7] [--keys 100000 100]
 
 Prints the CPU, the load, the slidewise threads (keyed calls run on one
 thread), and the best time of each case.
@@ -46,10 +46,11 @@ def _oracle(k, v, w, agg):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--keys", type=int, nargs="*", default=[100_000, 10_000, 1_000, 100])
     args = ap.parse_args()
     print(f"CPU: {_cpu()}; load average {os.getloadavg()}; slidewise threads: 1 (keyed)")
     rng = np.random.default_rng(7)
-    for n_keys in (100_000, 10_000, 1_000, 100):
+    for n_keys in args.keys:
         k = rng.integers(0, n_keys, N).astype(np.int64)
         v = rng.normal(size=N)
         v[rng.random(N) < 0.05] = np.nan  # nulls, to exercise the validity put-back
