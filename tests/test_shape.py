@@ -272,3 +272,147 @@ def test_the_binding_checks_too():
         _slidewise.rolling_time(pa.array([1.0]), pa.array([0]), 1, "sum", None, "auto", "left", False, 2)
     with pytest.raises(ValueError, match="step is not supported"):
         _slidewise.rolling_keyed(pa.array([0]), pa.array([1.0]), 1, "sum", None, "auto", "left", False, 2)
+
+
+# -- median / quantile / rank with a shape ----------------------------------------
+
+ORDER = [("median", None, None)] + [("quantile", q, i) for q in (0.0, 0.25, 0.5, 0.9, 1.0)
+                                      for i in ("linear", "lower", "higher", "midpoint", "nearest")]
+# few distinct values: many ties
+tied = st.one_of(st.none(), st.integers(-3, 3).map(float), st.floats(-1e3, 1e3, allow_nan=False).map(lambda v: round(v, 1)))
+
+
+def _order_pandas(r, agg, q, interp):
+    return r.median() if agg == "median" else r.quantile(q, interpolation=interp)
+
+
+def _move_rank(values, bounds, mp):
+    """bottleneck.move_rank's formula over each frame, ranking the frame's
+    last row (as pandas' rolling().rank() picks values[end - 1]): numpy."""
+    out = []
+    for a, b in bounds:
+        win = np.array([np.nan if v is None else v for v in values[a:max(a, b)]], dtype=np.float64)
+        ok = win[~np.isnan(win)]
+        if b <= a or len(ok) < max(mp or 0, 1) or np.isnan(win[-1]):
+            out.append(None)
+            continue
+        if len(ok) == 1:
+            out.append(0.0)
+            continue
+        me = win[-1]
+        g, e = np.sum(ok < me), np.sum(ok == me)
+        out.append(2.0 * ((g + (e - 1) / 2.0) / (len(ok) - 1) - 0.5))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(xs=st.lists(tied, max_size=60), window=st.integers(1, 12), closed=st.sampled_from(CLOSED),
+       center=st.booleans(), step=st.one_of(st.just(1), st.integers(1, 70)), spec=st.sampled_from(ORDER),
+       data=st.data())
+def test_count_order_stats_equal_pandas(xs, window, closed, center, step, spec, data):
+    agg, q, interp = spec
+    mp = data.draw(st.integers(1, window), label="min_periods")
+    s = pd.Series([np.nan if v is None else v for v in xs], dtype=np.float64)
+    want = _order_pandas(s.rolling(window, min_periods=mp, closed=closed, center=center, step=step), agg, q, interp)
+    got = sw.rolling(pa.array(xs, type=pa.float64()), window, agg, q=q, interpolation=interp, min_periods=mp,
+                     closed=closed, center=center, step=step)
+    _cmp(got, want, f"{spec} w={window} {closed} center={center} step={step} mp={mp}")
+
+
+@settings(max_examples=200, deadline=None)
+@given(xs=st.lists(tied, max_size=60), window=st.integers(1, 12), closed=st.sampled_from(CLOSED),
+       center=st.booleans(), step=st.one_of(st.just(1), st.integers(1, 70)), data=st.data())
+def test_count_rank_equals_numpy(xs, window, closed, center, step, data):
+    mp = data.draw(st.one_of(st.none(), st.integers(1, window)), label="min_periods")
+    want = _move_rank(xs, count_bounds(len(xs), window, closed, center, step), mp)
+    got = sw.rolling(pa.array(xs, type=pa.float64()), window, "rank", min_periods=mp, closed=closed, center=center,
+                     step=step).to_pylist()
+    assert_same_list(got, want, abs_=1e-12, what=f"rank w={window} {closed} center={center} step={step} mp={mp}")
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), span=st.integers(1, 6), closed=st.sampled_from(CLOSED), center=st.booleans(),
+       spec=st.sampled_from(ORDER + [("rank", None, None)]))
+def test_time_order_stats_equal_pandas(data, span, closed, center, spec):
+    agg, q, interp = spec
+    xs = data.draw(st.lists(tied, max_size=50), label="xs")
+    gaps = data.draw(st.lists(st.integers(0, 3), min_size=len(xs), max_size=len(xs)), label="gaps")
+    mp = data.draw(st.integers(1, 4), label="min_periods")
+    df = pd.DataFrame({"t": _times(gaps), "x": np.array([np.nan if v is None else v for v in xs], dtype=np.float64)})
+    got = sw.rolling(pa.array(xs, type=pa.float64()), f"{span}s", agg, q=q, interpolation=interp, timestamps=df.t,
+                     min_periods=mp, closed=closed, center=center)
+    what = f"{spec} {span}s {closed} center={center} mp={mp}"
+    if agg == "rank":
+        ts = df.t.to_numpy().astype("datetime64[ns]").astype(np.int64)
+        want = _move_rank(xs, time_bounds(ts, span * 10**9, closed, center), mp)
+        assert_same_list(got.to_pylist(), want, abs_=1e-12, what=what)
+    else:
+        want = _order_pandas(df.rolling(f"{span}s", on="t", min_periods=mp, closed=closed, center=center).x, agg, q,
+                             interp)
+        _cmp(got, want, what)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), window=st.integers(1, 8), closed=st.sampled_from(CLOSED), center=st.booleans(),
+       spec=st.sampled_from(ORDER), time=st.booleans())
+def test_keyed_order_stats_equal_pandas_groupby_rolling(data, window, closed, center, spec, time):
+    agg, q, interp = spec
+    xs = data.draw(st.lists(tied, max_size=50), label="xs")
+    n = len(xs)
+    ks = data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n), label="keys")
+    mp = data.draw(st.integers(1, window), label="min_periods")
+    df = pd.DataFrame({"k": ks, "x": np.array([np.nan if v is None else v for v in xs], dtype=np.float64)})
+    if time:
+        gaps = data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n), label="gaps")
+        df["t"] = _times(gaps)
+        r = df.groupby("k")[["t", "x"]].rolling(f"{window}s", on="t", min_periods=mp, closed=closed, center=center)
+        want = _order_pandas(r, agg, q, interp)["x"]
+        got = sw.rolling(pa.array(xs, type=pa.float64()), f"{window}s", agg, q=q, interpolation=interp, keys=ks,
+                         timestamps=df.t, min_periods=mp, closed=closed, center=center)
+    else:
+        r = df.groupby("k").rolling(window, min_periods=mp, closed=closed, center=center).x
+        want = _order_pandas(r, agg, q, interp)
+        got = sw.rolling(pa.array(xs, type=pa.float64()), window, agg, q=q, interpolation=interp, keys=ks,
+                         min_periods=mp, closed=closed, center=center)
+    want = want.droplevel(0).sort_index() if n else pd.Series([], dtype=np.float64)
+    _cmp(got, want, f"{spec} w={window} {closed} center={center} time={time} mp={mp}")
+
+
+@pytest.mark.parametrize("agg", ["median", "rank"])
+@pytest.mark.parametrize("closed", CLOSED)
+@pytest.mark.parametrize("center", [False, True])
+def test_order_long_windows_use_every_kernel(agg, closed, center):
+    # windows past the sorted buffer's range run median_sort / the Fenwick
+    # rank shifted; the centred tail and a long step run the frames
+    rng = np.random.default_rng(3)
+    x = pa.array(rng.integers(0, 50, 3000).astype(np.float64), mask=rng.random(3000) < 0.05)
+    s = pd.Series(x.to_numpy(zero_copy_only=False))
+    for w in (200, 700, 2999, 4000):
+        for step in (1, 7, 5000):
+            got = sw.rolling(x, w, agg, min_periods=1, closed=closed, center=center, step=step)
+            if agg == "median":
+                want = s.rolling(w, min_periods=1, closed=closed, center=center, step=step).median()
+                _cmp(got, want, f"median w={w} {closed} {center} step={step}")
+            else:
+                want = _move_rank(x.to_pylist(), count_bounds(len(x), w, closed, center, step), 1)
+                assert_same_list(got.to_pylist(), want, abs_=1e-12, what=f"rank w={w} {closed} {center} step={step}")
+
+
+def test_order_default_shape_is_the_plain_call():
+    x = pa.array([1.0, None, 3.0, 4.0, 2.0])
+    for agg in ("median", "rank"):
+        plain = sw.rolling(x, 3, agg)
+        assert sw.rolling(x, 3, agg, closed="right", center=False, step=1).equals(plain)
+
+
+def test_order_step_refused_where_pandas_has_none():
+    ts = pd.to_datetime([0, 1, 2], unit="s")
+    with pytest.raises(ValueError, match="step is not supported with time windows"):
+        sw.rolling([1.0, 2.0, 3.0], "2s", "median", timestamps=ts, step=2)
+    with pytest.raises(ValueError, match="step is not supported with keys"):
+        sw.rolling([1.0, 2.0, 3.0], 2, "quantile", q=0.5, keys=[0, 0, 1], step=2)
+    from slidewise import _slidewise
+    with pytest.raises(ValueError, match="step is not supported"):
+        _slidewise.rolling_order_time(pa.array([1.0]), pa.array([0]), 1, "median", step=2)
+    with pytest.raises(ValueError, match="step is not supported"):
+        _slidewise.rolling_order(pa.array([1.0]), [1], "rank", keys=pa.array([0]), step=2)

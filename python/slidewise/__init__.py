@@ -19,7 +19,7 @@ in, pandas out (the input's index); anything else, pyarrow (docs/pandas.md).
 
 from __future__ import annotations
 
-from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 
@@ -99,7 +99,9 @@ def rolling(
     ``step=k`` returns rows 0, k, 2k, ... only (count windows without
     ``keys``; pandas supports it nowhere else). Windows still start partial
     unless ``min_periods`` is given; pandas' default is
-    ``min_periods=window``.
+    ``min_periods=window``. The shape applies to every aggregation,
+    median / quantile / rank included (rank ranks the last row of the
+    shaped window, as pandas' ``rolling(...).rank()``).
 
     ``nan="propagate"`` (default): a NaN is a value (Spark's rule,
     docs/DESIGN.md §5.3); ``nan="skip"``: a NaN is missing, as a null
@@ -122,9 +124,8 @@ def _rolling(values: pa.Array, window: Any, agg: str, keys: Any, timestamps: Any
     """:func:`rolling` over a checked pyarrow Array."""
     order, q, interpolation = _arrow.order_args(agg, q, interpolation)
     if order:
-        if not _shape.is_default(closed, center, step):
-            raise ValueError(f"closed=, center= and step= are not implemented for agg={agg!r} yet")
-        return _rolling_order(values, [window], agg, q, interpolation, keys, timestamps, min_periods, algorithm)[0]
+        return _rolling_order(values, [window], agg, q, interpolation, keys, timestamps, min_periods, algorithm,
+                              (closed, center, step))[0]
     if keys is not None:
         keys = _keys.key_array(keys)
     if timestamps is not None:
@@ -146,10 +147,17 @@ def _rolling(values: pa.Array, window: Any, agg: str, keys: Any, timestamps: Any
 
 def _rolling_order(values: ArrayLike, windows: Sequence[Window], agg: str, q: Optional[float],
                    interpolation: Optional[str], keys: Optional[ArrayLike], timestamps: Optional[ArrayLike],
-                   min_periods: Optional[int], algorithm: str) -> List[pa.Array]:
-    """median / quantile / rank for each window (one list of arrays)."""
+                   min_periods: Optional[int], algorithm: str,
+                   shape: Tuple[Optional[str], bool, Optional[int]] = (None, False, None)) -> List[pa.Array]:
+    """median / quantile / rank for each window (one list of arrays);
+    ``shape``: pandas' ``(closed, center, step)``, checked as for the other
+    aggregations (the default shape passes nothing: the plain kernels)."""
     if algorithm != "auto":
         raise ValueError(f"agg={agg!r} has no FIFO algorithms: algorithm must be 'auto', got {algorithm!r}")
+    kw: Dict[str, Any] = {}
+    if not _shape.is_default(*shape):
+        closed, center, step = _shape.check(*shape, time=timestamps is not None, keyed=keys is not None)
+        kw = {"closed": closed, "center": center, "step": step}
     if timestamps is not None:  # a time window: (t - window, t], as pandas rolling("5m")
         arr = _arrow.values_array(values)
         ts, unit_ns, _ = _time.time_column(timestamps)
@@ -161,7 +169,7 @@ def _rolling_order(values: ArrayLike, windows: Sequence[Window], agg: str, q: Op
             keys = _keys.key_array(keys)
             if len(keys) != len(arr):
                 raise ValueError(f"keys have {len(keys)} rows, values {len(arr)}")
-        return [_slidewise.rolling_order_time(arr, ts, span, agg, q, interpolation, mp, keys)]
+        return [_slidewise.rolling_order_time(arr, ts, span, agg, q, interpolation, mp, keys, **kw)]
     ws = [_arrow.positive_int("window", w) for w in windows]
     mp = None
     for w in ws:
@@ -171,7 +179,7 @@ def _rolling_order(values: ArrayLike, windows: Sequence[Window], agg: str, q: Op
         keys = _keys.key_array(keys)
         if len(keys) != len(arr):
             raise ValueError(f"keys have {len(keys)} rows, values {len(arr)}")
-    return _slidewise.rolling_order(arr, ws, agg, q, interpolation, mp, "auto", keys)
+    return _slidewise.rolling_order(arr, ws, agg, q, interpolation, mp, "auto", keys, **kw)
 
 
 def _time_span(window: Window, unit_ns: int) -> int:

@@ -12,7 +12,7 @@ use std::hint::black_box;
 use arrow_array::Float64Array;
 use slidewise_core::engine::AggKind;
 use slidewise_core::fifo::Algorithm;
-use slidewise_core::rolling::rolling_dyn;
+use slidewise_core::rolling::{rolling_dyn, Shape};
 
 const N: usize = 10_000_000;
 const REPEAT: usize = 7;
@@ -154,7 +154,7 @@ fn main() {
             let (mut t_sw, mut t_bn) = (f64::INFINITY, f64::INFINITY);
             for _ in 0..REPEAT {
                 let t0 = cpu_now();
-                black_box(rolling_dyn(black_box(&col), w, kind, None, Algorithm::Auto).unwrap());
+                black_box(rolling_dyn(black_box(&col), w, kind, None, Algorithm::Auto, Shape::default()).unwrap());
                 let t1 = cpu_now();
                 black_box(match kind {
                     AggKind::Mean => bn_mean(black_box(&x), w),

@@ -11,7 +11,7 @@ use arrow_array::Float64Array;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use slidewise_core::engine::AggKind;
 use slidewise_core::fifo::Algorithm;
-use slidewise_core::rolling::rolling_dyn;
+use slidewise_core::rolling::{rolling_dyn, Shape};
 
 const N: usize = 10_000_000;
 
@@ -36,7 +36,7 @@ fn rolling(c: &mut Criterion) {
         g.measurement_time(Duration::from_secs(3));
         for w in [16usize, 1024, 65_536, 1_000_000] {
             g.bench_with_input(BenchmarkId::from_parameter(w), &w, |b, &w| {
-                b.iter(|| rolling_dyn(black_box(&col), w, agg, None, Algorithm::Auto).unwrap())
+                b.iter(|| rolling_dyn(black_box(&col), w, agg, None, Algorithm::Auto, Shape::default()).unwrap())
             });
         }
         g.finish();

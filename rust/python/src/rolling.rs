@@ -56,7 +56,7 @@ pub fn rolling<'py>(
     let arr = values.array().clone();
     let (w, sh) = (size(window)?, shape(closed, center, step)?);
     let mp = self::min_periods(min_periods)?;
-    let out = py.detach(|| core_rolling::rolling_shaped_dyn(arr.as_ref(), w, agg, mp, algo, sh))?;
+    let out = py.detach(|| core_rolling::rolling_dyn(arr.as_ref(), w, agg, mp, algo, sh))?;
     Ok(to_pyarrow(py, out)?)
 }
 
@@ -100,7 +100,7 @@ pub fn rolling_time<'py>(
     let (agg, algo) = (AggKind::parse(agg)?, Algorithm::parse(algorithm)?);
     let (arr, ts) = (values.array().clone(), ts.array().clone());
     let (mp, sh) = (self::min_periods(min_periods)?, shape(closed, center, step)?);
-    let out = py.detach(|| core_rolling::rolling_time_shaped_dyn(arr.as_ref(), ts.as_ref(), range, agg, mp, algo, sh))?;
+    let out = py.detach(|| core_rolling::rolling_time_dyn(arr.as_ref(), ts.as_ref(), range, agg, mp, algo, sh))?;
     Ok(to_pyarrow(py, out)?)
 }
 
@@ -125,7 +125,7 @@ pub fn rolling_keyed<'py>(
     let (k, v) = (keys.array().clone(), values.array().clone());
     let (w, sh) = (size(window)?, shape(closed, center, step)?);
     let mp = self::min_periods(min_periods)?;
-    let out = py.detach(|| core_rolling::rolling_keyed_shaped_dyn(k.as_ref(), v.as_ref(), w, agg, mp, algo, sh))?;
+    let out = py.detach(|| core_rolling::rolling_keyed_dyn(k.as_ref(), v.as_ref(), w, agg, mp, algo, sh))?;
     Ok(to_pyarrow(py, out)?)
 }
 
@@ -172,7 +172,7 @@ pub fn rolling_time_keyed<'py>(
     let (agg, algo) = (AggKind::parse(agg)?, Algorithm::parse(algorithm)?);
     let (k, v, t) = (keys.array().clone(), values.array().clone(), ts.array().clone());
     let (mp, sh) = (self::min_periods(min_periods)?, shape(closed, center, step)?);
-    let out = py.detach(|| core_rolling::rolling_time_keyed_shaped_dyn(k.as_ref(), v.as_ref(), t.as_ref(), range, agg, mp, algo, sh))?;
+    let out = py.detach(|| core_rolling::rolling_time_keyed_dyn(k.as_ref(), v.as_ref(), t.as_ref(), range, agg, mp, algo, sh))?;
     Ok(to_pyarrow(py, out)?)
 }
 
@@ -186,9 +186,10 @@ fn order_stat(agg: &str, q: Option<f64>, interpolation: Option<&str>) -> SwResul
 
 /// Rolling median / quantile / rank for each window (optionally per key):
 /// a list of float64 arrays. `kernel`: auto, sorted_buffer, median_sort or
-/// fenwick (tests and benchmarks).
+/// fenwick (tests and benchmarks); `closed` / `center` / `step` as pandas
+/// (`step` 1 with keys).
 #[pyfunction]
-#[pyo3(signature = (values, windows, agg, q=None, interpolation=None, min_periods=None, kernel="auto", keys=None))]
+#[pyo3(signature = (values, windows, agg, q=None, interpolation=None, min_periods=None, kernel="auto", keys=None, closed="right", center=false, step=1))]
 #[allow(clippy::too_many_arguments)]
 pub fn rolling_order<'py>(
     py: Python<'py>,
@@ -200,7 +201,11 @@ pub fn rolling_order<'py>(
     min_periods: Option<i64>,
     kernel: &str,
     keys: Option<PyArray>,
+    closed: &str,
+    center: bool,
+    step: i64,
 ) -> SwResult<Vec<Bound<'py, PyAny>>> {
+    let sh = shape(closed, center, step)?;
     let ws: Vec<usize> = windows.into_iter().map(size).collect::<SwResult<_>>()?;
     let stat = order_stat(agg, q, interpolation)?;
     let kernel = core_rolling::OrderKernel::parse(kernel)?;
@@ -208,16 +213,17 @@ pub fn rolling_order<'py>(
     let keys = keys.map(|k| k.array().clone());
     let mp = self::min_periods(min_periods)?;
     let out = py.detach(|| match keys {
-        Some(k) => core_rolling::rolling_order_keyed_dyn(k.as_ref(), arr.as_ref(), &ws, stat, mp, kernel),
-        None => core_rolling::rolling_many_order_dyn(arr.as_ref(), &ws, stat, mp, kernel),
+        Some(k) => core_rolling::rolling_order_keyed_dyn(k.as_ref(), arr.as_ref(), &ws, stat, mp, kernel, sh),
+        None => core_rolling::rolling_many_order_dyn(arr.as_ref(), &ws, stat, mp, kernel, sh),
     })?;
     Ok(out.into_iter().map(|a| to_pyarrow(py, a)).collect::<PyResult<_>>()?)
 }
 
 /// Rolling median / quantile / rank over a time window `(t - range, t]`
-/// (optionally per key): one float64 array.
+/// (optionally per key; `closed` / `center` as pandas, `step` 1): one
+/// float64 array.
 #[pyfunction]
-#[pyo3(signature = (values, ts, range, agg, q=None, interpolation=None, min_periods=None, keys=None))]
+#[pyo3(signature = (values, ts, range, agg, q=None, interpolation=None, min_periods=None, keys=None, closed="right", center=false, step=1))]
 #[allow(clippy::too_many_arguments)]
 pub fn rolling_order_time<'py>(
     py: Python<'py>,
@@ -229,14 +235,18 @@ pub fn rolling_order_time<'py>(
     interpolation: Option<&str>,
     min_periods: Option<i64>,
     keys: Option<PyArray>,
+    closed: &str,
+    center: bool,
+    step: i64,
 ) -> SwResult<Bound<'py, PyAny>> {
+    let sh = shape(closed, center, step)?;
     let stat = order_stat(agg, q, interpolation)?;
     let (arr, ts) = (values.array().clone(), ts.array().clone());
     let keys = keys.map(|k| k.array().clone());
     let mp = self::min_periods(min_periods)?;
     let out = py.detach(|| match keys {
-        Some(k) => core_rolling::rolling_order_time_keyed_dyn(k.as_ref(), arr.as_ref(), ts.as_ref(), range, stat, mp),
-        None => core_rolling::rolling_order_time_dyn(arr.as_ref(), ts.as_ref(), range, stat, mp),
+        Some(k) => core_rolling::rolling_order_time_keyed_dyn(k.as_ref(), arr.as_ref(), ts.as_ref(), range, stat, mp, sh),
+        None => core_rolling::rolling_order_time_dyn(arr.as_ref(), ts.as_ref(), range, stat, mp, sh),
     })?;
     Ok(to_pyarrow(py, out)?)
 }

@@ -5,9 +5,10 @@
 
 use std::sync::Arc;
 
+use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
-use arrow_array::{Array, ArrayRef, PrimitiveArray, UInt32Array};
-use arrow_buffer::ScalarBuffer;
+use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, PrimitiveArray, UInt32Array};
+use arrow_buffer::{BooleanBufferBuilder, NullBuffer, ScalarBuffer};
 
 use crate::engine::{AggKind, DType, FromArrow, ToArrow};
 use crate::fifo::Algorithm;
@@ -47,7 +48,8 @@ fn per_segment(g: &Grouped, mut f: impl FnMut(&dyn Array, usize, usize) -> Resul
 }
 
 /// [`per_segment`] for `f` returning `n_out` arrays per segment (one per
-/// window of a `rolling_many`): each output put back in input row order.
+/// window of a `rolling_many`): each output put back in input row order
+/// ([`PutBack`]: one scatter for short segments).
 fn per_segment_many(
     g: &Grouped,
     n_out: usize,
@@ -57,52 +59,156 @@ fn per_segment_many(
     if segs == 0 {
         return f(g.values.as_ref(), 0, 0);
     }
-    let mut outs: Vec<Vec<ArrayRef>> = (0..n_out).map(|_| Vec::with_capacity(segs)).collect();
+    let n = g.part.perm.len();
+    let scatter = n / segs < GATHER_MIN_ROWS;
+    let mut outs: Vec<PutBack> = Vec::with_capacity(n_out);
     for s in 0..segs {
         let (lo, hi) = (g.part.bounds[s], g.part.bounds[s + 1]);
         let res = f(&g.values.slice(lo, hi - lo), lo, hi)?;
         debug_assert_eq!(res.len(), n_out);
+        if s == 0 {
+            outs = res.iter().map(|a| PutBack::new(a.data_type(), n, segs, scatter)).collect();
+        }
+        // grouped row lo + k is input row perm[lo + k]
+        let rows = &g.part.perm[lo..hi];
         for (o, a) in outs.iter_mut().zip(res) {
-            o.push(a);
+            o.put(a, rows)?;
         }
     }
-    // grouped[p] is the result of input row perm[p]: scatter back.
-    let mut inv = vec![0u32; g.part.perm.len()];
-    for (p, &i) in g.part.perm.iter().enumerate() {
-        inv[i as usize] = p as u32;
+    // Gathered outputs: grouped row p is input row perm[p]; the inverse
+    // permutation, shared by all of them.
+    let mut inv = None;
+    if outs.iter().any(|o| matches!(o, PutBack::Gather { .. })) {
+        let mut v = vec![0u32; n];
+        for (p, &i) in g.part.perm.iter().enumerate() {
+            v[i as usize] = p as u32;
+        }
+        inv = Some(UInt32Array::new(ScalarBuffer::from(v), None));
     }
-    let idx = UInt32Array::new(ScalarBuffer::from(inv), None);
-    outs.into_iter()
-        .map(|mut o| {
-            let grouped = if o.len() == 1 {
-                o.pop().unwrap()
-            } else {
-                let refs: Vec<&dyn Array> = o.iter().map(|a| a.as_ref()).collect();
-                arrow_select::concat::concat(&refs).map_err(|e| Error::Invalid(e.to_string()))?
-            };
-            arrow_select::take::take(grouped.as_ref(), &idx, None).map_err(|e| Error::Invalid(e.to_string()))
+    outs.into_iter().map(|o| o.finish(inv.as_ref())).collect()
+}
+
+/// Average segment length (rows per key) from which the segments are
+/// concatenated and taken back to input order (two copies) rather than
+/// scattered (one). Measured on 1M float64 rows (benches/
+/// keyed_one_copy.py, DESIGN §3.4): with 100k keys (10-row segments) the
+/// scatter is 2-3x concatenate-then-take (the concatenation of 100k small
+/// arrays dominates); with 100 keys (10k-row segments) it was 1.6x slower
+/// (a segment's writes land a cache line apart over the whole output,
+/// where `take` reads at random and writes in order), and a one-copy
+/// gather (`interleave` from the segments) was 1.5-2x slower than
+/// concatenate-then-take at 100 to 10k keys.
+const GATHER_MIN_ROWS: usize = 64;
+
+/// One output of a keyed call put back in input row order. Short segments:
+/// primitive results (every aggregation but collect, and the order
+/// statistics) are scattered to their input rows as each segment arrives,
+/// one copy, validity bits alongside (made only once a null is seen), and
+/// the segment's array is dropped at once. Long segments, and any other
+/// type (collect's lists): the segments are kept, concatenated and taken
+/// back to input order (two copies, measured faster there).
+enum PutBack {
+    I32(Scatter<arrow_array::types::Int32Type>),
+    I64(Scatter<Int64Type>),
+    F32(Scatter<arrow_array::types::Float32Type>),
+    F64(Scatter<arrow_array::types::Float64Type>),
+    Gather { dtype: arrow_schema::DataType, parts: Vec<ArrayRef> },
+}
+
+struct Scatter<T: ArrowPrimitiveType> {
+    values: Vec<T::Native>,
+    valid: Option<BooleanBufferBuilder>,
+}
+
+impl<T: ArrowPrimitiveType> Scatter<T> {
+    fn new(n: usize) -> Self {
+        Scatter { values: vec![T::Native::default(); n], valid: None }
+    }
+
+    fn put(&mut self, a: &dyn Array, rows: &[u32]) {
+        let a = a.as_primitive::<T>();
+        for (&r, &v) in rows.iter().zip(a.values().iter()) {
+            self.values[r as usize] = v;
+        }
+        if let Some(nb) = a.nulls().filter(|nb| nb.null_count() > 0) {
+            let n = self.values.len();
+            let valid = self.valid.get_or_insert_with(|| {
+                let mut b = BooleanBufferBuilder::new(n);
+                b.append_n(n, true);
+                b
+            });
+            for (k, &r) in rows.iter().enumerate() {
+                if nb.is_null(k) {
+                    valid.set_bit(r as usize, false);
+                }
+            }
+        }
+    }
+
+    fn finish(self) -> ArrayRef {
+        let nulls = self.valid.map(|mut b| NullBuffer::new(b.finish()));
+        Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(self.values), nulls))
+    }
+}
+
+impl PutBack {
+    fn new(dtype: &arrow_schema::DataType, n: usize, segs: usize, scatter: bool) -> PutBack {
+        use arrow_schema::DataType as D;
+        match dtype {
+            D::Int32 if scatter => PutBack::I32(Scatter::new(n)),
+            D::Int64 if scatter => PutBack::I64(Scatter::new(n)),
+            D::Float32 if scatter => PutBack::F32(Scatter::new(n)),
+            D::Float64 if scatter => PutBack::F64(Scatter::new(n)),
+            d => PutBack::Gather { dtype: d.clone(), parts: Vec::with_capacity(segs) },
+        }
+    }
+
+    /// The next segment's result `a`, whose row `k` belongs at input row
+    /// `rows[k]`.
+    fn put(&mut self, a: ArrayRef, rows: &[u32]) -> Result<()> {
+        debug_assert_eq!(a.len(), rows.len());
+        match self {
+            PutBack::I32(s) => s.put(a.as_ref(), rows),
+            PutBack::I64(s) => s.put(a.as_ref(), rows),
+            PutBack::F32(s) => s.put(a.as_ref(), rows),
+            PutBack::F64(s) => s.put(a.as_ref(), rows),
+            PutBack::Gather { dtype, parts } => {
+                if a.data_type() != dtype {
+                    return invalid!("keyed segments gave {} and {}", dtype, a.data_type());
+                }
+                parts.push(a);
+            }
+        }
+        Ok(())
+    }
+
+    /// `inv[i]`: the grouped row of input row `i` (gathered outputs).
+    fn finish(self, inv: Option<&UInt32Array>) -> Result<ArrayRef> {
+        Ok(match self {
+            PutBack::I32(s) => s.finish(),
+            PutBack::I64(s) => s.finish(),
+            PutBack::F32(s) => s.finish(),
+            PutBack::F64(s) => s.finish(),
+            PutBack::Gather { mut parts, .. } => {
+                let grouped = if parts.len() == 1 {
+                    parts.pop().expect("one part")
+                } else {
+                    let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+                    arrow_select::concat::concat(&refs).map_err(|e| Error::Invalid(e.to_string()))?
+                };
+                let inv = inv.expect("inverse permutation made for gathered outputs");
+                arrow_select::take::take(grouped.as_ref(), inv, None).map_err(|e| Error::Invalid(e.to_string()))?
+            }
         })
-        .collect()
+    }
 }
 
 /// Per-row rolling within each key: row `i` aggregates the last `window`
 /// rows of its key up to and including `i` (pandas
-/// `groupby(k).rolling(window)`, re-aligned to the input rows).
+/// `groupby(k).rolling(window)`, re-aligned to the input rows), with
+/// pandas' `closed=` / `center=` within each key; pandas has no `step` on
+/// groupby rolling, so `step` must be 1.
 pub fn rolling_keyed_dyn(
-    keys: &dyn Array,
-    values: &dyn Array,
-    window: usize,
-    agg: AggKind,
-    min_periods: Option<usize>,
-    algo: Algorithm,
-) -> Result<ArrayRef> {
-    rolling_keyed_shaped_dyn(keys, values, window, agg, min_periods, algo, Shape::default())
-}
-
-/// [`rolling_keyed_dyn`] with pandas' `closed=` / `center=` within each key
-/// (`groupby(k).rolling(w, closed=..., center=...)`); pandas has no `step`
-/// on groupby rolling, so `step` must be 1.
-pub fn rolling_keyed_shaped_dyn(
     keys: &dyn Array,
     values: &dyn Array,
     window: usize,
@@ -115,7 +221,7 @@ pub fn rolling_keyed_shaped_dyn(
     check_no_step(shape)?;
     let g = group_rows(keys, values)?;
     per_segment(&g, |seg, lo, _| {
-        let out = crate::rolling::rolling_shaped_dyn(seg, window, agg, min_periods, algo, shape)?;
+        let out = crate::rolling::rolling_dyn(seg, window, agg, min_periods, algo, shape)?;
         Ok(input_rows(&g, agg, out, lo))
     })
 }
@@ -128,7 +234,8 @@ fn check_no_step(shape: Shape) -> Result<()> {
 }
 
 /// [`rolling_keyed_dyn`] for median / quantile / rank (`windows`: one
-/// array per window, as `rolling_many`).
+/// array per window, as `rolling_many`), `closed=` / `center=` within each
+/// key; `step` must be 1.
 pub fn rolling_order_keyed_dyn(
     keys: &dyn Array,
     values: &dyn Array,
@@ -136,13 +243,15 @@ pub fn rolling_order_keyed_dyn(
     stat: crate::rolling::OrderStat,
     min_periods: Option<usize>,
     kernel: crate::rolling::OrderKernel,
+    shape: Shape,
 ) -> Result<Vec<ArrayRef>> {
     for &w in windows {
         crate::rolling::check_window(w, min_periods)?;
     }
+    check_no_step(shape)?;
     let g = group_rows(keys, values)?;
     per_segment_many(&g, windows.len(), |seg, _, _| {
-        crate::rolling::rolling_many_order_dyn(seg, windows, stat, min_periods, kernel)
+        crate::rolling::rolling_many_order_dyn(seg, windows, stat, min_periods, kernel, shape)
     })
 }
 
@@ -194,24 +303,11 @@ pub fn rolling_many_keyed_dyn(
 
 /// Per-row time rolling within each key (pandas
 /// `groupby(k).rolling("5s", on=ts)`): row `i` aggregates the rows `j` of its
-/// key with `ts[j] > ts[i] - range`, up to and including `i`. Times must be
-/// non-null and non-decreasing within each key (keys may interleave).
-pub fn rolling_time_keyed_dyn(
-    keys: &dyn Array,
-    values: &dyn Array,
-    ts: &dyn Array,
-    range: i64,
-    agg: AggKind,
-    min_periods: Option<usize>,
-    algo: Algorithm,
-) -> Result<ArrayRef> {
-    rolling_time_keyed_shaped_dyn(keys, values, ts, range, agg, min_periods, algo, Shape::default())
-}
-
-/// [`rolling_time_keyed_dyn`] with pandas' `closed=` / `center=` within each
-/// key; `step` must be 1.
+/// key with `ts[j] > ts[i] - range`, up to and including `i`, or as
+/// `closed=` / `center=` say; `step` must be 1. Times must be non-null and
+/// non-decreasing within each key (keys may interleave).
 #[allow(clippy::too_many_arguments)]
-pub fn rolling_time_keyed_shaped_dyn(
+pub fn rolling_time_keyed_dyn(
     keys: &dyn Array,
     values: &dyn Array,
     ts: &dyn Array,
@@ -228,7 +324,7 @@ pub fn rolling_time_keyed_shaped_dyn(
     let g = group_rows(keys, values)?;
     let ts_arr = times_per_key(&g, ts, values.len())?;
     per_segment(&g, |seg, lo, hi| {
-        let out = crate::rolling::time::rolling_time_shaped_dyn(seg, &ts_arr.slice(lo, hi - lo), range, agg, min_periods, algo, shape)?;
+        let out = crate::rolling::time::rolling_time_dyn(seg, &ts_arr.slice(lo, hi - lo), range, agg, min_periods, algo, shape)?;
         Ok(input_rows(&g, agg, out, lo))
     })
 }
@@ -255,7 +351,8 @@ fn times_per_key(g: &Grouped, ts: &dyn Array, n: usize) -> Result<PrimitiveArray
     Ok(PrimitiveArray::<Int64Type>::new(ScalarBuffer::from(tsg), None))
 }
 
-/// [`crate::rolling::order::rolling_order_time_dyn`] within each key.
+/// [`crate::rolling::order::rolling_order_time_dyn`] within each key
+/// (`closed=` / `center=` too; `step` must be 1).
 pub fn rolling_order_time_keyed_dyn(
     keys: &dyn Array,
     values: &dyn Array,
@@ -263,14 +360,16 @@ pub fn rolling_order_time_keyed_dyn(
     range: i64,
     stat: crate::rolling::OrderStat,
     min_periods: Option<usize>,
+    shape: Shape,
 ) -> Result<ArrayRef> {
+    check_no_step(shape)?;
     if range <= 0 {
         return invalid!("time window must be positive, got {range}");
     }
     let g = group_rows(keys, values)?;
     let ts_arr = times_per_key(&g, ts, values.len())?;
     per_segment(&g, |seg, lo, hi| {
-        crate::rolling::order::rolling_order_time_dyn(seg, &ts_arr.slice(lo, hi - lo), range, stat, min_periods)
+        crate::rolling::order::rolling_order_time_dyn(seg, &ts_arr.slice(lo, hi - lo), range, stat, min_periods, shape)
     })
 }
 

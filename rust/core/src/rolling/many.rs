@@ -99,9 +99,9 @@ pub fn rolling_many_tuned(
         .map(|&w| match min_periods {
             // Only possible for a window capped to the data: never enough
             // rows, all null of the aggregate's type.
-            Some(m) if m > w => super::rolling_dyn(values.slice(0, 0).as_ref(), w, agg, None, algo)
+            Some(m) if m > w => super::rolling_plain(values.slice(0, 0).as_ref(), w, agg, None, algo)
                 .map(|empty| arrow_array::new_null_array(empty.data_type(), n)),
-            _ => super::rolling_dyn(values, w, agg, min_periods, algo),
+            _ => super::rolling_plain(values, w, agg, min_periods, algo),
         })
         .collect()
 }

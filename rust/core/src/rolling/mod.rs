@@ -42,15 +42,12 @@ mod sorted_buffer;
 mod sum;
 pub mod time;
 
-pub use keyed::{
-    rolling_keyed_dyn, rolling_keyed_shaped_dyn, rolling_many_keyed_dyn, rolling_order_keyed_dyn, rolling_order_time_keyed_dyn,
-    rolling_time_keyed_dyn, rolling_time_keyed_shaped_dyn,
-};
+pub use keyed::{rolling_keyed_dyn, rolling_many_keyed_dyn, rolling_order_keyed_dyn, rolling_order_time_keyed_dyn, rolling_time_keyed_dyn};
 pub use extreme::extreme_values_at;
 pub use order::{rolling_many_order_dyn, rolling_order_dyn, rolling_order_time_dyn, Interpolation, OrderKernel, OrderStat, SortedWindow};
 pub use many::{rolling_many_dyn, rolling_many_tuned, Tuning};
-pub use shape::{rolling_shaped_dyn, Closed, Shape};
-pub use time::{rolling_time_dyn, rolling_time_shaped_dyn};
+pub use shape::{Closed, Shape};
+pub use time::rolling_time_dyn;
 
 use arrow_array::{Array, ArrayRef};
 use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder, NullBuffer};
@@ -87,8 +84,26 @@ pub(crate) fn thread_cap() -> usize {
     }
 }
 
-/// Rolling `agg` over `values` (int32/int64/float32/float64, nulls allowed).
+/// Rolling `agg` over `values` (int32/int64/float32/float64, nulls allowed)
+/// in windows of `window` rows shaped by pandas' `closed=` / `center=` /
+/// `step=` ([`shape`]); the default shape runs the plain kernels directly.
 pub fn rolling_dyn(
+    values: &dyn Array,
+    window: usize,
+    agg: AggKind,
+    min_periods: Option<usize>,
+    algo: Algorithm,
+    shape: Shape,
+) -> Result<ArrayRef> {
+    if shape.is_default() {
+        return rolling_plain(values, window, agg, min_periods, algo);
+    }
+    shape::rolling_shaped(values, window, agg, min_periods, algo, shape)
+}
+
+/// [`rolling_dyn`] for the default shape: row `i` reads rows
+/// `(i - window, i]`.
+pub(crate) fn rolling_plain(
     values: &dyn Array,
     window: usize,
     agg: AggKind,

@@ -38,6 +38,7 @@ use arrow_schema::DataType;
 
 pub use super::order_stat::{key, quantile_of, quantile_pos, rank_of, unkey, Interpolation, OrderStat, NAN_KEY};
 pub use super::sorted_buffer::SortedWindow;
+use super::shape::Shape;
 use crate::{invalid, Result};
 
 /// Which kernel runs; `Auto` picks by window length (tests force the others).
@@ -82,17 +83,18 @@ pub fn keys_of(values: &dyn Array) -> Result<(Vec<u64>, Option<NullBuffer>)> {
     Ok((keys, nulls))
 }
 
-/// Rolling `stat` over `values`: row `i` reads rows `(i - window, i]`.
+/// Rolling `stat` over `values`: row `i` reads rows `(i - window, i]`, or
+/// as pandas' `closed=` / `center=` / `step=` say ([`Shape`], run by
+/// [`super::shape::order_count_shaped`]).
 pub fn rolling_order_dyn(
     values: &dyn Array,
     window: usize,
     stat: OrderStat,
     min_periods: Option<usize>,
     kernel: OrderKernel,
+    shape: Shape,
 ) -> Result<ArrayRef> {
-    super::check_window(window, min_periods)?;
-    let (keys, nulls) = keys_of(values)?;
-    Ok(rolling_order_keys(&keys, nulls.as_ref(), window, stat, min_periods.unwrap_or(0), kernel))
+    Ok(rolling_many_order_dyn(values, &[window], stat, min_periods, kernel, shape)?.remove(0))
 }
 
 /// [`rolling_order_dyn`] for several windows over the same column: the
@@ -103,29 +105,51 @@ pub fn rolling_many_order_dyn(
     stat: OrderStat,
     min_periods: Option<usize>,
     kernel: OrderKernel,
+    shape: Shape,
 ) -> Result<Vec<ArrayRef>> {
     for &w in windows {
         super::check_window(w, min_periods)?;
     }
     let (keys, nulls) = keys_of(values)?;
     let mp = min_periods.unwrap_or(0);
+    if !shape.is_default() {
+        let need = mp.max(1);
+        return windows.iter().map(|&w| super::shape::order_count_shaped(&keys, nulls.as_ref(), w, stat, need, kernel, shape)).collect();
+    }
     Ok(windows.iter().map(|&w| rolling_order_keys(&keys, nulls.as_ref(), w, stat, mp, kernel)).collect())
 }
 
 /// Rolling `stat` over a time window: row `i` reads the rows `j <= i` with
 /// `ts[j] > ts[i] - range` (pandas' `rolling("5m")`, `closed="right"`),
-/// times non-decreasing. Runs the sorted buffer (a window's length varies,
-/// which Suomela's blocks and the Fenwick kernel do not allow).
-pub fn rolling_order_time_dyn(values: &dyn Array, ts: &dyn Array, range: i64, stat: OrderStat, min_periods: Option<usize>) -> Result<ArrayRef> {
+/// times non-decreasing, or as pandas' `closed=` / `center=` say (`step`
+/// must be 1: pandas refuses it on time windows). Runs the sorted buffer
+/// (a window's length varies, which Suomela's blocks and the Fenwick
+/// kernel do not allow).
+pub fn rolling_order_time_dyn(
+    values: &dyn Array,
+    ts: &dyn Array,
+    range: i64,
+    stat: OrderStat,
+    min_periods: Option<usize>,
+    shape: Shape,
+) -> Result<ArrayRef> {
     if range <= 0 {
         return invalid!("time window must be positive, got {range}");
+    }
+    if shape.step != 1 {
+        return invalid!("step is not supported with time windows (pandas refuses it too), got step={}", shape.step);
     }
     let times = crate::engine::event_times(ts, values.len())?;
     if let Some((i, p)) = crate::engine::first_decrease(times, None) {
         return Err(crate::engine::time_order_error(i, None, times[i], p));
     }
     let (keys, nulls) = keys_of(values)?;
-    Ok(super::sorted_buffer::rolling_bounds(&keys, nulls.as_ref(), &time_starts(times, range), min_periods.unwrap_or(0).max(1), stat))
+    let need = min_periods.unwrap_or(0).max(1);
+    if !shape.is_default() {
+        let frame = super::shape::Frame::Time { ts: times, range, closed: shape.closed, center: shape.center };
+        return Ok(super::shape::order_frames(&keys, nulls.as_ref(), &frame, need, stat, 1));
+    }
+    Ok(super::sorted_buffer::rolling_bounds(&keys, nulls.as_ref(), &time_starts(times, range), need, stat))
 }
 
 /// Each row's first row in its time window `(t - range, t]`.

@@ -26,10 +26,14 @@
 //!   `closed` says, by time on both sides, compared exactly (doubled, in
 //!   i128, no rounding of `r/2`).
 
-use arrow_array::types::Int64Type;
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{Array, ArrayRef, PrimitiveArray, UInt32Array};
-use arrow_buffer::ScalarBuffer;
+use arrow_buffer::{NullBuffer, ScalarBuffer};
 use std::sync::Arc;
+
+use super::order::{OrderKernel, OrderStat, SortedWindow};
+use super::order_stat::{finish, quantile_of, rank_of};
 
 use crate::engine::{AggKind, Column, DType, FromArrow, OutBuilder, ToArrow};
 use crate::fifo::{Algorithm, FifoAggregator, New};
@@ -89,7 +93,7 @@ impl Shape {
     pub fn is_default(&self) -> bool {
         *self == Shape::default()
     }
-    fn check(&self) -> Result<()> {
+    pub(crate) fn check(&self) -> Result<()> {
         if self.step == 0 {
             return invalid!("step must be a positive number of rows, got 0");
         }
@@ -174,9 +178,9 @@ impl Frame<'_> {
     }
 }
 
-/// Count-window rolling with a shape (module docs); the default shape is
-/// exactly [`super::rolling_dyn`].
-pub fn rolling_shaped_dyn(
+/// Count-window rolling with a non-default shape (module docs); reached
+/// through [`super::rolling_dyn`], which runs the default shape directly.
+pub(crate) fn rolling_shaped(
     values: &dyn Array,
     window: usize,
     agg: AggKind,
@@ -184,9 +188,6 @@ pub fn rolling_shaped_dyn(
     algo: Algorithm,
     shape: Shape,
 ) -> Result<ArrayRef> {
-    if shape.is_default() {
-        return super::rolling_dyn(values, window, agg, min_periods, algo);
-    }
     super::check_window(window, min_periods)?;
     shape.check()?;
     let n = values.len();
@@ -211,7 +212,7 @@ pub fn rolling_shaped_dyn(
     // The fast kernel over the values as they are (padding them with nulls
     // would send a null-free column down the kernels' slower null path):
     // full[j] is the window of `len` rows ending at row j.
-    let full = super::rolling_dyn(values, len, agg, min_periods, algo)?;
+    let full = super::rolling_plain(values, len, agg, min_periods, algo)?;
     let mut out = if b < 0 {
         // left / neither, not centred: row i is full[i - 1], row 0's window
         // is empty (what a window of one null gives).
@@ -221,7 +222,7 @@ pub fn rolling_shaped_dyn(
             let empty = if mp > 0 {
                 arrow_array::new_null_array(full.data_type(), 1)
             } else {
-                super::rolling_dyn(&arrow_array::new_null_array(values.data_type(), 1), 1, agg, None, algo)?
+                super::rolling_plain(&arrow_array::new_null_array(values.data_type(), 1), 1, agg, None, algo)?
             };
             cat(&[empty.as_ref(), full.slice(0, n - 1).as_ref()])?
         }
@@ -235,7 +236,7 @@ pub fn rolling_shaped_dyn(
         let m = n.saturating_sub(b);
         let t0 = (m as isize + a).max(0) as usize;
         let tail_in = cat(&[values.slice(t0, n - t0).as_ref(), arrow_array::new_null_array(values.data_type(), b).as_ref()])?;
-        let tail_full = super::rolling_dyn(tail_in.as_ref(), len, agg, min_periods, algo)?;
+        let tail_full = super::rolling_plain(tail_in.as_ref(), len, agg, min_periods, algo)?;
         // row i >= m sits at i + b - t0 of the padded tail
         let mut tail = tail_full.slice(m + b - t0, n - m);
         if t0 > 0 && arg {
@@ -344,4 +345,107 @@ where
         i += step;
     }
     Ok(out.finish())
+}
+
+/// Median / quantile / rank over count windows of any shape: keys and
+/// nulls as [`super::order::keys_of`] gives them, `need >= 1` values make
+/// a row valid. The same trick as [`rolling_shaped`]: row `i`'s window is
+/// the plain trailing window of `b - a + 1` rows ending at row `i + b`, so
+/// the order-statistic kernels run as they are
+/// ([`super::order::rolling_order_keys`], any kernel) and row `i` reads
+/// their row `i + b`: rank then ranks the window's last row, as pandas'
+/// `rolling(...).rank()` does (`values[end - 1]`). Centred, the last `b`
+/// rows' windows are cut by the end of the data and run
+/// [`order_frames`]; so does a `step` far longer than the window.
+pub(crate) fn order_count_shaped(
+    keys: &[u64],
+    nulls: Option<&NullBuffer>,
+    window: usize,
+    stat: OrderStat,
+    need: usize,
+    kernel: OrderKernel,
+    shape: Shape,
+) -> Result<ArrayRef> {
+    shape.check()?;
+    let n = keys.len();
+    let (a, b) = shape.row_offsets(window);
+    let len = (b - a + 1) as usize; // w - 1, w or w + 1
+    let rows = n.div_ceil(shape.step);
+    if need > len {
+        // `neither` holds w - 1 rows: never enough values.
+        return Ok(arrow_array::new_null_array(&arrow_schema::DataType::Float64, rows));
+    }
+    if shape.step >= 8 * len {
+        return Ok(order_frames(keys, nulls, &Frame::Rows { a, b }, need, stat, shape.step));
+    }
+    let full = super::order::rolling_order_keys(keys, nulls, len, stat, need, kernel);
+    let full = full.as_primitive::<Float64Type>();
+    // Rows from `m` on are cut by the end of the data (centred only); their
+    // frames touch rows from `t0` on.
+    let m = n.saturating_sub(b.max(0) as usize);
+    let t0 = (m as isize + a).max(0) as usize;
+    let tail = (m < n).then(|| order_frames(&keys[t0..], nulls.map(|nb| nb.slice(t0, n - t0)).as_ref(), &Frame::Rows { a, b }, need, stat, 1));
+    let tail = tail.as_ref().map(|t| t.as_primitive::<Float64Type>());
+    let (mut out, mut valid) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
+    for i in (0..n).step_by(shape.step) {
+        let (src, j) = match i as isize + b {
+            j if j < 0 => (None, 0), // left-open, not centred: row 0's window is empty
+            j if i < m => (Some(full), j as usize),
+            _ => (tail, i - t0),
+        };
+        let v = src.filter(|s| s.is_valid(j)).map(|s| s.value(j));
+        out.push(v.unwrap_or(0.0));
+        valid.push(v.is_some());
+    }
+    Ok(finish(out, Some(valid)))
+}
+
+/// Median / quantile / rank over each row's frame `[s, e)` (every
+/// `step`-th row) on the sorted buffer: keys pushed up to `e`, evicted
+/// below `s`, a frame past everything held starting afresh (rows between
+/// non-overlapping windows are never pushed). Rank ranks the frame's last
+/// row (null when it is null), as pandas.
+pub(crate) fn order_frames(keys: &[u64], nulls: Option<&NullBuffer>, frame: &Frame, need: usize, stat: OrderStat, step: usize) -> ArrayRef {
+    let n = keys.len();
+    let ok = |i: usize| nulls.is_none_or(|nb| nb.is_valid(i));
+    let mut win = SortedWindow::new();
+    let rows = n.div_ceil(step);
+    let (mut out, mut valid) = (vec![0.0f64; rows], vec![true; rows]);
+    let (mut lo, mut hi) = (0usize, 0usize);
+    for (o, i) in (0..n).step_by(step).enumerate() {
+        let (s, e) = frame.bounds(i, n, lo, hi);
+        if s >= hi {
+            win.clear();
+            (lo, hi) = (s, s);
+        }
+        while hi < e {
+            if ok(hi) {
+                win.push_key(keys[hi]);
+            }
+            hi += 1;
+        }
+        while lo < s {
+            if ok(lo) {
+                win.evict_key(keys[lo]);
+            }
+            lo += 1;
+        }
+        let c = win.len();
+        let got = if c < need {
+            None
+        } else {
+            match stat.quantile() {
+                Some((q, interp)) => Some(quantile_of(c, q, interp, |k| win.kth(k))),
+                None => ok(e - 1).then(|| {
+                    let (less, equal) = win.less_equal_key(keys[e - 1]);
+                    rank_of(less, equal, c)
+                }),
+            }
+        };
+        match got {
+            Some(v) => out[o] = v,
+            None => valid[o] = false,
+        }
+    }
+    finish(out, Some(valid))
 }

@@ -11,22 +11,10 @@ use crate::fifo::Algorithm;
 use crate::{invalid, Result};
 
 /// Per-row time rolling (pandas `rolling("5s")` semantics, see the module
-/// docs): `ts` non-decreasing, `range > 0` in the timestamps' unit.
+/// docs): `ts` non-decreasing, `range > 0` in the timestamps' unit, with
+/// pandas' `closed=` and `center=` (module docs of [`super::shape`]);
+/// `step` must be 1, as in pandas, which refuses it on time windows.
 pub fn rolling_time_dyn(
-    values: &dyn Array,
-    ts: &dyn Array,
-    range: i64,
-    agg: AggKind,
-    min_periods: Option<usize>,
-    algo: Algorithm,
-) -> Result<ArrayRef> {
-    rolling_time_shaped_dyn(values, ts, range, agg, min_periods, algo, Shape::default())
-}
-
-/// [`rolling_time_dyn`] with pandas' `closed=` and `center=` (module docs of
-/// [`super::shape`]); `step` must be 1, as in pandas, which refuses it on
-/// time windows.
-pub fn rolling_time_shaped_dyn(
     values: &dyn Array,
     ts: &dyn Array,
     range: i64,

@@ -12,7 +12,7 @@ use slidewise_core::engine::{AggKind, DType};
 use slidewise_core::fifo::Algorithm;
 use slidewise_core::keys::partition;
 use slidewise_core::partial::Slicing;
-use slidewise_core::rolling::{rolling_dyn, rolling_keyed_dyn, rolling_many_keyed_dyn, rolling_time_dyn, rolling_time_keyed_dyn};
+use slidewise_core::rolling::{rolling_dyn, rolling_keyed_dyn, rolling_many_keyed_dyn, rolling_time_dyn, rolling_time_keyed_dyn, Shape};
 use slidewise_core::stream::count::CountSpec;
 use slidewise_core::stream::time::TimeSpec;
 use slidewise_core::stream::{self, Batch, QueryWindows, StreamSpec};
@@ -219,14 +219,14 @@ proptest! {
         strings in any::<bool>(),
     ) {
         let mp = mp.map(|m| m.min(window));
-        let got = rolling_keyed_dyn(key_column(&ks, strings).as_ref(), column(&xs).as_ref(), window, agg, mp, Algorithm::Auto).unwrap();
+        let got = rolling_keyed_dyn(key_column(&ks, strings).as_ref(), column(&xs).as_ref(), window, agg, mp, Algorithm::Auto, Shape::default()).unwrap();
         prop_assert_eq!(got.len(), xs.len());
         for (_, rows) in rows_of(&ks) {
             let w = window.min(rows.len());
             let alone = if mp.is_some_and(|m| m > w) {
                 arrow_array::new_null_array(got.data_type(), rows.len())
             } else {
-                rolling_dyn(column(&take_f64(&xs, &rows)).as_ref(), w, agg, mp, Algorithm::Auto).unwrap()
+                rolling_dyn(column(&take_f64(&xs, &rows)).as_ref(), w, agg, mp, Algorithm::Auto, Shape::default()).unwrap()
             };
             for (j, &i) in rows.iter().enumerate() {
                 let mut want = alone.slice(j, 1);
@@ -255,7 +255,7 @@ proptest! {
         prop_assert_eq!(got.len(), windows.len() * aggs.len());
         let want_all = aggs.iter().flat_map(|&a| windows.iter().map(move |&w| (a, w)));
         for ((agg, w), g) in want_all.zip(&got) {
-            let want = rolling_keyed_dyn(k.as_ref(), v.as_ref(), w, agg, mp, Algorithm::Auto).unwrap();
+            let want = rolling_keyed_dyn(k.as_ref(), v.as_ref(), w, agg, mp, Algorithm::Auto, Shape::default()).unwrap();
             prop_assert!(same(g.as_ref(), want.as_ref()), "{:?} window {}: {:?} vs {:?}", agg, w, g, want);
         }
     }
@@ -271,10 +271,10 @@ proptest! {
         let ts: Vec<i64> = rows.iter().map(|&(k, dt, _)| { let c = clock.entry(k).or_insert(0); *c += dt; *c }).collect();
         let xs: Vec<Option<f64>> = rows.iter().map(|r| r.2).collect();
         let tcol: ArrayRef = Arc::new(Int64Array::from(ts.clone()));
-        let got = rolling_time_keyed_dyn(key_column(&ks, false).as_ref(), column(&xs).as_ref(), tcol.as_ref(), range, agg, None, Algorithm::Auto).unwrap();
+        let got = rolling_time_keyed_dyn(key_column(&ks, false).as_ref(), column(&xs).as_ref(), tcol.as_ref(), range, agg, None, Algorithm::Auto, Shape::default()).unwrap();
         for (_, rows) in rows_of(&ks) {
             let kts = Int64Array::from(rows.iter().map(|&i| ts[i]).collect::<Vec<_>>());
-            let alone = rolling_time_dyn(column(&take_f64(&xs, &rows)).as_ref(), &kts, range, agg, None, Algorithm::Auto).unwrap();
+            let alone = rolling_time_dyn(column(&take_f64(&xs, &rows)).as_ref(), &kts, range, agg, None, Algorithm::Auto, Shape::default()).unwrap();
             for (j, &i) in rows.iter().enumerate() {
                 prop_assert!(same(got.slice(i, 1).as_ref(), alone.slice(j, 1).as_ref()));
             }

@@ -17,7 +17,7 @@ use crate::common::{typed_column, value, xorshift};
 use proptest::prelude::*;
 use slidewise_core::engine::AggKind;
 use slidewise_core::fifo::Algorithm;
-use slidewise_core::rolling::{rolling_dyn, rolling_many_tuned, Tuning};
+use slidewise_core::rolling::{rolling_dyn, rolling_many_tuned, Shape, Tuning};
 
 /// Bits of row `i` (`None` when null).
 fn bits(a: &dyn Array, i: usize) -> Option<u64> {
@@ -88,14 +88,14 @@ proptest! {
                 prop_assert_eq!(got.len(), ws.len());
                 for (g, &w) in got.iter().zip(&ws) {
                     let what = format!("{} {dt} window {w} min_periods {mp:?} {tuning:?}", agg.name());
-                    let alone = rolling_dyn(&col, w, agg, mp, Algorithm::Auto).unwrap();
+                    let alone = rolling_dyn(&col, w, agg, mp, Algorithm::Auto, Shape::default()).unwrap();
                     if dt == DataType::Float64 && matches!(agg, AggKind::Sum | AggKind::Mean) {
                         close(g, &alone, &what)?;
                     } else {
                         same(g, &alone, &what)?;
                     }
                     if matches!(agg, AggKind::Max | AggKind::Min) {
-                        let naive = rolling_dyn(&col, w, agg, mp, Algorithm::Recalc).unwrap();
+                        let naive = rolling_dyn(&col, w, agg, mp, Algorithm::Recalc, Shape::default()).unwrap();
                         same(g, &naive, &format!("{what} vs recalc"))?;
                     }
                 }
@@ -128,7 +128,7 @@ fn many_long_column_default_tuning() {
             for threads in [None, Some(1), Some(3)] {
                 let got = rolling_many_tuned(&col, &ws, agg, Some(1), Algorithm::Auto, Tuning { chunk: None, threads }).unwrap();
                 for (g, &w) in got.iter().zip(&ws) {
-                    let alone = rolling_dyn(&col, w, agg, Some(1), Algorithm::Auto).unwrap();
+                    let alone = rolling_dyn(&col, w, agg, Some(1), Algorithm::Auto, Shape::default()).unwrap();
                     same(g, &alone, &format!("{} window {w} threads {threads:?}", agg.name())).unwrap();
                 }
             }

@@ -14,8 +14,10 @@ use proptest::prelude::*;
 use slidewise_core::rolling::order::{key, naive, quantile_of, rank_of, unkey, Interpolation, OrderKernel, OrderStat};
 use slidewise_core::rolling::{
     rolling_many_order_dyn, rolling_order_dyn, rolling_order_keyed_dyn, rolling_order_time_dyn, rolling_order_time_keyed_dyn,
-    SortedWindow,
+    Shape, SortedWindow,
 };
+
+use crate::shape::{count_bounds, time_rows, CLOSED};
 
 /// Few distinct values (many ties), with NaN, ±inf, ±0.0 and nulls.
 fn cell() -> impl Strategy<Value = Option<f64>> {
@@ -78,7 +80,7 @@ proptest! {
         let mp = mpf.map(|f| (f * w as f64) as usize);
         let want = naive(&xs, w, stat, mp.unwrap_or(0));
         for k in kernels(stat) {
-            let got = cells(&rolling_order_dyn(array(&xs).as_ref(), w, stat, mp, k).unwrap());
+            let got = cells(&rolling_order_dyn(array(&xs).as_ref(), w, stat, mp, k, Shape::default()).unwrap());
             prop_assert!(same(&got, &want), "{:?} w={} mp={:?} {:?}\n got {:?}\nwant {:?}", k, w, mp, stat, got, want);
         }
     }
@@ -103,9 +105,9 @@ proptest! {
         let (v, t): (ArrayRef, ArrayRef) = (array(&xs), Arc::new(Int64Array::from(ts.clone())));
         let got = if keyed {
             let k: ArrayRef = Arc::new(Int32Array::from(ks.clone()));
-            rolling_order_time_keyed_dyn(k.as_ref(), v.as_ref(), t.as_ref(), range, stat, mp).unwrap()
+            rolling_order_time_keyed_dyn(k.as_ref(), v.as_ref(), t.as_ref(), range, stat, mp, Shape::default()).unwrap()
         } else {
-            rolling_order_time_dyn(v.as_ref(), t.as_ref(), range, stat, mp).unwrap()
+            rolling_order_time_dyn(v.as_ref(), t.as_ref(), range, stat, mp, Shape::default()).unwrap()
         };
         let got = cells(&got);
         prop_assert!(same(&got, &want), "range={} mp={:?} {:?}\n got {:?}\nwant {:?}", range, mp, stat, got, want);
@@ -120,7 +122,7 @@ proptest! {
     ) {
         let want = naive(&xs, w, stat, 0);
         let k = if stat == OrderStat::Rank { OrderKernel::FenwickRank } else { OrderKernel::MedianSort };
-        let got = cells(&rolling_order_dyn(array(&xs).as_ref(), w, stat, None, k).unwrap());
+        let got = cells(&rolling_order_dyn(array(&xs).as_ref(), w, stat, None, k, Shape::default()).unwrap());
         prop_assert!(same(&got, &want));
     }
 
@@ -168,6 +170,95 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// `closed=` / `center=` / `step=` on count windows, every kernel,
+    /// keyed or not (`step` 1 with keys), against sorting each row's
+    /// frame, the frame written out from pandas' FixedWindowIndexer; rank
+    /// ranks the frame's last row, as pandas.
+    #[test]
+    fn count_shapes_equal_sorting_each_frame(
+        xs in prop::collection::vec(cell(), 0..300),
+        w in prop_oneof![6 => 1usize..12, 3 => 1usize..80, 1 => 150usize..400],
+        ci in 0usize..4,
+        center in any::<bool>(),
+        step in prop_oneof![2 => Just(1usize), 1 => 1usize..5, 1 => 10usize..120],
+        mpf in prop::option::of(0.0f64..=1.0),
+        stat in stat(),
+        keyed in any::<bool>(),
+    ) {
+        let (closed, n) = (CLOSED[ci], xs.len());
+        let mp = mpf.map(|f| (f * w as f64) as usize);
+        let step = if keyed { 1 } else { step };
+        let shape = Shape { closed, center, step };
+        let ks: Vec<i32> = (0..n).map(|i| if keyed { (i * 7 % 3) as i32 } else { 0 }).collect();
+        let want: Vec<Option<f64>> = (0..n).step_by(step).map(|i| {
+            let mine: Vec<usize> = (0..n).filter(|&j| ks[j] == ks[i]).collect();
+            let p = mine.iter().position(|&j| j == i).unwrap();
+            let (s, e) = count_bounds(mine.len(), w, closed, center, p);
+            naive_window(&mine[s..e.max(s)].iter().map(|&j| xs[j]).collect::<Vec<_>>(), stat, mp.unwrap_or(0))
+        }).collect();
+        for k in kernels(stat) {
+            let got = if keyed {
+                let ka: ArrayRef = Arc::new(Int32Array::from(ks.clone()));
+                rolling_order_keyed_dyn(ka.as_ref(), array(&xs).as_ref(), &[w], stat, mp, k, shape).unwrap().remove(0)
+            } else {
+                rolling_order_dyn(array(&xs).as_ref(), w, stat, mp, k, shape).unwrap()
+            };
+            let got = cells(&got);
+            prop_assert!(same(&got, &want), "{:?} w={} {:?} mp={:?} {:?}\n got {:?}\nwant {:?}", k, w, shape, mp, stat, got, want);
+        }
+    }
+
+    /// `closed=` / `center=` on time windows, keyed or not, against sorting
+    /// each row's frame (pandas' VariableWindowIndexer written out).
+    #[test]
+    fn time_shapes_equal_sorting_each_frame(
+        rows in prop::collection::vec((cell(), prop_oneof![3 => 0i64..3, 1 => 3i64..9], 0i32..3), 0..150),
+        range in prop_oneof![1i64..8, 1i64..40],
+        ci in 0usize..4,
+        center in any::<bool>(),
+        mp in prop::option::of(0usize..4),
+        stat in stat(),
+        keyed in any::<bool>(),
+    ) {
+        let closed = CLOSED[ci];
+        let xs: Vec<Option<f64>> = rows.iter().map(|r| r.0).collect();
+        let ts: Vec<i64> = rows.iter().scan(-5i64, |t, r| { *t += r.1; Some(*t) }).collect();
+        let ks: Vec<i32> = rows.iter().map(|r| if keyed { r.2 } else { 0 }).collect();
+        let want: Vec<Option<f64>> = (0..xs.len()).map(|i| {
+            let mine: Vec<usize> = (0..xs.len()).filter(|&j| ks[j] == ks[i]).collect();
+            let kts: Vec<i64> = mine.iter().map(|&j| ts[j]).collect();
+            let p = mine.iter().position(|&j| j == i).unwrap();
+            let win = time_rows(&kts, range, closed, center, p);
+            naive_window(&win.iter().map(|&q| xs[mine[q]]).collect::<Vec<_>>(), stat, mp.unwrap_or(0))
+        }).collect();
+        let shape = Shape { closed, center, step: 1 };
+        let (v, t): (ArrayRef, ArrayRef) = (array(&xs), Arc::new(Int64Array::from(ts.clone())));
+        let got = if keyed {
+            let k: ArrayRef = Arc::new(Int32Array::from(ks.clone()));
+            rolling_order_time_keyed_dyn(k.as_ref(), v.as_ref(), t.as_ref(), range, stat, mp, shape).unwrap()
+        } else {
+            rolling_order_time_dyn(v.as_ref(), t.as_ref(), range, stat, mp, shape).unwrap()
+        };
+        let got = cells(&got);
+        prop_assert!(same(&got, &want), "range={} {:?} mp={:?} {:?}\n got {:?}\nwant {:?}", range, shape, mp, stat, got, want);
+    }
+}
+
+#[test]
+fn order_step_is_refused_where_pandas_has_none() {
+    let (v, t): (ArrayRef, ArrayRef) = (array(&[Some(1.0), Some(2.0)]), Arc::new(Int64Array::from(vec![0, 1])));
+    let k: ArrayRef = Arc::new(Int32Array::from(vec![0, 0]));
+    let two = Shape { step: 2, ..Shape::default() };
+    assert!(rolling_order_time_dyn(v.as_ref(), t.as_ref(), 3, OrderStat::Median, None, two).is_err());
+    assert!(rolling_order_time_keyed_dyn(k.as_ref(), v.as_ref(), t.as_ref(), 3, OrderStat::Median, None, two).is_err());
+    assert!(rolling_order_keyed_dyn(k.as_ref(), v.as_ref(), &[2], OrderStat::Median, None, OrderKernel::Auto, two).is_err());
+    let zero = Shape { step: 0, ..Shape::default() };
+    assert!(rolling_order_dyn(v.as_ref(), 2, OrderStat::Median, None, OrderKernel::Auto, zero).is_err());
+}
+
 /// One window's statistic by sorting; its last row is the row ranked.
 fn naive_window(win: &[Option<f64>], stat: OrderStat, mp: usize) -> Option<f64> {
     let mut ks: Vec<u64> = win.iter().flatten().map(|&x| key(x)).collect();
@@ -188,9 +279,9 @@ fn naive_window(win: &[Option<f64>], stat: OrderStat, mp: usize) -> Option<f64> 
 #[test]
 fn time_window_errors() {
     let (v, t): (ArrayRef, ArrayRef) = (array(&[Some(1.0), Some(2.0)]), Arc::new(Int64Array::from(vec![5, 4])));
-    let e = rolling_order_time_dyn(v.as_ref(), t.as_ref(), 3, OrderStat::Median, None).unwrap_err().to_string();
+    let e = rolling_order_time_dyn(v.as_ref(), t.as_ref(), 3, OrderStat::Median, None, Shape::default()).unwrap_err().to_string();
     assert!(e.contains("row 1"), "{e}");
-    assert!(rolling_order_time_dyn(v.as_ref(), t.as_ref(), 0, OrderStat::Median, None).is_err());
+    assert!(rolling_order_time_dyn(v.as_ref(), t.as_ref(), 0, OrderStat::Median, None, Shape::default()).is_err());
 }
 
 #[test]
@@ -199,8 +290,8 @@ fn many_and_keyed_equal_single() {
     let ks: ArrayRef = Arc::new(Int32Array::from((0..500).map(|i| (i * 13 % 3) as i32).collect::<Vec<_>>()));
     let ws = [2usize, 4, 9, 250, 1000];
     for stat in [OrderStat::Median, OrderStat::Rank, OrderStat::Quantile { q: 0.3, interpolation: Interpolation::Nearest }] {
-        let many = rolling_many_order_dyn(array(&xs).as_ref(), &ws, stat, Some(2), OrderKernel::Auto).unwrap();
-        let keyed = rolling_order_keyed_dyn(ks.as_ref(), array(&xs).as_ref(), &ws, stat, Some(2), OrderKernel::Auto).unwrap();
+        let many = rolling_many_order_dyn(array(&xs).as_ref(), &ws, stat, Some(2), OrderKernel::Auto, Shape::default()).unwrap();
+        let keyed = rolling_order_keyed_dyn(ks.as_ref(), array(&xs).as_ref(), &ws, stat, Some(2), OrderKernel::Auto, Shape::default()).unwrap();
         for (j, &w) in ws.iter().enumerate() {
             assert!(same(&cells(&many[j]), &naive(&xs, w, stat, 2)));
             // keyed: each key's rows alone
@@ -225,6 +316,6 @@ fn errors() {
     assert!(OrderStat::parse("median", Some(0.5), None).is_err());
     assert!(OrderStat::parse("sum", None, Some("linear")).is_err());
     assert_eq!(OrderStat::parse("sum", None, None).unwrap(), None);
-    assert!(rolling_order_dyn(array(&[Some(1.0)]).as_ref(), 0, OrderStat::Median, None, OrderKernel::Auto).is_err());
-    assert!(rolling_order_dyn(array(&[Some(1.0)]).as_ref(), 2, OrderStat::Median, Some(3), OrderKernel::Auto).is_err());
+    assert!(rolling_order_dyn(array(&[Some(1.0)]).as_ref(), 0, OrderStat::Median, None, OrderKernel::Auto, Shape::default()).is_err());
+    assert!(rolling_order_dyn(array(&[Some(1.0)]).as_ref(), 2, OrderStat::Median, Some(3), OrderKernel::Auto, Shape::default()).is_err());
 }

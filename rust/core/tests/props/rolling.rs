@@ -1,4 +1,4 @@
-//! `rolling_dyn(.., Auto)` (the fast kernels) and `rolling_dyn(.., Recalc)`
+//! `rolling_dyn(.., Auto, default shape)` (the fast kernels) and `rolling_dyn(.., Recalc, ..)`
 //! (the step-by-step fold) equal the independent oracle (`common::plain`, a
 //! plain fold per window that shares no code with the operations) for every
 //! operation x dtype, on random columns with nulls (NaN and inf under some
@@ -17,7 +17,7 @@ use crate::common::{agrees, cells, plain_at, plain_rolling, typed_column, val_at
 use proptest::prelude::*;
 use slidewise_core::engine::AggKind;
 use slidewise_core::fifo::Algorithm;
-use slidewise_core::rolling::rolling_dyn;
+use slidewise_core::rolling::{rolling_dyn, Shape};
 
 /// Columns of either mostly-valid or null-free rows, windows mostly up to
 /// 300 with some larger than the column, min_periods anywhere in range.
@@ -40,7 +40,7 @@ fn check(xs: &[(f64, bool)], with_nulls: bool, window: usize, mp: Option<usize>)
             // kernels (auto) and the step-by-step fold (recalc) against it.
             let want = plain_rolling(&rows, window, agg, mp);
             for algo in [Algorithm::Auto, Algorithm::Recalc] {
-                let got = rolling_dyn(&col, window, agg, mp, algo).unwrap();
+                let got = rolling_dyn(&col, window, agg, mp, algo, Shape::default()).unwrap();
                 prop_assert_eq!(got.len(), want.len());
                 for (i, (w, scale)) in want.iter().enumerate() {
                     let g = val_at(&got, i);
@@ -52,8 +52,8 @@ fn check(xs: &[(f64, bool)], with_nulls: bool, window: usize, mp: Option<usize>)
                 }
             }
             // Output types: as docs/DESIGN.md (sum of ints is int64, of floats float64, ...).
-            let a = rolling_dyn(&col, window, agg, mp, Algorithm::Auto).unwrap();
-            let b = rolling_dyn(&col, window, agg, mp, Algorithm::Recalc).unwrap();
+            let a = rolling_dyn(&col, window, agg, mp, Algorithm::Auto, Shape::default()).unwrap();
+            let b = rolling_dyn(&col, window, agg, mp, Algorithm::Recalc, Shape::default()).unwrap();
             prop_assert_eq!(a.data_type(), b.data_type());
         }
     }
@@ -81,7 +81,7 @@ proptest! {
         let xs: Vec<(f64, bool)> = noise.iter().map(|&e| (1e9 + e as f64 * 1e-3, true)).collect();
         let col = typed_column(&DataType::Float64, &xs, false);
         for algo in [Algorithm::Auto, Algorithm::Recalc] {
-            let got = rolling_dyn(&col, window, AggKind::VarPop, None, algo).unwrap();
+            let got = rolling_dyn(&col, window, AggKind::VarPop, None, algo, Shape::default()).unwrap();
             let got = got.as_primitive::<Float64Type>();
             for i in 0..xs.len() {
                 // Exact-enough reference: two passes on the shifted values
@@ -129,7 +129,7 @@ fn check_long(n: usize, specials: &[(usize, f64)], with_nulls: bool, window: usi
         let col = typed_column(&dt, &xs, with_nulls);
         let cs = cells(&col);
         for agg in [AggKind::Max, AggKind::Min, AggKind::Range, AggKind::ArgMax, AggKind::ArgMin, AggKind::MaxCount, AggKind::Sum, AggKind::Mean, AggKind::Var] {
-            let got = rolling_dyn(&col, window, agg, None, Algorithm::Auto).unwrap();
+            let got = rolling_dyn(&col, window, agg, None, Algorithm::Auto, Shape::default()).unwrap();
             for &i in &rows {
                 let (w, scale) = plain_at(&cs, window, agg, None, i);
                 let g = val_at(&got, i);
@@ -194,7 +194,7 @@ fn exactness(n: usize, windows: &[usize]) {
     }
     let col = Float64Array::from(xs);
     for &w in windows {
-        let got = rolling_dyn(&col, w, AggKind::Sum, None, Algorithm::Auto).unwrap();
+        let got = rolling_dyn(&col, w, AggKind::Sum, None, Algorithm::Auto, Shape::default()).unwrap();
         let got = got.as_primitive::<Float64Type>();
         let mut worst = 0.0f64;
         for i in 0..n {
@@ -248,7 +248,7 @@ proptest! {
         let col = arrow_array::Int64Array::new(xs.iter().map(|x| x.0).collect::<Vec<i64>>().into(), nulls);
         let valid = |i: usize| !with_nulls || xs[i].1;
         for (agg, ddof, root) in [(AggKind::VarPop, 0, false), (AggKind::Var, 1, false), (AggKind::Std, 1, true)] {
-            let got = rolling_dyn(&col, window, agg, None, Algorithm::Auto).unwrap();
+            let got = rolling_dyn(&col, window, agg, None, Algorithm::Auto, Shape::default()).unwrap();
             let got = got.as_primitive::<Float64Type>();
             for i in 0..xs.len() {
                 let win: Vec<i64> = ((i + 1).saturating_sub(window)..=i).filter(|&r| valid(r)).map(|r| xs[r].0).collect();

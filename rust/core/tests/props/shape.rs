@@ -1,4 +1,4 @@
-//! Window shape (`closed`, `center`, `step`): `rolling_shaped_dyn` (the
+//! Window shape (`closed`, `center`, `step`): `rolling_dyn` (the
 //! padded fast kernels and the FIFO over frames) and the shaped time and
 //! keyed paths equal the independent oracle (`common::plain_rows`) over the
 //! window bounds written out here from pandas' definitions (rust/core/src/
@@ -13,12 +13,12 @@ use crate::common::{agrees, cells, plain_rows, typed_column, val_at, value, Cell
 use proptest::prelude::*;
 use slidewise_core::engine::AggKind;
 use slidewise_core::fifo::Algorithm;
-use slidewise_core::rolling::{rolling_keyed_shaped_dyn, rolling_shaped_dyn, rolling_time_shaped_dyn, Closed, Shape};
+use slidewise_core::rolling::{rolling_keyed_dyn, rolling_dyn, rolling_time_dyn, Closed, Shape};
 
-const CLOSED: [Closed; 4] = [Closed::Right, Closed::Left, Closed::Both, Closed::Neither];
+pub(crate) const CLOSED: [Closed; 4] = [Closed::Right, Closed::Left, Closed::Both, Closed::Neither];
 
 /// pandas' FixedWindowIndexer, written out: `[start, end)` of row `i`.
-fn count_bounds(n: usize, w: usize, closed: Closed, center: bool, i: usize) -> (usize, usize) {
+pub(crate) fn count_bounds(n: usize, w: usize, closed: Closed, center: bool, i: usize) -> (usize, usize) {
     let off = if center { (w as i64 - 1) / 2 } else { 0 };
     let mut end = i as i64 + 1 + off;
     let mut start = end - w as i64;
@@ -34,7 +34,7 @@ fn count_bounds(n: usize, w: usize, closed: Closed, center: bool, i: usize) -> (
 
 /// The time window of row `i` by its definition (no scanning): rows `j`
 /// with the time conditions of the module docs.
-fn time_rows(ts: &[i64], r: i64, closed: Closed, center: bool, i: usize) -> Vec<usize> {
+pub(crate) fn time_rows(ts: &[i64], r: i64, closed: Closed, center: bool, i: usize) -> Vec<usize> {
     let (t, r) = (ts[i] as i128, r as i128);
     (0..ts.len())
         .filter(|&j| {
@@ -78,7 +78,7 @@ proptest! {
             let n = rows.len();
             for agg in AggKind::ALL {
                 for algo in [Algorithm::Auto, Algorithm::TwoStacks] {
-                    let got = rolling_shaped_dyn(&col, w, agg, mp, algo, shape).unwrap();
+                    let got = rolling_dyn(&col, w, agg, mp, algo, shape).unwrap();
                     prop_assert_eq!(got.len(), n.div_ceil(step));
                     for (k, i) in (0..n).step_by(step).enumerate() {
                         let (s, e) = count_bounds(n, w, closed, center, i);
@@ -111,7 +111,7 @@ proptest! {
         let tcol = Int64Array::from(ts.clone());
         let shape = Shape { closed, center, step: 1 };
         for agg in AggKind::ALL {
-            let got = rolling_time_shaped_dyn(&col, &tcol, r, agg, mp, Algorithm::Auto, shape).unwrap();
+            let got = rolling_time_dyn(&col, &tcol, r, agg, mp, Algorithm::Auto, shape).unwrap();
             for i in 0..ts.len() {
                 let (want, scale) = want_at(&cs, time_rows(&ts, r, closed, center, i).into_iter(), agg, mp);
                 let g = val_at(&got, i);
@@ -136,7 +136,7 @@ proptest! {
         let ks = Arc::new(Int64Array::from(keys[..n].to_vec()));
         let shape = Shape { closed, center, step: 1 };
         for agg in [AggKind::Sum, AggKind::Max, AggKind::ArgMin, AggKind::First, AggKind::Last, AggKind::Std] {
-            let got = rolling_keyed_shaped_dyn(ks.as_ref(), &col, w, agg, None, Algorithm::Auto, shape).unwrap();
+            let got = rolling_keyed_dyn(ks.as_ref(), &col, w, agg, None, Algorithm::Auto, shape).unwrap();
             for key in 0..3 {
                 let mine: Vec<usize> = (0..n).filter(|&i| keys[i] == key).collect();
                 for (p, &i) in mine.iter().enumerate() {
@@ -157,9 +157,9 @@ fn step_is_refused_where_pandas_has_none() {
     let ts = Int64Array::from(vec![0, 1]);
     let keys = Int64Array::from(vec![0, 0]);
     let shape = Shape { step: 2, ..Shape::default() };
-    assert!(rolling_time_shaped_dyn(&col, &ts, 1, AggKind::Sum, None, Algorithm::Auto, shape).is_err());
-    assert!(rolling_keyed_shaped_dyn(&keys, &col, 1, AggKind::Sum, None, Algorithm::Auto, shape).is_err());
+    assert!(rolling_time_dyn(&col, &ts, 1, AggKind::Sum, None, Algorithm::Auto, shape).is_err());
+    assert!(rolling_keyed_dyn(&keys, &col, 1, AggKind::Sum, None, Algorithm::Auto, shape).is_err());
     let zero = Shape { step: 0, ..Shape::default() };
-    assert!(rolling_shaped_dyn(&col, 1, AggKind::Sum, None, Algorithm::Auto, zero).is_err());
+    assert!(rolling_dyn(&col, 1, AggKind::Sum, None, Algorithm::Auto, zero).is_err());
     assert!(Closed::parse("middle").is_err());
 }

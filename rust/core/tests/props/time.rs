@@ -11,7 +11,7 @@ use crate::common::{run_stream, stream_spec, time_query, Cols};
 use proptest::prelude::*;
 use slidewise_core::engine::{AggKind, DType};
 use slidewise_core::fifo::Algorithm;
-use slidewise_core::rolling::rolling_time_dyn;
+use slidewise_core::rolling::{rolling_time_dyn, Shape};
 use slidewise_core::stream::time::TimeSpec;
 use slidewise_core::stream::{self, Batch};
 
@@ -104,7 +104,7 @@ proptest! {
     fn time_rolling_equals_brute_force(rows in rows(), range in 1i64..40) {
         let ts: ArrayRef = Arc::new(Int64Array::from(rows.iter().map(|r| r.0).collect::<Vec<_>>()));
         let vs: ArrayRef = Arc::new(Float64Array::from(rows.iter().map(|r| r.1).collect::<Vec<_>>()));
-        let out = rolling_time_dyn(vs.as_ref(), ts.as_ref(), range, AggKind::Sum, None, Algorithm::Auto).unwrap();
+        let out = rolling_time_dyn(vs.as_ref(), ts.as_ref(), range, AggKind::Sum, None, Algorithm::Auto, Shape::default()).unwrap();
         let out = out.as_any().downcast_ref::<Float64Array>().unwrap();
         for i in 0..rows.len() {
             let xs: Vec<f64> = (0..=i).filter(|&j| rows[j].0 > rows[i].0 - range).filter_map(|j| rows[j].1).collect();
@@ -118,7 +118,7 @@ proptest! {
 fn out_of_order_rows_are_refused_naming_the_row() {
     let ts: ArrayRef = Arc::new(Int64Array::from(vec![5, 7, 6]));
     let vs: ArrayRef = Arc::new(Float64Array::from(vec![1.0, 2.0, 3.0]));
-    let e = rolling_time_dyn(vs.as_ref(), ts.as_ref(), 3, AggKind::Sum, None, Algorithm::Auto).unwrap_err();
+    let e = rolling_time_dyn(vs.as_ref(), ts.as_ref(), 3, AggKind::Sum, None, Algorithm::Auto, Shape::default()).unwrap_err();
     assert!(e.to_string().contains("row 2"), "{e}");
     let spec = stream_spec(
         vec![time_query(&TimeSpec { agg: AggKind::Sum, range: 10, slide: 5, min_periods: 0 })],

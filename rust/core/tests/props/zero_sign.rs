@@ -23,7 +23,7 @@ use slidewise_core::general::{self, LateAlgorithm};
 use slidewise_core::ops::reduce::{available, PaneReduce};
 use slidewise_core::ops::{Max, Min, Num};
 use slidewise_core::rolling::{
-    extreme_values_at, rolling_dyn, rolling_keyed_dyn, rolling_many_tuned, rolling_time_dyn, Tuning,
+    extreme_values_at, rolling_dyn, rolling_keyed_dyn, rolling_many_tuned, rolling_time_dyn, Shape, Tuning,
 };
 use slidewise_core::stream::count::CountSpec;
 use slidewise_core::{AggOp, Monoid};
@@ -119,7 +119,7 @@ proptest! {
             for (agg, max) in aggs() {
                 let want = |i: usize| oracle(max, &xs[(i + 1).saturating_sub(w)..=i]);
                 for algo in Algorithm::ALL.into_iter().chain([Algorithm::Auto]) {
-                    let Ok(out) = rolling_dyn(&col, w, agg, None, algo) else { continue };
+                    let Ok(out) = rolling_dyn(&col, w, agg, None, algo, Shape::default()) else { continue };
                     check_rows(&format!("{} {} f32={f32} w={w}", agg.name(), algo.name()), &out, want)?;
                 }
             }
@@ -159,7 +159,7 @@ proptest! {
                 oracle(max, &rows)
             };
             for algo in Algorithm::ALL.into_iter().chain([Algorithm::Auto]) {
-                let Ok(out) = rolling_time_dyn(&col, &tsa, span, agg, None, algo) else { continue };
+                let Ok(out) = rolling_time_dyn(&col, &tsa, span, agg, None, algo, Shape::default()) else { continue };
                 check_rows(&format!("time {} {}", agg.name(), algo.name()), &out, want)?;
             }
         }
@@ -176,7 +176,7 @@ proptest! {
                 let rows: Vec<Option<f64>> = mine[mine.len().saturating_sub(w)..].iter().map(|&j| xs[j]).collect();
                 oracle(max, &rows)
             };
-            let out = rolling_keyed_dyn(&keys, &col, w, agg, None, Algorithm::Auto).unwrap();
+            let out = rolling_keyed_dyn(&keys, &col, w, agg, None, Algorithm::Auto, Shape::default()).unwrap();
             check_rows(&format!("keyed {}", agg.name()), &out, want)?;
         }
     }
