@@ -38,7 +38,8 @@ use arrow_schema::DataType;
 
 pub use super::order_stat::{key, quantile_of, quantile_pos, rank_of, unkey, Interpolation, OrderStat, NAN_KEY};
 pub use super::sorted_buffer::SortedWindow;
-use super::shape::Shape;
+use super::order_stat::finish;
+use super::shape::{Frame, Shape};
 use crate::{invalid, Result};
 
 /// Which kernel runs; `Auto` picks by window length (tests force the others).
@@ -85,7 +86,7 @@ pub fn keys_of(values: &dyn Array) -> Result<(Vec<u64>, Option<NullBuffer>)> {
 
 /// Rolling `stat` over `values`: row `i` reads rows `(i - window, i]`, or
 /// as pandas' `closed=` / `center=` / `step=` say ([`Shape`], run by
-/// [`super::shape::order_count_shaped`]).
+/// [`order_count_shaped`]).
 pub fn rolling_order_dyn(
     values: &dyn Array,
     window: usize,
@@ -114,7 +115,7 @@ pub fn rolling_many_order_dyn(
     let mp = min_periods.unwrap_or(0);
     if !shape.is_default() {
         let need = mp.max(1);
-        return windows.iter().map(|&w| super::shape::order_count_shaped(&keys, nulls.as_ref(), w, stat, need, kernel, shape)).collect();
+        return windows.iter().map(|&w| order_count_shaped(&keys, nulls.as_ref(), w, stat, need, kernel, shape)).collect();
     }
     Ok(windows.iter().map(|&w| rolling_order_keys(&keys, nulls.as_ref(), w, stat, mp, kernel)).collect())
 }
@@ -146,8 +147,8 @@ pub fn rolling_order_time_dyn(
     let (keys, nulls) = keys_of(values)?;
     let need = min_periods.unwrap_or(0).max(1);
     if !shape.is_default() {
-        let frame = super::shape::Frame::Time { ts: times, range, closed: shape.closed, center: shape.center };
-        return Ok(super::shape::order_frames(&keys, nulls.as_ref(), &frame, need, stat, 1));
+        let frame = Frame::Time { ts: times, range, closed: shape.closed, center: shape.center };
+        return Ok(order_frames(&keys, nulls.as_ref(), &frame, need, stat, 1));
     }
     Ok(super::sorted_buffer::rolling_bounds(&keys, nulls.as_ref(), &time_starts(times, range), need, stat))
 }
@@ -220,4 +221,107 @@ pub fn naive(values: &[Option<f64>], window: usize, stat: OrderStat, min_periods
             }
         })
         .collect()
+}
+
+/// Median / quantile / rank over count windows of any shape: keys and
+/// nulls as [`keys_of`] gives them, `need >= 1` values make
+/// a row valid. The same trick as [`super::shape::rolling_shaped`]: row `i`'s window is
+/// the plain trailing window of `b - a + 1` rows ending at row `i + b`, so
+/// the order-statistic kernels run as they are
+/// ([`rolling_order_keys`], any kernel) and row `i` reads
+/// their row `i + b`: rank then ranks the window's last row, as pandas'
+/// `rolling(...).rank()` does (`values[end - 1]`). Centred, the last `b`
+/// rows' windows are cut by the end of the data and run
+/// [`order_frames`]; so does a `step` far longer than the window.
+pub(crate) fn order_count_shaped(
+    keys: &[u64],
+    nulls: Option<&NullBuffer>,
+    window: usize,
+    stat: OrderStat,
+    need: usize,
+    kernel: OrderKernel,
+    shape: Shape,
+) -> Result<ArrayRef> {
+    shape.check()?;
+    let n = keys.len();
+    let (a, b) = shape.row_offsets(window);
+    let len = (b - a + 1) as usize; // w - 1, w or w + 1
+    let rows = n.div_ceil(shape.step);
+    if need > len {
+        // `neither` holds w - 1 rows: never enough values.
+        return Ok(arrow_array::new_null_array(&arrow_schema::DataType::Float64, rows));
+    }
+    if shape.step >= 8 * len {
+        return Ok(order_frames(keys, nulls, &Frame::Rows { a, b }, need, stat, shape.step));
+    }
+    let full = rolling_order_keys(keys, nulls, len, stat, need, kernel);
+    let full = full.as_primitive::<Float64Type>();
+    // Rows from `m` on are cut by the end of the data (centred only); their
+    // frames touch rows from `t0` on.
+    let m = n.saturating_sub(b.max(0) as usize);
+    let t0 = (m as isize + a).max(0) as usize;
+    let tail = (m < n).then(|| order_frames(&keys[t0..], nulls.map(|nb| nb.slice(t0, n - t0)).as_ref(), &Frame::Rows { a, b }, need, stat, 1));
+    let tail = tail.as_ref().map(|t| t.as_primitive::<Float64Type>());
+    let (mut out, mut valid) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
+    for i in (0..n).step_by(shape.step) {
+        let (src, j) = match i as isize + b {
+            j if j < 0 => (None, 0), // left-open, not centred: row 0's window is empty
+            j if i < m => (Some(full), j as usize),
+            _ => (tail, i - t0),
+        };
+        let v = src.filter(|s| s.is_valid(j)).map(|s| s.value(j));
+        out.push(v.unwrap_or(0.0));
+        valid.push(v.is_some());
+    }
+    Ok(finish(out, Some(valid)))
+}
+
+/// Median / quantile / rank over each row's frame `[s, e)` (every
+/// `step`-th row) on the sorted buffer: keys pushed up to `e`, evicted
+/// below `s`, a frame past everything held starting afresh (rows between
+/// non-overlapping windows are never pushed). Rank ranks the frame's last
+/// row (null when it is null), as pandas.
+pub(crate) fn order_frames(keys: &[u64], nulls: Option<&NullBuffer>, frame: &Frame, need: usize, stat: OrderStat, step: usize) -> ArrayRef {
+    let n = keys.len();
+    let ok = |i: usize| nulls.is_none_or(|nb| nb.is_valid(i));
+    let mut win = SortedWindow::new();
+    let rows = n.div_ceil(step);
+    let (mut out, mut valid) = (vec![0.0f64; rows], vec![true; rows]);
+    let (mut lo, mut hi) = (0usize, 0usize);
+    for (o, i) in (0..n).step_by(step).enumerate() {
+        let (s, e) = frame.bounds(i, n, lo, hi);
+        if s >= hi {
+            win.clear();
+            (lo, hi) = (s, s);
+        }
+        while hi < e {
+            if ok(hi) {
+                win.push_key(keys[hi]);
+            }
+            hi += 1;
+        }
+        while lo < s {
+            if ok(lo) {
+                win.evict_key(keys[lo]);
+            }
+            lo += 1;
+        }
+        let c = win.len();
+        let got = if c < need {
+            None
+        } else {
+            match stat.quantile() {
+                Some((q, interp)) => Some(quantile_of(c, q, interp, |k| win.kth(k))),
+                None => ok(e - 1).then(|| {
+                    let (less, equal) = win.less_equal_key(keys[e - 1]);
+                    rank_of(less, equal, c)
+                }),
+            }
+        };
+        match got {
+            Some(v) => out[o] = v,
+            None => valid[o] = false,
+        }
+    }
+    finish(out, Some(valid))
 }
