@@ -82,8 +82,13 @@ typecheck: setup
 # Two jobs: pip installs while the Rust compiles; the Rust tests run while
 # the binding links; the type check fits in beside the Rust build. Each
 # target's output is printed whole when it ends.
+# The compiles first (the Python setups and the type check beside the Rust
+# build, then the binding), the test runs after: cargo's proptests then run beside pytest,
+# whose Spark tests leave a core idle while they wait on the JVM, instead of
+# beside the binding's compile, which keeps both cores busy.
 test:
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-rust test-python test-abi3 typecheck
+	@$(MAKE) --no-print-directory -j2 --output-sync=target build typecheck $(ABI3_VENV)/.deps
+	@$(MAKE) --no-print-directory -j2 --output-sync=target -o build -o rust-build -o setup test-rust test-python test-abi3
 
 demo: build-release $(VENV)/.plot-deps
 	$(PY) -m slidewise demo

@@ -66,7 +66,7 @@ def run(xs, w, agg, mp, q=None, interp=None, kernel="auto"):
     return _np(out)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(cases())
 def test_median_quantile_equal_pandas(case):
     xs, w, mp, q, interp = case
@@ -80,7 +80,7 @@ def test_median_quantile_equal_pandas(case):
         np.testing.assert_array_equal(run(xs, w, "quantile", mp, q, interp, kernel), want_q)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(cases())
 def test_rank_equals_bottleneck(case):
     xs, w, mp, _, _ = case

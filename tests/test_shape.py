@@ -113,7 +113,7 @@ def _cmp(got: pa.Array, want: pd.Series, what, agg=None):
 finite = st.one_of(st.none(), st.floats(-1e3, 1e3, allow_nan=False).map(lambda v: round(v, 3)))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(xs=st.lists(finite, max_size=60), window=st.integers(1, 12), closed=st.sampled_from(CLOSED),
        center=st.booleans(), step=st.one_of(st.just(1), st.integers(1, 70)), agg=st.sampled_from(PANDAS_AGGS),
        data=st.data())
@@ -134,7 +134,7 @@ def _times(gaps):
     return pd.to_datetime(np.cumsum(gaps), unit="s")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(data=st.data(), span=st.integers(1, 6), closed=st.sampled_from(CLOSED), center=st.booleans(),
        agg=st.sampled_from(PANDAS_AGGS))
 def test_time_windows_equal_pandas(data, span, closed, center, agg):
@@ -149,7 +149,7 @@ def test_time_windows_equal_pandas(data, span, closed, center, agg):
     _cmp(got, want, f"{agg} {span}s {closed} center={center} mp={mp}", agg)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(data=st.data(), window=st.integers(1, 8), closed=st.sampled_from(CLOSED), center=st.booleans(),
        agg=st.sampled_from(PANDAS_AGGS), time=st.booleans())
 def test_keyed_equals_pandas_groupby_rolling(data, window, closed, center, agg, time):
@@ -305,7 +305,7 @@ def _move_rank(values, bounds, mp):
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(xs=st.lists(tied, max_size=60), window=st.integers(1, 12), closed=st.sampled_from(CLOSED),
        center=st.booleans(), step=st.one_of(st.just(1), st.integers(1, 70)), spec=st.sampled_from(ORDER),
        data=st.data())
@@ -319,7 +319,7 @@ def test_count_order_stats_equal_pandas(xs, window, closed, center, step, spec, 
     _cmp(got, want, f"{spec} w={window} {closed} center={center} step={step} mp={mp}")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(xs=st.lists(tied, max_size=60), window=st.integers(1, 12), closed=st.sampled_from(CLOSED),
        center=st.booleans(), step=st.one_of(st.just(1), st.integers(1, 70)), data=st.data())
 def test_count_rank_equals_numpy(xs, window, closed, center, step, data):
@@ -330,7 +330,7 @@ def test_count_rank_equals_numpy(xs, window, closed, center, step, data):
     assert_same_list(got, want, abs_=1e-12, what=f"rank w={window} {closed} center={center} step={step} mp={mp}")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(data=st.data(), span=st.integers(1, 6), closed=st.sampled_from(CLOSED), center=st.booleans(),
        spec=st.sampled_from(ORDER + [("rank", None, None)]))
 def test_time_order_stats_equal_pandas(data, span, closed, center, spec):
@@ -352,7 +352,7 @@ def test_time_order_stats_equal_pandas(data, span, closed, center, spec):
         _cmp(got, want, what)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(data=st.data(), window=st.integers(1, 8), closed=st.sampled_from(CLOSED), center=st.booleans(),
        spec=st.sampled_from(ORDER), time=st.booleans())
 def test_keyed_order_stats_equal_pandas_groupby_rolling(data, window, closed, center, spec, time):
