@@ -32,6 +32,18 @@ fn cell() -> impl Strategy<Value = Option<f64>> {
     ]
 }
 
+/// The extremes of the double order, a cluster beside outliers, and nulls.
+fn edge_cell() -> impl Strategy<Value = Option<f64>> {
+    prop_oneof![
+        4 => (-3i32..4).prop_map(|v| Some(v as f64)),
+        3 => (-1e3f64..1e3).prop_map(Some),
+        3 => (0.0f64..1e-9).prop_map(|x| Some(5.0 + x)),
+        1 => prop_oneof![Just(f64::NAN), Just(f64::INFINITY), Just(f64::NEG_INFINITY), Just(-0.0), Just(0.0)].prop_map(Some),
+        1 => prop_oneof![Just(f64::from_bits(1)), Just(-f64::from_bits(3)), Just(f64::MIN_POSITIVE / 2.0), Just(f64::MAX), Just(f64::MIN)].prop_map(Some),
+        2 => Just(None),
+    ]
+}
+
 fn stat() -> impl Strategy<Value = OrderStat> {
     prop_oneof![
         Just(OrderStat::Median),
@@ -244,6 +256,25 @@ proptest! {
         };
         let got = cells(&got);
         prop_assert!(same(&got, &want), "range={} {:?} mp={:?} {:?}\n got {:?}\nwant {:?}", range, shape, mp, stat, got, want);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(150))]
+
+    /// Suomela's blocks long enough for the distribution sort of a block
+    /// (over 32 values) on the values that reach its every path: NaN, ±inf,
+    /// ±0.0, subnormals, ±MAX (a range that overflows), a dense cluster
+    /// beside outliers (crowded buckets), ties, nulls.
+    #[test]
+    fn median_sort_edge_values(
+        xs in prop::collection::vec(edge_cell(), 100..1200),
+        w in 33usize..300,
+        stat in stat().prop_filter("median / quantile", |s| *s != OrderStat::Rank),
+    ) {
+        let want = naive(&xs, w, stat, 0);
+        let got = cells(&rolling_order_dyn(array(&xs).as_ref(), w, stat, None, OrderKernel::MedianSort, Shape::default()).unwrap());
+        prop_assert!(same(&got, &want), "w={} {:?}\n got {:?}\nwant {:?}", w, stat, got, want);
     }
 }
 
