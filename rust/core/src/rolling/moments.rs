@@ -341,6 +341,7 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use super::{Lane, S};
+    use crate::ops::reduce::transpose4 as transpose;
 
     /// [`super::run`] with four segments in an AVX2 vector, FMA products.
     #[target_feature(enable = "avx2,fma")]
@@ -475,21 +476,6 @@ mod avx2 {
                 _mm256_storeu_pd(p.offset(idx[k] as isize), r[k]);
             }
         }
-    }
-
-    /// 4 x 4 transpose (its own inverse).
-    #[inline(always)]
-    unsafe fn transpose(r: [__m256d; 4]) -> [__m256d; 4] {
-        let t0 = _mm256_unpacklo_pd(r[0], r[1]);
-        let t1 = _mm256_unpackhi_pd(r[0], r[1]);
-        let t2 = _mm256_unpacklo_pd(r[2], r[3]);
-        let t3 = _mm256_unpackhi_pd(r[2], r[3]);
-        [
-            _mm256_permute2f128_pd(t0, t2, 0x20),
-            _mm256_permute2f128_pd(t1, t3, 0x20),
-            _mm256_permute2f128_pd(t0, t2, 0x31),
-            _mm256_permute2f128_pd(t1, t3, 0x31),
-        ]
     }
 }
 

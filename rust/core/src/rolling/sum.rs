@@ -244,20 +244,7 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use super::{INSERT, PAD0};
-
-    #[inline(always)]
-    unsafe fn transpose(r: [__m256d; 4]) -> [__m256d; 4] {
-        let t0 = _mm256_unpacklo_pd(r[0], r[1]);
-        let t1 = _mm256_unpackhi_pd(r[0], r[1]);
-        let t2 = _mm256_unpacklo_pd(r[2], r[3]);
-        let t3 = _mm256_unpackhi_pd(r[2], r[3]);
-        [
-            _mm256_permute2f128_pd(t0, t2, 0x20),
-            _mm256_permute2f128_pd(t1, t3, 0x20),
-            _mm256_permute2f128_pd(t0, t2, 0x31),
-            _mm256_permute2f128_pd(t1, t3, 0x31),
-        ]
-    }
+    use crate::ops::reduce::transpose4 as transpose;
 
     #[inline(always)]
     unsafe fn tile(p: *const f64, seg: usize) -> [__m256d; 4] {
