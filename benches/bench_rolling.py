@@ -81,6 +81,43 @@ class Rolling:
         self.run()
 
 
+class RollingThreads:
+    """slidewise alone with SLIDEWISE_THREADS=1 and =2 (rolling() splits a
+    call's rows over threads from 2^20 rows; each thread count gives the
+    same bits): the speed-up of the split against Rolling's bottleneck rows.
+    The 1-thread result is checked equal, bit for bit, before timing."""
+
+    params = (["max", "min", "mean", "std", "var"], WINDOWS, [1, 2])
+    param_names = ["agg", "window", "threads"]
+    timeout = 300
+
+    def setup(self, agg, window, threads):
+        import os
+
+        import pyarrow as pa
+        import slidewise as sw
+
+        self.saved = os.environ.get("SLIDEWISE_THREADS")
+        x = _data()
+        arr = pa.array(x)
+        os.environ["SLIDEWISE_THREADS"] = "1"
+        want = sw.rolling(arr, window, agg)
+        os.environ["SLIDEWISE_THREADS"] = str(threads)
+        self.run = lambda: sw.rolling(arr, window, agg)
+        check(f"RollingThreads({agg}, {window}, {threads})", self.run(), want, "one thread", rtol=0.0)
+
+    def teardown(self, agg, window, threads):
+        import os
+
+        if self.saved is None:
+            os.environ.pop("SLIDEWISE_THREADS", None)
+        else:
+            os.environ["SLIDEWISE_THREADS"] = self.saved
+
+    def time_rolling(self, agg, window, threads):
+        self.run()
+
+
 class RollingInt:
     """max / min on int64 (their own kernel per dtype) against bottleneck."""
 

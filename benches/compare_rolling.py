@@ -6,7 +6,7 @@ the same data; a difference stops the script, naming the case. Also checks
 the exactness claim of the sum kernel against math.fsum on a stream mixing
 1e8 and 1e-3 magnitudes.
 
-    python benches/compare_rolling.py [--rows 10000000] [--repeat 7]
+    python benches/compare_rolling.py [--rows 10000000] [--repeat 7] [--threads 2]
     python benches/compare_rolling.py --quick      # tiny: the checks only, no timings worth reading
 """
 
@@ -166,6 +166,9 @@ def main():
     p.add_argument("--dtype", default="float64", choices=["float64", "int64", "int32"],
                    help="the column's dtype (ints: the random walk rounded; max / min only make sense)")
     p.add_argument("--quick", action="store_true", help="20,000 rows, windows 16 and 1024, one repeat: the checks only")
+    p.add_argument("--threads", type=int, default=None,
+                   help="SLIDEWISE_THREADS for slidewise (rolling() splits a call's rows from 2^20 rows on; "
+                        "default: the environment's, else up to min(CPUs, 4))")
     a = p.parse_args()
     if a.quick:
         a.rows, a.repeat, a.windows = 20_000, 1, "16,1024"
@@ -177,7 +180,12 @@ def main():
     arr = pa.array(x)
     import os
 
-    print(machine("1 (rolling() runs on the calling thread)") + f"; polars thread pool: {pl.thread_pool_size()}"
+    if a.threads is not None:
+        os.environ["SLIDEWISE_THREADS"] = str(a.threads)
+    cap = min(os.cpu_count() or 1, 4)
+    env = os.environ.get("SLIDEWISE_THREADS")
+    threads = f"SLIDEWISE_THREADS={env}" if env else f"up to {cap} (SLIDEWISE_THREADS unset)"
+    print(machine(threads + ", from 2^20 rows") + f"; polars thread pool: {pl.thread_pool_size()}"
           + f"; SLIDEWISE_SIMD={os.environ.get('SLIDEWISE_SIMD', '(unset: the widest the CPU has)')}")
     print(f"{a.rows:,} {a.dtype} rows, best of {a.repeat}; Mrows/s (ratio = slidewise / peer); "
           "each peer's result checked against slidewise's first\n")

@@ -480,3 +480,29 @@ def test_empty_input_gives_empty_result_of_the_right_type(agg):
     full = sw.rolling(pa.array([1], pa.int32()), 3, agg)
     assert len(got) == 0 and got.type == full.type
     assert len(sw.rolling([], 3, agg)) == 0
+
+
+def test_threads_give_the_bits_of_one_thread(monkeypatch):
+    """rolling() splits a column of 2^20 rows or more over threads, cutting
+    only where the kernels restart: SLIDEWISE_THREADS=2 (read per call)
+    gives the bits of SLIDEWISE_THREADS=1, nulls, NaN and -0.0 included."""
+    import pyarrow.compute as pc
+
+    rng = np.random.default_rng(15)
+    n = (1 << 21) + 123
+    x = rng.normal(size=n).cumsum()
+    x[rng.integers(0, n, 50)] = np.nan
+    x[rng.integers(0, n, 50)] = -0.0
+    valid = rng.random(n) > 0.05
+    arr = pa.array(x, mask=~valid)
+    for agg in ("mean", "std", "max"):
+        for w in (16, 70_000):
+            for col in (arr, pa.array(x)):
+                monkeypatch.setenv("SLIDEWISE_THREADS", "1")
+                one = sw.rolling(col, w, agg)
+                monkeypatch.setenv("SLIDEWISE_THREADS", "2")
+                two = sw.rolling(col, w, agg)
+                assert pc.is_null(one).equals(pc.is_null(two))
+                a = one.to_numpy(zero_copy_only=False)
+                b = two.to_numpy(zero_copy_only=False)
+                assert np.array_equal(a.view(np.uint64), b.view(np.uint64)), (agg, w, col.null_count)

@@ -82,6 +82,25 @@ fn cpu_level() -> Level {
     Level::Portable
 }
 
+/// 4 x 4 f64 transpose in AVX2 registers (its own inverse): the tiles of
+/// the rolling sum and variance kernels, four rows of each of four lanes'
+/// segments. One copy for both; inlined into callers compiled with AVX2.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) unsafe fn transpose4(r: [std::arch::x86_64::__m256d; 4]) -> [std::arch::x86_64::__m256d; 4] {
+    use std::arch::x86_64::*;
+    let t0 = _mm256_unpacklo_pd(r[0], r[1]);
+    let t1 = _mm256_unpackhi_pd(r[0], r[1]);
+    let t2 = _mm256_unpacklo_pd(r[2], r[3]);
+    let t3 = _mm256_unpackhi_pd(r[2], r[3]);
+    [
+        _mm256_permute2f128_pd(t0, t2, 0x20),
+        _mm256_permute2f128_pd(t1, t3, 0x20),
+        _mm256_permute2f128_pd(t0, t2, 0x31),
+        _mm256_permute2f128_pd(t1, t3, 0x31),
+    ]
+}
+
 /// Every level this CPU can run, portable first (for tests and benches).
 pub fn available() -> Vec<Level> {
     let top = detected();

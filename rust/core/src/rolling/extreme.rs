@@ -514,8 +514,138 @@ fn fold<T: FastNum, const MAX: bool>(xs: &[T], id: T) -> T {
 }
 
 /// Rolling max (`MAX`) or min of a plain slice, no nulls.
+#[allow(dead_code)] // tests; `rolling()` splits ([`extreme_values_split`])
 pub(super) fn extreme_values<T: FastNum, const MAX: bool>(x: &[T], window: usize) -> Vec<T> {
     extreme_values_at::<T, MAX>(detected(), x, window)
+}
+
+/// [`extreme_values`] with the rows split over up to `threads` threads.
+/// Any cut gives the same bits: each row is a selection, the earliest of
+/// the window's extreme rows (NaN the top), however the window is split
+/// into blocks. The cuts are at least a window in (a range's first block
+/// reads the window before it) and, for the two-level kernel, on its
+/// sub-blocks.
+pub(super) fn extreme_values_split<T: FastNum, const MAX: bool>(x: &[T], window: usize, threads: usize) -> Vec<T> {
+    let level = detected();
+    let n = x.len();
+    let mut out = buffer::<T>(n);
+    let unit = if window >= TWO_LEVEL_FROM { SUB } else { 8 };
+    let cs = super::cuts(n, threads, |r| Some(r / unit * unit).filter(|&c| c >= window));
+    super::par_ranges(&mut out, &cs, |r0, r1, o| extreme_rows_at::<T, MAX>(level, x, window, r0, r1, o));
+    out
+}
+
+/// Rows `[r0, r1)` of [`extreme_values_at`] into `out` (those rows only);
+/// `r0` is 0 or at least `window`.
+pub(super) fn extreme_rows_at<T: FastNum, const MAX: bool>(level: Level, x: &[T], window: usize, r0: usize, r1: usize, out: &mut [T]) {
+    assert!((r0 == 0 || r0 >= window) && r0 <= r1 && r1 <= x.len() && out.len() == r1 - r0);
+    match level {
+        // SAFETY: a level runs only when `detected()` found the CPU
+        // feature.
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 if detected() == Level::Avx512 => unsafe { rows_avx512::<T, MAX>(x, window, r0, r1, out) },
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 | Level::Avx512 if detected() != Level::Portable => unsafe { rows_avx2::<T, MAX>(x, window, r0, r1, out) },
+        #[cfg(target_arch = "x86_64")]
+        _ => kernel_rows::<T, simd::Vector<simd::X>, MAX>(x, window, r0, r1, out),
+        #[cfg(not(target_arch = "x86_64"))]
+        _ => kernel_rows::<T, Scalar, MAX>(x, window, r0, r1, out),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn rows_avx2<T: FastNum, const MAX: bool>(x: &[T], window: usize, r0: usize, r1: usize, out: &mut [T]) {
+    kernel_rows::<T, simd::Vector<simd::Y>, MAX>(x, window, r0, r1, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn rows_avx512<T: FastNum, const MAX: bool>(x: &[T], window: usize, r0: usize, r1: usize, out: &mut [T]) {
+    kernel_rows::<T, simd::Vector<simd::Z>, MAX>(x, window, r0, r1, out)
+}
+
+/// [`kernel`] for rows `[r0, r1)`: from row 0 it is the kernel on the
+/// rows up to `r1` (a row reads no later row); else van Herk blocks of a
+/// window from `r0` (or the two-level kernel's sub-blocks, `r0` on one).
+#[inline(always)]
+fn kernel_rows<T: FastNum, S: Scan, const MAX: bool>(x: &[T], window: usize, r0: usize, r1: usize, out: &mut [T]) {
+    if r0 == 0 {
+        return kernel::<T, S, MAX>(&x[..r1], window, out);
+    }
+    if window >= TWO_LEVEL_FROM && r0 % SUB == 0 && two_level_rows::<T, S, MAX>(x, window, SUB, r0, r1, out) {
+        return;
+    }
+    let id = if MAX { T::LOWEST } else { T::HIGHEST };
+    let id_nan = if MAX { T::LOWEST } else { T::TOP };
+    // As `kernel`: NaN checked per chunk of whole blocks, a block also
+    // reads the one before it (the first: the window before `r0`).
+    let chunk = window * (4096 / window).max(1);
+    let mut prev_nan = T::has_nan(&x[r0 - window..r0]);
+    let mut c0 = r0;
+    while c0 < r1 {
+        let c1 = (c0 + chunk).min(r1);
+        let nan = T::has_nan(&x[c0..c1]);
+        let mut start = c0;
+        while start < c1 {
+            // A block of at most a window, so the window of each of its
+            // rows is a suffix of the rows before it and a prefix of it.
+            let end = (start + window).min(r1);
+            let o = &mut out[start - r0..end - r0];
+            if nan || (start == c0 && prev_nan) {
+                van_herk::<T, S, MAX, true>(x, o, start, end, window, id_nan);
+            } else {
+                van_herk::<T, S, MAX, false>(x, o, start, end, window, id);
+            }
+            start = end;
+        }
+        prev_nan = nan;
+        c0 = c1;
+    }
+}
+
+/// [`extreme_two_level`] for rows `[r0, r1)` (`r0 >= window`, on a
+/// sub-block): the sub-blocks before `r0` that windows reach are folded to
+/// their maxima (their prefixes are not our rows), the others as there.
+#[inline(always)]
+fn two_level_rows<T: FastNum, S: Scan, const MAX: bool>(x: &[T], window: usize, sub: usize, r0: usize, r1: usize, out: &mut [T]) -> bool {
+    debug_assert!(sub >= 1 && window >= 4 * sub && r0 >= window && r0 % sub == 0 && r1 <= x.len());
+    let id = if MAX { T::LOWEST } else { T::HIGHEST };
+    let first_j = r0 + 1 - window;
+    let last_j = r1 - window;
+    let a0 = first_j / sub;
+    // m[b - a0]: the maximum of sub-block b.
+    let mut m: Vec<T> = Vec::with_capacity(r1.div_ceil(sub) - a0);
+    for b in a0..r0 / sub {
+        let xs = &x[b * sub..(b + 1) * sub];
+        if T::has_nan(xs) {
+            return false;
+        }
+        m.push(fold::<T, MAX>(xs, id));
+    }
+    let mut done = r0;
+    for a in a0..=last_j / sub {
+        let jend = (a + 1) * sub;
+        let (jlo, jhi) = ((a * sub).max(first_j), jend.min(last_j + 1));
+        let b1 = (jlo + window - 1) / sub;
+        let j_split = ((b1 + 1) * sub + 1 - window).min(jhi);
+        let upto = (jhi + window - 1).min(r1);
+        while done < upto {
+            let e = (done + sub).min(r1);
+            if T::has_nan(&x[done..e]) {
+                return false;
+            }
+            m.push(S::prefix::<T, MAX>(&x[done..e], &mut out[done - r0..e - r0], id));
+            done = e;
+        }
+        let mid1 = fold::<T, MAX>(&m[a + 1 - a0..b1 - a0], id);
+        let mid2 = if j_split < jhi { pick::<T, MAX, false>(mid1, m[b1 - a0]) } else { mid1 };
+        let s = fold::<T, MAX>(&x[jhi..jend], id);
+        let w1 = window - 1;
+        let s = S::suffix::<T, MAX>(&x[j_split..jhi], &mut out[j_split + w1 - r0..jhi + w1 - r0], s, mid2);
+        S::suffix::<T, MAX>(&x[jlo..j_split], &mut out[jlo + w1 - r0..j_split + w1 - r0], s, mid1);
+    }
+    true
 }
 
 /// [`extreme_values`] compiled for `level` (capped to what the CPU has):
@@ -584,25 +714,25 @@ fn kernel<T: FastNum, S: Scan, const MAX: bool>(x: &[T], window: usize, out: &mu
     }
 }
 
-fn extreme_of<T: FastNum, const MAX: bool>(col: &Column<T>, window: usize) -> Vec<T> {
+fn extreme_of<T: FastNum, const MAX: bool>(col: &Column<T>, window: usize, threads: usize) -> Vec<T> {
     match col.nulls {
-        None => extreme_values::<T, MAX>(col.values, window),
-        Some(_) => extreme_values::<T, MAX>(&filled(col, if MAX { T::LOWEST } else { T::TOP }), window),
+        None => extreme_values_split::<T, MAX>(col.values, window, threads),
+        Some(_) => extreme_values_split::<T, MAX>(&filled(col, if MAX { T::LOWEST } else { T::TOP }), window, threads),
     }
 }
 
-pub(super) fn rolling_extreme<T: FastNum, const MAX: bool>(col: &Column<T>, window: usize, min_periods: usize) -> ArrayRef {
+pub(super) fn rolling_extreme<T: FastNum, const MAX: bool>(col: &Column<T>, window: usize, min_periods: usize, threads: usize) -> ArrayRef {
     let counts = col.nulls.map(|nb| window_counts(nb, window));
-    let out = extreme_of::<T, MAX>(col, window);
+    let out = extreme_of::<T, MAX>(col, window, threads);
     let nulls = validity(col.len(), window, min_periods.max(1), counts.as_deref());
     T::to_arrow(out, nulls)
 }
 
 /// range = max - min, from the two kernels above.
-pub(super) fn rolling_range<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize) -> ArrayRef {
+pub(super) fn rolling_range<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize, threads: usize) -> ArrayRef {
     let counts = col.nulls.map(|nb| window_counts(nb, window));
-    let hi = extreme_of::<T, true>(col, window);
-    let lo = extreme_of::<T, false>(col, window);
+    let hi = extreme_of::<T, true>(col, window, threads);
+    let lo = extreme_of::<T, false>(col, window, threads);
     let out: Vec<T::Wide> = hi.iter().zip(&lo).map(|(&a, &b)| T::range(a, b)).collect();
     let nulls = validity(col.len(), window, min_periods.max(1), counts.as_deref());
     <T::Wide as ToArrow>::to_arrow(out, nulls)
@@ -736,6 +866,47 @@ mod tests {
                 for i in 0..x.len() {
                     prop_assert_eq!(hi[i].to_bits(), want_hi[i].to_bits(), "max {:?} w={} row {}", level, w, i);
                     prop_assert_eq!(lo[i].to_bits(), want_lo[i].to_bits(), "min {:?} w={} row {}", level, w, i);
+                }
+            }
+        }
+
+        /// Rows `[r0, r1)` alone (one-level from any `r0 >= window`, the
+        /// two-level kernel from a sub-block) equal those rows of the whole
+        /// column, bit for bit: what the thread split relies on.
+        #[test]
+        fn rows_bit_for_bit(x in prop::collection::vec(value(), 1..500), sub in 1usize..20, extra in 0usize..200, a in 0usize..500, b in 0usize..500, nan in prop::option::of(0usize..500)) {
+            let mut x = x;
+            if let Some(k) = nan {
+                let k = k % x.len();
+                x[k] = f64::NAN;
+            }
+            let n = x.len();
+            let bits = |v: &[f64]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            for w in [1 + extra % 9, 4 * sub + extra] {
+                let (hi, lo) = (earliest::<true>(&x, w), earliest::<false>(&x, w));
+                let (hi, lo) = if x.iter().any(|v| v.is_nan()) {
+                    (extreme_values_at::<f64, true>(Level::Portable, &x, w), extreme_values_at::<f64, false>(Level::Portable, &x, w))
+                } else {
+                    (hi, lo)
+                };
+                let r0 = if w < n { w + a % (n - w) } else { 0 };
+                let r1 = r0 + b % (n - r0 + 1);
+                for level in crate::ops::reduce::available() {
+                    let mut o = vec![0.0; r1 - r0];
+                    extreme_rows_at::<f64, true>(level, &x, w, r0, r1, &mut o);
+                    prop_assert_eq!(bits(&o), bits(&hi[r0..r1]), "max {:?} w={} rows {}..{}", level, w, r0, r1);
+                    extreme_rows_at::<f64, false>(level, &x, w, r0, r1, &mut o);
+                    prop_assert_eq!(bits(&o), bits(&lo[r0..r1]), "min {:?} w={} rows {}..{}", level, w, r0, r1);
+                }
+                // The two-level form on small sub-blocks (NaN-free only).
+                let r0 = (r0 / sub * sub).max(w.div_ceil(sub) * sub);
+                if w >= 4 * sub && r0 < n && !x.iter().any(|v| v.is_nan()) {
+                    let r1 = r0 + b % (n - r0 + 1);
+                    let mut o = vec![0.0; r1 - r0];
+                    prop_assert!(two_level_rows::<f64, Scalar, true>(&x, w, sub, r0, r1, &mut o));
+                    prop_assert_eq!(bits(&o), bits(&hi[r0..r1]), "two-level max w={} sub={} rows {}..{}", w, sub, r0, r1);
+                    prop_assert!(two_level_rows::<f64, Scalar, false>(&x, w, sub, r0, r1, &mut o));
+                    prop_assert_eq!(bits(&o), bits(&lo[r0..r1]), "two-level min w={} sub={} rows {}..{}", w, sub, r0, r1);
                 }
             }
         }

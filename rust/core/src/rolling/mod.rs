@@ -84,6 +84,90 @@ pub(crate) fn thread_cap() -> usize {
     }
 }
 
+/// Columns below this many rows stay on the calling thread in `rolling()`'s
+/// count-window kernels (measured: benches/compare_rolling.py; a thread's
+/// start-up and the cut's extra reads are noise from here on).
+pub(crate) const SPLIT_MIN_ROWS: usize = 1 << 20;
+
+/// How `rolling()`'s count-window kernels split one call's rows over
+/// threads; tests force thread counts and a tiny threshold.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub struct Split {
+    /// Threads (`None`: [`thread_cap`]).
+    pub threads: Option<usize>,
+    /// Columns shorter than this run on the calling thread.
+    pub min_rows: usize,
+}
+
+impl Default for Split {
+    fn default() -> Split {
+        Split { threads: None, min_rows: SPLIT_MIN_ROWS }
+    }
+}
+
+impl Split {
+    /// Threads for `n` rows (1 for a small column, without reading the env).
+    pub(crate) fn threads(self, n: usize) -> usize {
+        if n < self.min_rows.max(2) {
+            return 1;
+        }
+        self.threads.unwrap_or_else(thread_cap).clamp(1, 64)
+    }
+}
+
+/// Cuts for `threads` ranges of `0..n`: near `n t / threads`, moved by
+/// `snap` to a row where the kernel's arithmetic restarts (`None`: no such
+/// row near; that cut is dropped). Ascending, inside `(0, n)`.
+fn cuts(n: usize, threads: usize, snap: impl Fn(usize) -> Option<usize>) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::new();
+    for t in 1..threads {
+        if let Some(c) = snap(n * t / threads) {
+            if c > 0 && c < n && out.last().is_none_or(|&l| c > l) {
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// The allowed row nearest `r` of the ascending `rows`.
+fn nearest(rows: &[usize], r: usize) -> Option<usize> {
+    let i = rows.partition_point(|&b| b < r);
+    let lo = i.checked_sub(1).map(|k| rows[k]);
+    let hi = rows.get(i).copied();
+    match (lo, hi) {
+        (Some(a), Some(b)) => Some(if r - a <= b - r { a } else { b }),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Run `job(r0, r1, &mut out[r0..r1])` over the ranges between `cuts`
+/// (ascending, inside `(0, out.len())`), all but the last on scoped threads:
+/// each thread writes its own rows of the one output, no copy after.
+fn par_ranges<O: Send>(out: &mut [O], cuts: &[usize], job: impl Fn(usize, usize, &mut [O]) + Sync) {
+    let n = out.len();
+    if cuts.is_empty() {
+        job(0, n, out);
+        return;
+    }
+    let job = &job;
+    std::thread::scope(|s| {
+        let mut rest = out;
+        let mut r0 = 0;
+        for &r1 in cuts.iter().chain(std::iter::once(&n)) {
+            let (mine, tail) = std::mem::take(&mut rest).split_at_mut(r1 - r0);
+            rest = tail;
+            if r1 == n {
+                job(r0, r1, mine);
+            } else {
+                s.spawn(move || job(r0, r1, mine));
+            }
+            r0 = r1;
+        }
+    });
+}
+
 /// Rolling `agg` over `values` (int32/int64/float32/float64, nulls allowed)
 /// in windows of `window` rows shaped by pandas' `closed=` / `center=` /
 /// `step=` ([`shape`]); the default shape runs the plain kernels directly.
@@ -110,6 +194,20 @@ pub(crate) fn rolling_plain(
     min_periods: Option<usize>,
     algo: Algorithm,
 ) -> Result<ArrayRef> {
+    rolling_split(values, window, agg, min_periods, algo, Split::default())
+}
+
+/// [`rolling_plain`] with the thread split forced (tests: thread counts on
+/// small columns, which must give the same bits as one thread).
+#[doc(hidden)]
+pub fn rolling_split(
+    values: &dyn Array,
+    window: usize,
+    agg: AggKind,
+    min_periods: Option<usize>,
+    algo: Algorithm,
+    split: Split,
+) -> Result<ArrayRef> {
     check_window(window, min_periods)?;
     let dtype = DType::of(values.data_type())?;
     // A window longer than the data is the whole prefix: cap it, so no
@@ -123,7 +221,7 @@ pub(crate) fn rolling_plain(
         return Ok(arrow_array::new_null_array(&out_type, n));
     }
     if algo == Algorithm::Auto {
-        let out = crate::with_dtype!(dtype, |T| specialised::<T>(&<T as FromArrow>::column(values)?, window, mp, agg));
+        let out = crate::with_dtype!(dtype, |T| specialised::<T>(&<T as FromArrow>::column(values)?, window, mp, agg, split));
         if let Some(out) = out {
             return Ok(out);
         }
@@ -140,22 +238,25 @@ pub(crate) fn rolling_plain(
 
 /// The kernels written for one operation family; `None`: use the generic
 /// block kernel.
-fn specialised<T: FastNum>(col: &Column<T>, window: usize, mp: usize, agg: AggKind) -> Option<ArrayRef> {
+/// `split`: these kernels cut the rows over threads only where their
+/// arithmetic restarts, so every thread count gives the same bits.
+fn specialised<T: FastNum>(col: &Column<T>, window: usize, mp: usize, agg: AggKind, split: Split) -> Option<ArrayRef> {
+    let th = split.threads(col.len());
     Some(match agg {
-        AggKind::Max => extreme::rolling_extreme::<T, true>(col, window, mp),
-        AggKind::Min => extreme::rolling_extreme::<T, false>(col, window, mp),
-        AggKind::Range => extreme::rolling_range::<T>(col, window, mp),
-        AggKind::Sum => sum::rolling_sum::<T>(col, window, mp),
-        AggKind::Mean => sum::rolling_mean::<T>(col, window, mp),
+        AggKind::Max => extreme::rolling_extreme::<T, true>(col, window, mp, th),
+        AggKind::Min => extreme::rolling_extreme::<T, false>(col, window, mp, th),
+        AggKind::Range => extreme::rolling_range::<T>(col, window, mp, th),
+        AggKind::Sum => sum::rolling_sum::<T>(col, window, mp, split),
+        AggKind::Mean => sum::rolling_mean::<T>(col, window, mp, split),
         AggKind::Count => sum::rolling_count(col, window, mp),
         // Values whose squares could overflow take Chan's merge (`block`):
         // the kernel says so (`None`) rather than a pass over the column
         // first. Nulls stay on the exact kernel: it shifts a block by a
         // valid row (moments.rs `valid_ends`).
-        AggKind::Var => return moments::rolling_var::<T>(col, window, mp, 1, false),
-        AggKind::Std => return moments::rolling_var::<T>(col, window, mp, 1, true),
-        AggKind::VarPop => return moments::rolling_var::<T>(col, window, mp, 0, false),
-        AggKind::StdPop => return moments::rolling_var::<T>(col, window, mp, 0, true),
+        AggKind::Var => return moments::rolling_var::<T>(col, window, mp, 1, false, th),
+        AggKind::Std => return moments::rolling_var::<T>(col, window, mp, 1, true, th),
+        AggKind::VarPop => return moments::rolling_var::<T>(col, window, mp, 0, false, th),
+        AggKind::StdPop => return moments::rolling_var::<T>(col, window, mp, 0, true, th),
         AggKind::Collect => block::rolling_collect::<T>(col, window, mp),
         _ => return None,
     })
@@ -228,8 +329,9 @@ pub trait FastNum: Num + LiftSum + PartialOrd {
     /// because of a NaN, which raw comparison misses: for max `b` is NaN
     /// and `a` is not; for min `a` is NaN and `b` is not.
     fn nan_beats<const MAX: bool>(a: Self, b: Self) -> bool;
-    /// Rolling sums of a null-free (or null-zeroed) slice.
-    fn window_sums(xs: &[Self], window: usize) -> Vec<Self::Wide>;
+    /// Rolling sums of a null-free (or null-zeroed) slice, rows split over
+    /// up to `threads` threads (same bits for every count).
+    fn window_sums(xs: &[Self], window: usize, threads: usize, min_rows: usize) -> Vec<Self::Wide>;
     fn wide_f64(s: Self::Wide) -> f64;
     /// The sums as f64, in the same allocation (no fresh pages to fault in).
     fn into_f64s(v: Vec<Self::Wide>) -> Vec<f64>;
@@ -252,8 +354,8 @@ macro_rules! fast_float {
             fn nan_beats<const MAX: bool>(a: $t, b: $t) -> bool {
                 if MAX { (a == a) & (b != b) } else { (a != a) & (b == b) }
             }
-            fn window_sums(xs: &[$t], window: usize) -> Vec<f64> {
-                sum::float_sums(xs, window)
+            fn window_sums(xs: &[$t], window: usize, threads: usize, min_rows: usize) -> Vec<f64> {
+                sum::float_sums(xs, window, threads, min_rows)
             }
             #[inline(always)]
             fn wide_f64(s: f64) -> f64 {
@@ -282,8 +384,8 @@ macro_rules! fast_int {
             fn nan_beats<const MAX: bool>(_: $t, _: $t) -> bool {
                 false
             }
-            fn window_sums(xs: &[$t], window: usize) -> Vec<i64> {
-                sum::int_sums(xs, window)
+            fn window_sums(xs: &[$t], window: usize, threads: usize, _: usize) -> Vec<i64> {
+                sum::int_sums(xs, window, threads)
             }
             #[inline(always)]
             fn wide_f64(s: i64) -> f64 {

@@ -46,7 +46,7 @@ use crate::ops::Num;
 /// Rolling variance (`ddof` 1 or 0), or its square root; `None` where a
 /// square could overflow (a finite |x| >= 2^500, say: the caller takes
 /// Chan's merge).
-pub(super) fn rolling_var<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize, ddof: usize, sqrt: bool) -> Option<ArrayRef> {
+pub(super) fn rolling_var<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize, ddof: usize, sqrt: bool, threads: usize) -> Option<ArrayRef> {
     let n = col.len();
     let counts = col.nulls.map(|nb| window_counts(nb, window));
     let mut out = buffer::<f64>(n);
@@ -60,7 +60,7 @@ pub(super) fn rolling_var<T: FastNum>(col: &Column<T>, window: usize, min_period
         }
     };
     let weights: Option<Vec<f64>> = col.nulls.map(|nb| nb.iter().map(|ok| ok as u8 as f64).collect());
-    if !var_into(x, weights.as_deref(), window, ddof as f64, sqrt, &mut out) {
+    if !var_into_split(x, weights.as_deref(), window, ddof as f64, sqrt, &mut out, threads) {
         return None;
     }
     let nulls = validity(n, window, min_periods.max(ddof + 1), counts.as_deref());
@@ -123,6 +123,60 @@ fn finite_filled<T: Num>(col: &Column<T>) -> Vec<f64> {
         }
     }
     out
+}
+
+/// [`var_into`] with the null-free fast path's rows split over up to
+/// `threads` threads. Its blocks start from the sums of the window before
+/// them (no state crosses a block), and the blocks, their lane groups and
+/// which go exact depend on `n`, `window` and the lane width only, so the
+/// rows are cut between groups and every thread count gives the bits of
+/// one thread. With nulls: one thread.
+pub(super) fn var_into_split(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64], threads: usize) -> bool {
+    let n = x.len();
+    if wt.is_some() || threads <= 1 || window <= 1 || window > n {
+        return var_into(x, wt, window, ddof, sqrt, out);
+    }
+    let starts: Vec<usize> = fast_plan(n, window, lane_width()).iter().map(|j| j.0).collect();
+    let cs = super::cuts(n, threads, |r| super::nearest(&starts, r));
+    let big = std::sync::atomic::AtomicBool::new(false);
+    // The threads call the level's wrapper (a closure would be compiled
+    // without its features).
+    super::par_ranges(out, &cs, |r0, r1, o| {
+        if fast_rows_dispatch(x, window, ddof, sqrt, r0, r1, o).is_none() {
+            big.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    !big.into_inner()
+}
+
+/// Lanes of the level [`var_into`] picks.
+fn lane_width() -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx512f") {
+            return 8;
+        }
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            return 4;
+        }
+    }
+    1
+}
+
+/// [`fast_rows`] at the level [`var_into`] picks.
+fn fast_rows_dispatch(x: &[f64], window: usize, ddof: f64, sqrt: bool, r0: usize, r1: usize, out: &mut [f64]) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the feature is present (it implies FMA).
+            return unsafe { avx512::fast_rows(x, window, ddof, sqrt, r0, r1, out) };
+        }
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            // SAFETY: the features are present.
+            return unsafe { avx2::fast_rows(x, window, ddof, sqrt, r0, r1, out) };
+        }
+    }
+    fast_rows::<S<false>, S<false>>(x, window, ddof, sqrt, r0, r1, out)
 }
 
 /// `out[i]` = the variance (or std) of rows `(i - window, i]` of `x`
@@ -341,11 +395,18 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use super::{Lane, S};
+    use crate::ops::reduce::transpose4 as transpose;
 
     /// [`super::run`] with four segments in an AVX2 vector, FMA products.
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn run(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> bool {
         super::run::<V4, S<true>>(x, wt, window, ddof, sqrt, out)
+    }
+
+    /// [`super::fast_rows`] with V4 lanes.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn fast_rows(x: &[f64], window: usize, ddof: f64, sqrt: bool, r0: usize, r1: usize, out: &mut [f64]) -> Option<usize> {
+        super::fast_rows::<V4, S<true>>(x, window, ddof, sqrt, r0, r1, out)
     }
 
     /// [`super::fast_run`] on AVX2 (tests: how many blocks went exact).
@@ -476,21 +537,6 @@ mod avx2 {
             }
         }
     }
-
-    /// 4 x 4 transpose (its own inverse).
-    #[inline(always)]
-    unsafe fn transpose(r: [__m256d; 4]) -> [__m256d; 4] {
-        let t0 = _mm256_unpacklo_pd(r[0], r[1]);
-        let t1 = _mm256_unpackhi_pd(r[0], r[1]);
-        let t2 = _mm256_unpacklo_pd(r[2], r[3]);
-        let t3 = _mm256_unpackhi_pd(r[2], r[3]);
-        [
-            _mm256_permute2f128_pd(t0, t2, 0x20),
-            _mm256_permute2f128_pd(t1, t3, 0x20),
-            _mm256_permute2f128_pd(t0, t2, 0x31),
-            _mm256_permute2f128_pd(t1, t3, 0x31),
-        ]
-    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -504,6 +550,12 @@ mod avx512 {
     #[target_feature(enable = "avx512f,avx2,fma")]
     pub(super) unsafe fn run(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> bool {
         super::run::<V8, S<true>>(x, wt, window, ddof, sqrt, out)
+    }
+
+    /// [`super::fast_rows`] with V8 lanes.
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    pub(super) unsafe fn fast_rows(x: &[f64], window: usize, ddof: f64, sqrt: bool, r0: usize, r1: usize, out: &mut [f64]) -> Option<usize> {
+        super::fast_rows::<V8, S<true>>(x, window, ddof, sqrt, r0, r1, out)
     }
 
     /// [`super::fast_run`] on AVX-512 (tests: how many blocks went exact).
@@ -772,8 +824,26 @@ fn lanes<V: Lane, const NULLS: bool>(
     sqrt: bool,
     out: &mut [f64],
 ) {
-    assert!(starts.len() == V::K && out.len() == x.len() && (!NULLS || wt.len() == x.len()));
-    assert!(starts.iter().all(|&a| a + len <= x.len()) && starts.iter().skip(1).all(|&a| a >= window));
+    assert!(out.len() == x.len());
+    lanes_at::<V, NULLS>(x, wt, window, starts, len, ddof, sqrt, out, 0)
+}
+
+/// [`lanes`] into `out` holding rows `[o0, o0 + out.len())` only.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn lanes_at<V: Lane, const NULLS: bool>(
+    x: &[f64],
+    wt: &[f64],
+    window: usize,
+    starts: &[usize],
+    len: usize,
+    ddof: f64,
+    sqrt: bool,
+    out: &mut [f64],
+    o0: usize,
+) {
+    assert!(starts.len() == V::K && (!NULLS || wt.len() == x.len()));
+    assert!(starts.iter().all(|&a| a + len <= x.len() && a >= o0 && a + len <= o0 + out.len()) && starts.iter().skip(1).all(|&a| a >= window));
     let k = V::K;
     let ch = CHUNK.min(window);
     let nchunks = window.div_ceil(ch);
@@ -786,6 +856,7 @@ fn lanes<V: Lane, const NULLS: bool>(
     let vddof = V::splat(ddof);
     let all = V::splat(f64::from_bits(u64::MAX));
     let mut base = vec![0usize; k];
+    let mut base_out = vec![0usize; k];
     let mut prev = vec![0usize; k];
     let mut alts: [Option<(usize, usize)>; 8] = [None; 8];
     let mut off = 0;
@@ -793,6 +864,7 @@ fn lanes<V: Lane, const NULLS: bool>(
         let blen = (len - off).min(window);
         for q in 0..k {
             base[q] = starts[q] + off;
+            base_out[q] = base[q] - o0;
             // The block before (absent only before row 0: masked out).
             prev[q] = base[q].saturating_sub(window);
         }
@@ -863,14 +935,14 @@ fn lanes<V: Lane, const NULLS: bool>(
                 } else {
                     finish(a1, lo1, a2, lo2, fulln, inv_n, inv_d, sqrt)
                 };
-                r.scatter(out, &base, j);
+                r.scatter(out, &base_out, j);
             }
             c0 = c1;
         }
         if NULLS {
             for q in 0..k {
                 if let Some((r, l)) = alts[q] {
-                    suffix_only_rows(x, wt, window, base[q], r, l, ddof, sqrt, out);
+                    suffix_only_rows(x, wt, window, base[q], r, l, ddof, sqrt, out, o0);
                 }
             }
         }
@@ -891,7 +963,7 @@ fn valid_ends(wt: &[f64], base: usize, blen: usize, window: usize) -> (Option<us
 /// last valid row `l`: sums shifted by `x[l]`, one reverse pass (scalar:
 /// only blocks that start with a null come here).
 #[allow(clippy::too_many_arguments)]
-fn suffix_only_rows(x: &[f64], wt: &[f64], window: usize, base: usize, r: usize, l: usize, ddof: f64, sqrt: bool, out: &mut [f64]) {
+fn suffix_only_rows(x: &[f64], wt: &[f64], window: usize, base: usize, r: usize, l: usize, ddof: f64, sqrt: bool, out: &mut [f64], o0: usize) {
     type V = S<false>;
     let c = V::splat(x[l]);
     let mut acc = Acc::<V>::zero();
@@ -902,7 +974,7 @@ fn suffix_only_rows(x: &[f64], wt: &[f64], window: usize, base: usize, r: usize,
         let i = s + window - 1;
         if i < r {
             let one = V::splat(1.0);
-            out[i] = finish(acc.s1, acc.c1, acc.s2, acc.c2, acc.n, one.div(acc.n), one.div(acc.n.sub(V::splat(ddof))), sqrt).0;
+            out[i - o0] = finish(acc.s1, acc.c1, acc.s2, acc.c2, acc.n, one.div(acc.n), one.div(acc.n.sub(V::splat(ddof))), sqrt).0;
         }
     }
 }
@@ -1011,38 +1083,65 @@ fn fast_run<V: Lane, V1: Lane>(x: &[f64], window: usize, ddof: f64, sqrt: bool, 
         lanes::<V1, false>(x, &[], 1, &[0], n, ddof, sqrt, out);
         return Some(0);
     }
-    let mut bad: Vec<(usize, usize)> = Vec::new();
+    fast_rows::<V, V1>(x, window, ddof, sqrt, 0, n, out)
+}
+
+/// The fast path's jobs over `n` rows for `k` lanes, as `(first row, rows
+/// per block, lanes)`: groups of `k` blocks in lock step, then the rest
+/// on one lane in blocks of at least `window` rows (the exact kernel needs
+/// a block to start at row 0 or a window in). Depends on `n`, `window`
+/// and `k` only.
+fn fast_plan(n: usize, window: usize, k: usize) -> Vec<(usize, usize, usize)> {
+    let mut jobs = Vec::new();
     let mut r0 = 0;
-    if let Some(blen) = fast_block(n, window, V::K).filter(|_| V::K > 1) {
-        while r0 + V::K * blen <= n {
-            let starts: [usize; 8] = std::array::from_fn(|q| r0 + q * blen);
-            let (ok, big) = fast_lanes::<V>(x, window, &starts[..V::K], blen, ddof, sqrt, out);
+    if let Some(blen) = fast_block(n, window, k).filter(|_| k > 1) {
+        while r0 + k * blen <= n {
+            jobs.push((r0, blen, k));
+            r0 += k * blen;
+        }
+    }
+    let blen1 = (4 * window).max(256);
+    while r0 < n {
+        let len = if n - r0 < 2 * blen1 { n - r0 } else { blen1 };
+        jobs.push((r0, len, 1));
+        r0 += len;
+    }
+    jobs
+}
+
+/// The fast path's jobs that start in `[r0, r1)` (whole jobs: `r0`, `r1`
+/// are job starts or `n`) into `out` (those rows), and the exact kernel
+/// for their blocks that fail the check. `window >= 2`.
+#[inline(always)]
+fn fast_rows<V: Lane, V1: Lane>(x: &[f64], window: usize, ddof: f64, sqrt: bool, r0: usize, r1: usize, out: &mut [f64]) -> Option<usize> {
+    let n = x.len();
+    let mut bad: Vec<(usize, usize)> = Vec::new();
+    for (a, blen, k) in fast_plan(n, window, V::K) {
+        if a < r0 || a >= r1 {
+            continue;
+        }
+        if k > 1 {
+            let starts: [usize; 8] = std::array::from_fn(|q| a + q * blen);
+            let (ok, big) = fast_lanes::<V>(x, window, &starts[..V::K], blen, ddof, sqrt, out, r0);
             if big {
                 return None;
             }
             bad.extend((0..V::K).filter(|&q| !ok[q]).map(|q| (starts[q], blen)));
-            r0 += V::K * blen;
+        } else {
+            let (ok, big) = fast_lanes::<V1>(x, window, &[a], blen, ddof, sqrt, out, r0);
+            if big {
+                return None;
+            }
+            if !ok[0] {
+                bad.push((a, blen));
+            }
         }
-    }
-    // The rest on one lane, in blocks of at least `window` rows (the exact
-    // kernel needs a block to start at row 0 or a window in).
-    let blen1 = (4 * window).max(256);
-    while r0 < n {
-        let len = if n - r0 < 2 * blen1 { n - r0 } else { blen1 };
-        let (ok, big) = fast_lanes::<V1>(x, window, &[r0], len, ddof, sqrt, out);
-        if big {
-            return None;
-        }
-        if !ok[0] {
-            bad.push((r0, len));
-        }
-        r0 += len;
     }
     for &(a, len) in &bad {
         if !fits(&x[a.saturating_sub(window)..a + len]) {
             return None;
         }
-        lanes::<V1, false>(x, &[], window, &[a], len, ddof, sqrt, out);
+        lanes_at::<V1, false>(x, &[], window, &[a], len, ddof, sqrt, out, r0);
     }
     Some(bad.len())
 }
@@ -1120,10 +1219,12 @@ fn passes_at<V: Lane>(m2: V, s2: V, ymax: V, tol: V, cbig: V, u2x4: V) -> V {
 /// ends the column.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> ([bool; 8], bool) {
+fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, ddof: f64, sqrt: bool, out: &mut [f64], o0: usize) -> ([bool; 8], bool) {
     let k = V::K;
-    assert!(starts.len() == k && out.len() == x.len() && window >= 1);
+    assert!(starts.len() == k && window >= 1);
     assert!(starts.iter().all(|&a| a + blen <= x.len()) && starts.iter().skip(1).all(|&a| a >= window));
+    // `out` holds rows `[o0, o0 + out.len())`.
+    assert!(starts.iter().all(|&a| a >= o0 && a + blen <= o0 + out.len()));
     assert!((starts[0] == 0 || starts[0] >= window) && window <= x.len());
     let head = starts[0] == 0;
     let zero = V::splat(0.0);
@@ -1172,6 +1273,7 @@ fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, 
     // asserts above (rows `starts[q] + j`, `starts[q] + j - window` for
     // `j >= window`, `prevs[q] + j` for `j < window`, all below the end).
     let ia: [i64; 8] = std::array::from_fn(|q| if q < k { starts[q] as i64 } else { 0 });
+    let io: [i64; 8] = std::array::from_fn(|q| if q < k { (starts[q] - o0) as i64 } else { 0 });
     let op = out.as_mut_ptr();
     let (mut m2min, mut s2max) = (V::splat(f64::MAX), zero);
     let mut j = 0;
@@ -1233,8 +1335,8 @@ fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, 
                     s2max = s2max.max(st.s2.add(st.c2));
                 }
             }
-            // SAFETY: rows `starts[q] + j + t`, in bounds, distinct.
-            unsafe { V::store_tile(&r, op.add(j), &ia) };
+            // SAFETY: out rows `starts[q] + j + t - o0`, in bounds (asserted), distinct.
+            unsafe { V::store_tile(&r, op.add(j), &io) };
             j += k;
             continue;
         }
@@ -1257,8 +1359,8 @@ fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, 
             let m2 = m2_of(st.s1, st.c1, st.s2, st.c2, fulln, inv_n);
             (out_of(m2, inv_d, sqrt), m2)
         };
-        // SAFETY: rows `starts[q] + j`, in bounds, one per lane.
-        unsafe { r.scatter_raw(op.add(j), &ia) };
+        // SAFETY: out rows `starts[q] + j - o0`, in bounds (asserted), one per lane.
+        unsafe { r.scatter_raw(op.add(j), &io) };
         let mut pass = if head && j < near {
             let mut cv = [cbig1; 8];
             cv[0] = c_of((j + 1) as f64, (j + 1) as f64);

@@ -19,7 +19,7 @@
 
 use arrow_array::ArrayRef;
 
-use super::{buffer, filled, validity, window_counts, FastNum};
+use super::{buffer, filled, validity, window_counts, FastNum, Split};
 use crate::engine::{Column, ToArrow};
 use crate::ops::arith::two_sum;
 use crate::ops::{FSum, Num, SumAcc};
@@ -69,29 +69,67 @@ fn all_finite<T: Num>(xs: &[T]) -> bool {
 /// `[0, window)` and the sliding rows run as two regions. A segment whose
 /// compensation comes out NaN met an inf / NaN (or overflowed) and is
 /// redone by [`counted_block`], so finite columns pay no pre-check pass.
-pub(super) fn float_sums<T: Num>(x: &[T], window: usize) -> Vec<f64> {
-    float_sums_scaled(x, window, 1.0)
+///
+/// Threads: no state crosses from one group (or the tail) to the next, so
+/// the rows are cut between groups and every thread count gives the bits
+/// of one thread; the groups depend on the column's length and `min_rows`
+/// only (at least four in a long column, for the split).
+pub(super) fn float_sums<T: Num>(x: &[T], window: usize, threads: usize, min_rows: usize) -> Vec<f64> {
+    float_sums_scaled(x, window, 1.0, threads, min_rows, |_, _| {})
 }
 
 /// The sums times `scale`, multiplied as they are stored (a mean needs no
-/// second pass over the output; `scale = 1` changes nothing).
-pub(super) fn float_sums_scaled<T: Num>(x: &[T], window: usize, scale: f64) -> Vec<f64> {
+/// second pass over the output; `scale = 1` changes nothing); then
+/// `post(r0, rows)` on each thread's rows from `r0`.
+pub(super) fn float_sums_scaled<T: Num>(
+    x: &[T],
+    window: usize,
+    scale: f64,
+    threads: usize,
+    min_rows: usize,
+    post: impl Fn(usize, &mut [f64]) + Sync,
+) -> Vec<f64> {
     let n = x.len();
     let mut out = buffer::<f64>(n);
-    region(x, window, 0, n, scale, &mut out);
+    let mut jobs = Vec::new();
+    plan(window, 0, n, n >= min_rows, &mut jobs);
+    let starts: Vec<usize> = jobs.iter().map(|j| j.r0).collect();
+    let cs = super::cuts(n, threads, |r| super::nearest(&starts, r));
+    super::par_ranges(&mut out, &cs, |r0, r1, o| {
+        let first = starts.partition_point(|&s| s < r0);
+        for job in jobs[first..].iter().take_while(|j| j.r0 < r1) {
+            run_job(x, window, job, scale, &mut o[job.r0 - r0..job.r1 - r0]);
+        }
+        post(r0, o);
+    });
     out
 }
 
-/// Rows `[r0, r1)`, with `r0 == 0` or `r0 >= window`.
-fn region<T: Num>(x: &[T], window: usize, r0: usize, r1: usize, scale: f64, out: &mut [f64]) {
+/// Rows `[r0, r1)`: a group of four segments of `seg` rows in `mode`, or
+/// (`seg == 0`) a short run for the scalar loop.
+struct Job {
+    r0: usize,
+    r1: usize,
+    seg: usize,
+    mode: u8,
+}
+
+/// The jobs of rows `[r0, r1)`, with `r0 == 0` or `r0 >= window`; `long`:
+/// at least four groups (two) where segments stay a window long, so
+/// threads have whole groups to share.
+fn plan(window: usize, r0: usize, r1: usize, long: bool, jobs: &mut Vec<Job>) {
     let len = r1 - r0;
-    // Segments long enough that the restarts (three windows read per
-    // group: the first segment continues the previous group's last chain)
+    // Segments long enough that the restarts (a window read per segment)
     // cost little, short enough that an inf / NaN sends only a bounded
     // part of the column to the slow loop; the compensation's own rounding
     // stays negligible at these lengths. A multiple of 4 rows (the tile).
     let cap = window.saturating_mul(16).max(1 << 20);
-    let segs = len.div_ceil(cap).next_multiple_of(4).max(4);
+    let mut segs = len.div_ceil(cap).next_multiple_of(4).max(4);
+    if long {
+        if let Some(g) = [4, 2].into_iter().find(|g| len / (4 * g) >= window.max(16)) {
+            segs = segs.max(4 * g);
+        }
+    }
     let seg = len / segs / 4 * 4;
     let mode = if r1 <= window {
         INSERT
@@ -100,8 +138,8 @@ fn region<T: Num>(x: &[T], window: usize, r0: usize, r1: usize, scale: f64, out:
             // Segments shorter than the window: the later segments' first
             // windows would reach before row 0; split at the window.
             let a = window.min(r1);
-            region(x, window, r0, a, scale, out);
-            region(x, window, a, r1, scale, out);
+            plan(window, r0, a, long, jobs);
+            plan(window, a, r1, long, jobs);
             return;
         }
         PAD0
@@ -109,40 +147,37 @@ fn region<T: Num>(x: &[T], window: usize, r0: usize, r1: usize, scale: f64, out:
         SLIDE
     };
     let mut b0 = r0;
-    // The state after the previous group's last row, i.e. the exact start
-    // state of the next row (when that chain stayed finite).
-    let mut carry: Option<(f64, f64)> = None;
     if seg >= 16 {
         for g in 0..segs / 4 {
-            let mut st = [(0.0, 0.0); 4];
-            for (k, v) in st.iter_mut().enumerate() {
-                *v = match carry {
-                    Some(c) if k == 0 => c,
-                    _ => start_state(x, window, b0 + k * seg),
-                };
-            }
             let m = if g == 0 { mode } else if mode == PAD0 { SLIDE } else { mode };
-            let (ok, end) = group(x, window, b0, seg, m, st, scale, out);
-            carry = if ok[3] { Some(end) } else { None };
-            for (k, good) in ok.into_iter().enumerate() {
-                let s0 = b0 + k * seg;
-                if !good {
-                    counted_block(x, window, s0, s0 + seg, scale, &mut out[s0..s0 + seg]);
-                }
-            }
+            jobs.push(Job { r0: b0, r1: b0 + 4 * seg, seg, mode: m });
             b0 += 4 * seg;
         }
     }
     // The tail (or a short region): the scalar kernel.
     if b0 < r1 {
-        let finite = match carry {
-            Some(_) => all_finite(&x[b0..r1]) && all_finite(&x[b0.max(window) - window..r1.max(window) - window]),
-            None => all_finite(&x[b0.saturating_sub(window)..r1]),
-        };
-        if finite {
-            finite_block(x, window, b0, r1, carry, scale, &mut out[b0..r1]);
+        jobs.push(Job { r0: b0, r1, seg: 0, mode });
+    }
+}
+
+/// One job into `out` (its rows). Every segment starts from the exact sum
+/// of the window before it, whatever ran before.
+fn run_job<T: Num>(x: &[T], window: usize, job: &Job, scale: f64, out: &mut [f64]) {
+    let (b0, seg) = (job.r0, job.seg);
+    if seg == 0 {
+        if all_finite(&x[b0.saturating_sub(window)..job.r1]) {
+            finite_block(x, window, b0, job.r1, scale, out);
         } else {
-            counted_block(x, window, b0, r1, scale, &mut out[b0..r1]);
+            counted_block(x, window, b0, job.r1, scale, out);
+        }
+        return;
+    }
+    let st: [(f64, f64); 4] = std::array::from_fn(|k| start_state(x, window, b0 + k * seg));
+    let ok = group(x, window, b0, seg, job.mode, st, scale, out);
+    for (k, good) in ok.into_iter().enumerate() {
+        let s0 = b0 + k * seg;
+        if !good {
+            counted_block(x, window, s0, s0 + seg, scale, &mut out[k * seg..(k + 1) * seg]);
         }
     }
 }
@@ -154,9 +189,9 @@ const SLIDE: u8 = 0;
 const INSERT: u8 = 1;
 const PAD0: u8 = 2;
 
-/// Four segments `[b0 + k seg, b0 + (k+1) seg)` from start states `st`:
-/// per segment, whether it stayed finite (else its rows are garbage and
-/// must be redone), and the last segment's end state.
+/// Four segments `[b0 + k seg, b0 + (k+1) seg)` from start states `st`,
+/// into `out` (those rows): per segment, whether it stayed finite (else its
+/// rows are garbage and must be redone).
 fn group<T: Num>(
     x: &[T],
     window: usize,
@@ -166,8 +201,8 @@ fn group<T: Num>(
     st: [(f64, f64); 4],
     scale: f64,
     out: &mut [f64],
-) -> ([bool; 4], (f64, f64)) {
-    assert!(b0 + 4 * seg <= x.len() && out.len() == x.len());
+) -> [bool; 4] {
+    assert!(b0 + 4 * seg <= x.len() && out.len() == 4 * seg);
     assert!(match mode {
         SLIDE => b0 >= window,
         INSERT => b0 + 4 * seg <= window,
@@ -180,18 +215,18 @@ fn group<T: Num>(
             // SAFETY: T is f64 (same type, checked above), AVX2 is present,
             // and the bounds the kernel relies on are asserted above.
             let xf = unsafe { std::slice::from_raw_parts(x.as_ptr() as *const f64, x.len()) };
-            let (ok, end) = unsafe {
+            let ok = unsafe {
                 match mode {
                     SLIDE => avx2::group::<SLIDE>(xf, window, b0, seg, st, scale, out),
                     INSERT => avx2::group::<INSERT>(xf, window, b0, seg, st, scale, out),
                     _ => avx2::group::<PAD0>(xf, window, b0, seg, st, scale, out),
                 }
             };
-            return ([0, 1, 2, 3].map(|k| ok[k] && fin[k]), end);
+            return [0, 1, 2, 3].map(|k| ok[k] && fin[k]);
         }
     }
-    let (ok, end) = group_portable(x, window, b0, seg, st, scale, out);
-    ([0, 1, 2, 3].map(|k| ok[k] && fin[k]), end)
+    let ok = group_portable(x, window, b0, seg, st, scale, out);
+    [0, 1, 2, 3].map(|k| ok[k] && fin[k])
 }
 
 /// Start state of the segment beginning at row `r`: the exact sum of its
@@ -218,7 +253,7 @@ fn group_portable<T: Num>(
     st: [(f64, f64); 4],
     scale: f64,
     out: &mut [f64],
-) -> ([bool; 4], (f64, f64)) {
+) -> [bool; 4] {
     let mut s = st.map(|v| v.0);
     let mut c = st.map(|v| v.1);
     for j in 0..seg {
@@ -229,10 +264,10 @@ fn group_portable<T: Num>(
             let (t, e2) = two_sum(s[k], d);
             s[k] = t;
             c[k] += e1 + e2;
-            out[i] = (s[k] + c[k]) * scale;
+            out[i - b0] = (s[k] + c[k]) * scale;
         }
     }
-    (c.map(|v| v.is_finite()), (s[3], c[3]))
+    c.map(|v| v.is_finite())
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -244,20 +279,7 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use super::{INSERT, PAD0};
-
-    #[inline(always)]
-    unsafe fn transpose(r: [__m256d; 4]) -> [__m256d; 4] {
-        let t0 = _mm256_unpacklo_pd(r[0], r[1]);
-        let t1 = _mm256_unpackhi_pd(r[0], r[1]);
-        let t2 = _mm256_unpacklo_pd(r[2], r[3]);
-        let t3 = _mm256_unpackhi_pd(r[2], r[3]);
-        [
-            _mm256_permute2f128_pd(t0, t2, 0x20),
-            _mm256_permute2f128_pd(t1, t3, 0x20),
-            _mm256_permute2f128_pd(t0, t2, 0x31),
-            _mm256_permute2f128_pd(t1, t3, 0x31),
-        ]
-    }
+    use crate::ops::reduce::transpose4 as transpose;
 
     #[inline(always)]
     unsafe fn tile(p: *const f64, seg: usize) -> [__m256d; 4] {
@@ -299,14 +321,14 @@ mod avx2 {
         st: [(f64, f64); 4],
         scale: f64,
         out: &mut [f64],
-    ) -> ([bool; 4], (f64, f64)) {
+    ) -> [bool; 4] {
         let s0 = st.map(|v| v.0);
         let c0 = st.map(|v| v.1);
         let mut s = _mm256_loadu_pd(s0.as_ptr());
         let mut c = _mm256_loadu_pd(c0.as_ptr());
         let sc = _mm256_set1_pd(scale);
         let xin = x.as_ptr().add(b0);
-        let o = out.as_mut_ptr().add(b0);
+        let o = out.as_mut_ptr();
         let mut j = 0;
         while j < seg {
             let a = tile(xin.add(j), seg);
@@ -349,17 +371,15 @@ mod avx2 {
             }
             j += 4;
         }
-        let mut sf = [0.0; 4];
         let mut cf = [0.0; 4];
-        _mm256_storeu_pd(sf.as_mut_ptr(), s);
         _mm256_storeu_pd(cf.as_mut_ptr(), c);
-        (cf.map(|v| v.is_finite()), (sf[3], cf[3]))
+        cf.map(|v| v.is_finite())
     }
 }
 
 #[inline(always)]
-fn finite_block<T: Num>(x: &[T], window: usize, b0: usize, b1: usize, start: Option<(f64, f64)>, scale: f64, out: &mut [f64]) {
-    let (mut s, mut c) = start.unwrap_or_else(|| exact_sum(&x[b0.saturating_sub(window)..b0]));
+fn finite_block<T: Num>(x: &[T], window: usize, b0: usize, b1: usize, scale: f64, out: &mut [f64]) {
+    let (mut s, mut c) = exact_sum(&x[b0.saturating_sub(window)..b0]);
     // Rows before `window` only insert (partial windows at the start).
     let mid = window.clamp(b0, b1);
     for (o, v) in out[..mid - b0].iter_mut().zip(&x[b0..mid]) {
@@ -399,54 +419,68 @@ fn counted_block<T: Num>(x: &[T], window: usize, b0: usize, b1: usize, scale: f6
 }
 
 /// Rolling sums of an integer column: exact, wrapping on i64 overflow.
-pub(super) fn int_sums<T: Num + Into<i64>>(x: &[T], window: usize) -> Vec<i64> {
+/// Exact, so any cut gives the bits of one thread: a range starts from the
+/// wrapping sum of the window before it.
+pub(super) fn int_sums<T: Num + Into<i64>>(x: &[T], window: usize, threads: usize) -> Vec<i64> {
     let n = x.len();
     let mut out = buffer::<i64>(n);
-    let mid = window.min(n);
-    let mut s = 0i64;
-    for (o, &v) in out[..mid].iter_mut().zip(&x[..mid]) {
-        s = s.wrapping_add(v.into());
-        *o = s;
-    }
-    for ((o, &a), &b) in out[mid..].iter_mut().zip(&x[mid..]).zip(&x[..n - mid]) {
-        s = s.wrapping_add(a.into().wrapping_sub(b.into()));
-        *o = s;
-    }
+    let cs = super::cuts(n, threads, |r| Some(r / 8 * 8));
+    super::par_ranges(&mut out, &cs, |r0, r1, out| {
+        let mut s = x[r0.saturating_sub(window)..r0].iter().fold(0i64, |a, &v| a.wrapping_add(v.into()));
+        let mid = window.clamp(r0, r1);
+        for (o, &v) in out[..mid - r0].iter_mut().zip(&x[r0..mid]) {
+            s = s.wrapping_add(v.into());
+            *o = s;
+        }
+        for ((o, &a), &b) in out[mid - r0..].iter_mut().zip(&x[mid..r1]).zip(&x[mid - window.min(mid)..]) {
+            s = s.wrapping_add(a.into().wrapping_sub(b.into()));
+            *o = s;
+        }
+    });
     out
 }
 
-fn sums_of<T: FastNum>(col: &Column<T>, window: usize) -> Vec<T::Wide> {
+fn sums_of<T: FastNum>(col: &Column<T>, window: usize, split: Split) -> Vec<T::Wide> {
+    let th = split.threads(col.len());
     match col.nulls {
-        None => T::window_sums(col.values, window),
-        Some(_) => T::window_sums(&filled(col, T::default()), window),
+        None => T::window_sums(col.values, window, th, split.min_rows),
+        Some(_) => T::window_sums(&filled(col, T::default()), window, th, split.min_rows),
     }
 }
 
-pub(super) fn rolling_sum<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize) -> ArrayRef {
+pub(super) fn rolling_sum<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize, split: Split) -> ArrayRef {
     let counts = col.nulls.map(|nb| window_counts(nb, window));
-    let out = sums_of(col, window);
+    let out = sums_of(col, window, split);
     let nulls = validity(col.len(), window, min_periods.max(1), counts.as_deref());
     <T::Wide as ToArrow>::to_arrow(out, nulls)
 }
 
-pub(super) fn rolling_mean<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize) -> ArrayRef {
+pub(super) fn rolling_mean<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize, split: Split) -> ArrayRef {
     let counts = col.nulls.map(|nb| window_counts(nb, window));
-    if col.nulls.is_none() && std::any::TypeId::of::<T::Wide>() == std::any::TypeId::of::<f64>() {
-        // Floats without nulls: the kernel scales by 1 / window as it
-        // stores (no second pass); the partial windows at the start are
-        // rescaled (within 3 ulps of sum / count).
-        let w = window as f64;
-        let mut out = float_sums_scaled(col.values, window, 1.0 / w);
-        let k = window.min(out.len());
-        for (i, o) in out[..k].iter_mut().enumerate() {
-            *o = *o * w / (i + 1) as f64;
-        }
-        let nulls = validity(col.len(), window, min_periods.max(1), None);
+    let th = split.threads(col.len());
+    if std::any::TypeId::of::<T::Wide>() == std::any::TypeId::of::<f64>() {
+        let out = match &counts {
+            // Floats without nulls: the kernel scales by 1 / window as it
+            // stores (no second pass); the partial windows at the start
+            // are rescaled (within 3 ulps of sum / count).
+            None => {
+                let w = window as f64;
+                float_sums_scaled(col.values, window, 1.0 / w, th, split.min_rows, |r0, o| {
+                    for (i, o) in (r0..window.min(r0 + o.len())).zip(o.iter_mut()) {
+                        *o = *o * w / (i + 1) as f64;
+                    }
+                })
+            }
+            // Divided in place by each thread (a second output buffer
+            // would cost as much in page faults as the sums themselves).
+            Some(c) => float_sums_scaled(&filled(col, T::default()), window, 1.0, th, split.min_rows, |r0, o| {
+                o.iter_mut().zip(&c[r0..]).for_each(|(o, &k)| *o /= k as f64)
+            }),
+        };
+        let nulls = validity(col.len(), window, min_periods.max(1), counts.as_deref());
         return f64::to_arrow(out, nulls);
     }
-    // Divide in place: a second output buffer would cost as much in page
-    // faults as the sums themselves.
-    let mut out = T::into_f64s(sums_of(col, window));
+    let mut out = T::into_f64s(sums_of(col, window, split));
     match &counts {
         None => {
             let k = window.min(out.len());
@@ -499,7 +533,7 @@ mod tests {
             x[i] = v;
         }
         for w in [16, 1000, 300_000] {
-            let got = float_sums(&x, w);
+            let got = float_sums(&x, w, 1, usize::MAX);
             let mut want = vec![0.0; n];
             counted_block(&x, w, 0, n, 1.0, &mut want);
             for i in 0..n {

@@ -20,6 +20,7 @@ mod partial;
 mod rolling;
 mod shape;
 mod spine;
+mod threads;
 mod time;
 mod window;
 mod zero_sign;
