@@ -1,14 +1,16 @@
-"""asv: rolling_many, 64 random windows in [1, 32768], "max" over float64:
-slidewise's shared pass against 64 bottleneck.move_max and 64 polars
-rolling_max calls in one run (benches/compare_many.py prints the ratios at
-10M rows; here 2M rows keep the output to 1 GB). Each setup first checks
+"""asv: rolling_many, 64 random windows in [1, 32768], "max" and "std" over
+float64: slidewise's shared passes against 64 bottleneck.move_max / move_std
+and 64 polars rolling_max / rolling_std calls in one run
+(benches/compare_many.py prints the ratios at 10M rows; here 2M rows keep
+the output to 1 GB). Each setup first checks
 every window's column equal between slidewise and the peer (bottleneck for
 slidewise's own run), so a wrong result fails the benchmark instead of
-being timed."""
+being timed (std: within compare_rolling.tolerance, as compare_many.py)."""
 
 import numpy as np
 
 from ._check import check
+from .compare_rolling import tolerance
 
 N = 2_000_000
 
@@ -21,34 +23,38 @@ def _setup():
 
 
 class RollingMany:
-    params = (["slidewise", "bottleneck", "polars"],)
-    param_names = ["library"]
+    params = (["slidewise", "bottleneck", "polars"], ["max", "std"])
+    param_names = ["library", "agg"]
     timeout = 600
     number = 1
     repeat = 3
 
-    def setup(self, library):
+    def setup(self, library, agg):
         import pyarrow as pa
         import slidewise as sw
 
         x, ws = _setup()
         arr = pa.array(x)
-        mine = lambda: sw.rolling_many(arr, ws, "max")  # noqa: E731
+        mine = lambda: sw.rolling_many(arr, ws, agg)  # noqa: E731
         # min_count / min_samples = 1: partial windows at the start, as slidewise's default
         if library == "polars":
             import polars as pl
 
             s = pl.Series(x)
-            peer = lambda: [s.rolling_max(w, min_samples=1) for w in ws]  # noqa: E731
+            f = getattr(s, f"rolling_{agg}")
+            peer = lambda: [f(w, min_samples=1) for w in ws]  # noqa: E731
         else:
             import bottleneck as bn
 
-            peer = lambda: [bn.move_max(x, w, min_count=1) for w in ws]  # noqa: E731
+            f = getattr(bn, f"move_{agg}")
+            kw = {"ddof": 1} if agg == "std" else {}
+            peer = lambda: [f(x, w, min_count=1, **kw) for w in ws]  # noqa: E731
         self.run = mine if library == "slidewise" else peer
-        # a max picks one of the values: equal, bit for bit
+        # a max picks one of the values: equal, bit for bit; a std within
+        # the peer's drift (compare_rolling.tolerance)
+        name = "bottleneck" if library == "slidewise" else library
         for w, got, want in zip(ws, mine().columns, peer()):
-            check(f"RollingMany({library}), window {w}", got, want,
-                  "bottleneck" if library == "slidewise" else library, rtol=0.0)
+            check(f"RollingMany({library}, {agg}), window {w}", got, want, name, **tolerance(agg, name, x, w))
 
-    def time_max_64_windows(self, library):
+    def time_64_windows(self, library, agg):
         self.run()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 import time
 
@@ -78,9 +79,11 @@ def main() -> None:
         return getattr(bn, bn_name)(v, w, min_count=min_count, **kw)
 
     gb = a.rows * len(ws) * 8 / 1e9
-    shared = a.agg in ("max", "min", "sum", "mean")
-    print(machine(f"{many_threads(a.rows, len(ws)) if shared else 1} (rolling_many's shared max/min/sum/mean pass: "
-                  "min(4, CPUs) when rows x windows >= 2^24, else 1; std/var window by window on 1)") + f"; polars thread pool: {pl.thread_pool_size()}")
+    threads = many_threads(a.rows, len(ws))
+    if os.environ.get("SLIDEWISE_THREADS", "").strip().isdigit():
+        threads = max(1, min(threads, int(os.environ["SLIDEWISE_THREADS"])))
+    print(machine(f"{threads} (rolling_many's shared pass, every agg here: "
+                  "min(4, CPUs, SLIDEWISE_THREADS) when rows x windows >= 2^24, else 1)") + f"; polars thread pool: {pl.thread_pool_size()}")
     peers = "bottleneck's" + ("" if a.skip_polars else " and polars'")
     print(f"{a.rows:,} float64 rows, {len(ws)} windows in [1, {a.max_window}], agg {a.agg}, "
           f"output {gb:.2f} GB, best of {a.repeat}; every column checked equal to {peers} first\n", flush=True)

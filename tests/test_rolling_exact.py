@@ -176,3 +176,33 @@ def test_a_huge_value_before_nulls_does_not_swallow_small_ones(agg, want):
                 pa.array([1e300, None, None, 0.0, 1.0]), pa.array([1e200, -1e200, 0.0, 1.0])):
         got = sw.rolling(arr, 4 if len(arr) != 4 else 2, agg).to_pylist()[-1]
         assert got == pytest.approx(want, rel=1e-12), (arr, got)
+
+
+@pytest.mark.parametrize("data,nulls", [(d, n) for d in DATA for n in (False, True)])
+def test_many_var_std_are_exact(data, nulls):
+    """rolling_many's var / std share one prefix pass whose error bound sends
+    the rows it cannot vouch for to the exact kernel: the same 1e-12 against
+    Fractions as rolling()'s, every window of the set at once."""
+    x = DATA[data]()
+    valid = np.ones(N, bool) if not nulls else rng_for("nulls-many", data).random(N) >= 0.2
+    arr = pa.array(x, mask=~valid)
+    aggs = ("var", "var_pop", "std", "std_pop")
+    got = {agg: sw.rolling_many(arr, WINDOWS, agg) for agg in aggs}
+    worst = {agg: 0.0 for agg in aggs}
+    for q, w in enumerate(WINDOWS):
+        cols = {agg: got[agg].column(q).to_pylist() for agg in aggs}
+        for i, xs in windows_of(x, valid, w, sample_rows(w)[::2]):
+            if not xs:
+                assert all(cols[agg][i] is None for agg in aggs)
+                continue
+            fr = [Fraction(v) for v in xs]
+            pv = float(statistics.pvariance(fr))
+            worst["var_pop"] = max(worst["var_pop"], rel(cols["var_pop"][i], pv))
+            worst["std_pop"] = max(worst["std_pop"], rel(cols["std_pop"][i], math.sqrt(pv)))
+            if len(xs) < 2:
+                assert cols["var"][i] is None and cols["std"][i] is None
+                continue
+            v = float(statistics.variance(fr))
+            worst["var"] = max(worst["var"], rel(cols["var"][i], v))
+            worst["std"] = max(worst["std"], rel(cols["std"][i], math.sqrt(v)))
+    assert all(e <= TOL for e in worst.values()), worst

@@ -1,5 +1,6 @@
 //! Many rolling windows over one column at once (`rolling_many`): one shared
-//! pass for max / min, the single-window kernels for everything else.
+//! pass for max / min (here), sum / mean of float64 (prefix.rs) and var /
+//! std (prefix_moments.rs), the single-window kernels for everything else.
 //!
 //! max / min are idempotent, so a window of any length `w` is the max of two
 //! overlapping power-of-two blocks: with `k = floor(log2 w)` and the sparse
@@ -29,7 +30,7 @@
 
 use arrow_array::{Array, ArrayRef};
 
-use super::prefix::{masked, prefix_counts, split_rows};
+use super::prefix::{masked, populate, prefix_counts, split_rows};
 use super::{buffer, check_window, validity, FastNum};
 use crate::ops::reduce::{detected, Level};
 
@@ -92,6 +93,18 @@ pub fn rolling_many_tuned(
         let col = <f64 as FromArrow>::column(values)?;
         let mp = min_periods.unwrap_or(0);
         if let Some(out) = super::prefix::many_sums(&col, &ws, mp, agg == AggKind::Mean, threads_for(n, ws.len(), tuning), tuning.chunk) {
+            return Ok(out);
+        }
+    }
+    if algo == Algorithm::Auto && matches!(agg, AggKind::Var | AggKind::Std | AggKind::VarPop | AggKind::StdPop) {
+        let mp = min_periods.unwrap_or(0);
+        let (ddof, sqrt) = (matches!(agg, AggKind::Var | AggKind::Std) as usize, matches!(agg, AggKind::Std | AggKind::StdPop));
+        let threads = threads_for(n, ws.len(), tuning);
+        let out = crate::with_dtype!(dtype, |T| {
+            let col = <T as FromArrow>::column(values)?;
+            super::prefix_moments::many_vars(&col, &ws, mp, ddof, sqrt, threads, tuning.chunk)
+        });
+        if let Some(out) = out {
             return Ok(out);
         }
     }
@@ -307,6 +320,7 @@ fn answer<T: FastNum, const MAX: bool, const NAN: bool>(
         }
         let p = 1usize << k;
         let out = &mut outs[q][s - r0..b - r0];
+        populate(out);
         let left = &lv[s + 1 - w - h0..b + 1 - w - h0];
         let right = &lv[s + 1 - p - h0..b + 1 - p - h0];
         for ((o, &l), &r) in out.iter_mut().zip(left).zip(right) {

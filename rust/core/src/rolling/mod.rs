@@ -37,6 +37,7 @@ mod moments;
 pub mod order;
 mod order_stat;
 mod prefix;
+mod prefix_moments;
 pub mod shape;
 mod sorted_buffer;
 mod sum;

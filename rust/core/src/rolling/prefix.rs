@@ -141,6 +141,7 @@ fn sum_rows(x: &[f64], cum: Option<&[u32]>, windows: &[usize], r0: usize, r1: us
         }
         for (q, &w) in windows.iter().enumerate() {
             let out = &mut outs[q][a - r0..b - r0];
+            populate(out);
             // Row i's window is rows [max(i + 1 - w, 0), i]: prefix indices
             // e = i + 1 - h0 and s = e - w (clamped at the column start).
             let full = a.max(w - 1).min(b);
@@ -225,4 +226,34 @@ pub(super) fn masked(cum: &[u32], w: usize, need: usize) -> Option<NullBuffer> {
     let n = cum.len() - 1;
     let buf = NullBuffer::new(BooleanBuffer::collect_bool(n, |i| (cum[i + 1] - cum[(i + 1).saturating_sub(w)]) as usize >= need));
     (buf.null_count() > 0).then_some(buf)
+}
+
+/// Fault in the pages of an output range just before it is written: one
+/// `madvise(MADV_POPULATE_WRITE)` (Linux 5.14+; elsewhere, or where it
+/// fails, the writes fault page by page as before) instead of a trap per
+/// 4 KiB page, which on first touch cost more than the kernels here (64
+/// windows of 10M rows are 1.25M pages; measured on the 2-vCPU Xeon VM, 16
+/// columns of 10M float64: 3.0 s written plainly, 1.8 s populated a piece
+/// at a time, as here). The pages come in zeroed and in cache, so the
+/// writes that follow do not read memory either. Only whole pages inside
+/// the range; small ranges are left to fault.
+pub(super) fn populate<T>(v: &mut [T]) {
+    #[cfg(target_os = "linux")]
+    {
+        extern "C" {
+            fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: i32) -> i32;
+        }
+        const MADV_POPULATE_WRITE: i32 = 23;
+        const PAGE: usize = 4096;
+        let a = v.as_mut_ptr() as usize;
+        let (s, e) = ((a + PAGE - 1) & !(PAGE - 1), (a + std::mem::size_of_val(v)) & !(PAGE - 1));
+        if e >= s + 16 * PAGE {
+            // SAFETY: whole pages inside `v`, which we own mutably; the
+            // advice faults them in without changing their contents. The
+            // result is ignored: failing leaves the ordinary page faults.
+            unsafe { madvise(s as *mut std::ffi::c_void, e - s, MADV_POPULATE_WRITE) };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = v;
 }

@@ -1,0 +1,481 @@
+//! Many rolling var / std (sample and population) of one column in one
+//! shared pass (`rolling_many`): compensated prefix sums of shifted values
+//! and their squares, every window a difference, checked row by row
+//! against an error bound; the rows the bound cannot vouch for are redone
+//! by the exact kernel ([`super::moments::var_into`]).
+//!
+//! Per chunk of output rows `[a, b)` plus the longest window's halo, with
+//! `c` the chunk's mean (any value near the data will do; the mean keeps
+//! the sums of squares, which the bound scales with, smallest):
+//! `y = x - c` exactly as `yh + yl` (TwoDiff; |x| < 2^497, checked), and
+//! running Neumaier sums `P1 = sum y`, `P2 = sum y^2` (`y^2` split by FMA,
+//! or Dekker's product), each kept as its rounded sum `h` and the
+//! compensation `l` that collects the TwoSum errors. A window's sums are
+//! `S = TwoDiff(h[e], h[s]) + (l[e] - l[s])`, a double-double, and `M2`
+//! comes from them as in the exact kernel (`S2 - 2 m S1 + n m^2`, `m =
+//! S1 / n` rounded, moments.rs `m2_of`). Nulls weigh 0 (`y = 0`, counts
+//! from prefix counts).
+//!
+//! Error (docs/DESIGN.md §6 "Many var / std"): each fold rounds only the
+//! compensation (by at most `u |l|`) and the small pieces added to it (by
+//! `u^2` times the prefix or the square), so a window of `w` rows differs
+//! from the exact sums by `dS1 <= (w + 3) u C1 + w u^2 (P1 + 2Y)` and `dS2
+//! <= (w + 3) u C2 + w u^2 (P2 + 9 Y^2)`, with `C1`, `C2` the largest
+//! `|l|`, `P1` the largest `|h1|`, `P2` the final `h2`, `Y` the largest
+//! `|y|` of the chunk; `M2` moves by `dS2 + 2 Y dS1`, and its own
+//! evaluation adds a few ulps plus terms of the same kind. Twice that sum,
+//! `E_w`, is linear in `w`, one constant pair per chunk; a row passes when
+//! `M2 >= E_w / (2e-13 - 4u)`, which leaves `M2` within 2e-13 relative
+//! plus a few ulps (the exact kernel's fast path allows the same). A row
+//! holding one value (or none) has `M2 = 0` exactly. NaN fails; a chunk
+//! holding a non-finite value goes to the exact kernel whole (its sums
+//! would be non-finite from there on).
+//!
+//! On a random walk or 1e9 + noise nearly every row passes (a 2-row window
+//! whose two values are within ~1e-2 of each other may not); windows of
+//! small values among huge ones (1e8 / 1e-3 mixes) and near-constant
+//! windows fail and go exact. Each window then costs eight loads, a few
+//! dozen flops that vectorise, and its output write.
+
+use arrow_array::ArrayRef;
+
+use super::prefix::{masked, populate, prefix_counts, split_rows};
+use super::{buffer, validity, FastNum};
+use crate::engine::{Column, ToArrow};
+use crate::ops::reduce::{detected, Level};
+
+/// Relative error the shared pass may leave in `M2` (as the exact kernel's
+/// fast path; the contract is 1e-12, tests/test_rolling_exact.py).
+const TOL: f64 = 2e-13;
+const U: f64 = f64::EPSILON / 2.0;
+
+/// Output rows per chunk (the halo is summed again per chunk; the four
+/// prefix arrays of chunk plus halo should stay in L2 / L3).
+fn chunk_rows(wmax: usize) -> usize {
+    (2 * wmax).clamp(1 << 14, 1 << 16)
+}
+
+/// Variances (`ddof` 0 or 1), or their square roots, of `windows` (already
+/// capped to the column) over `col`; `None` where a finite value's square
+/// could come near overflow (|x| >= 2^497: the caller runs each window
+/// alone, which takes Chan's merge from 2^500).
+pub(super) fn many_vars<T: FastNum>(
+    col: &Column<T>,
+    windows: &[usize],
+    min_periods: usize,
+    ddof: usize,
+    sqrt: bool,
+    threads: usize,
+    chunk: Option<usize>,
+) -> Option<Vec<ArrayRef>> {
+    let n = col.len();
+    let owned: Vec<f64>;
+    let x: &[f64] = match as_f64(col.values).filter(|_| col.nulls.is_none()) {
+        Some(x) => x,
+        None => {
+            owned = finite_filled(col);
+            &owned
+        }
+    };
+    if !fits(x) {
+        return None;
+    }
+    let wt: Option<Vec<f64>> = col.nulls.map(|nb| nb.iter().map(|ok| ok as u8 as f64).collect());
+    let cum = col.nulls.map(prefix_counts);
+    let wmax = windows.iter().copied().max().unwrap_or(1);
+    let chunk = chunk.unwrap_or_else(|| chunk_rows(wmax)).max(1);
+    let mut outs: Vec<Vec<f64>> = windows.iter().map(|_| buffer::<f64>(n)).collect();
+    let threads = threads.clamp(1, n.max(1));
+    if n > 0 && !windows.is_empty() {
+        let job = Job { x, wt: wt.as_deref(), cum: cum.as_deref(), windows, chunk, ddof: ddof as f64, sqrt };
+        let level = detected();
+        split_rows(&mut outs, n, threads, |r0, r1, mine| job.rows_at(level, r0, r1, mine));
+    }
+    let need = min_periods.max(ddof + 1);
+    Some(
+        outs.into_iter()
+            .zip(windows)
+            .map(|(out, &w)| {
+                let nulls = match &cum {
+                    None => validity(n, w, need, None),
+                    Some(c) => masked(c, w, need),
+                };
+                f64::to_arrow(out, nulls)
+            })
+            .collect(),
+    )
+}
+
+/// The values as f64 without a copy when they are f64.
+fn as_f64<T: FastNum>(xs: &[T]) -> Option<&[f64]> {
+    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>())
+        // SAFETY: T is f64 (checked just above).
+        .then(|| unsafe { std::slice::from_raw_parts(xs.as_ptr() as *const f64, xs.len()) })
+}
+
+/// The values as f64, null slots holding the last finite valid value
+/// before them (the first one before any), as the exact kernel fills them
+/// (moments.rs `finite_filled`): finite, so `0 * y` stays 0, and near the
+/// data, which the exact kernel may take as a block's shift.
+fn finite_filled<T: FastNum>(col: &Column<T>) -> Vec<f64> {
+    let mut out = buffer::<f64>(col.len());
+    match col.nulls {
+        None => out.iter_mut().zip(col.values).for_each(|(o, v)| *o = v.to_f64()),
+        Some(nb) => {
+            let first = col.values.iter().zip(nb.iter()).map(|(v, ok)| (v.to_f64(), ok)).find(|&(f, ok)| ok && f.is_finite());
+            let mut last = first.map_or(0.0, |(f, _)| f);
+            for ((o, v), ok) in out.iter_mut().zip(col.values).zip(nb.iter()) {
+                let f = v.to_f64();
+                if ok {
+                    *o = f;
+                    if f.is_finite() {
+                        last = f;
+                    }
+                } else {
+                    *o = last;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every finite value below 2^497 in magnitude: squares and sums of
+/// squares of a chunk stay finite, and the exact kernel takes every slice
+/// (it refuses a block whose shift plus largest deviation reaches 2^499).
+fn fits(xs: &[f64]) -> bool {
+    const LIMIT: u64 = 0x5F00_0000_0000_0000; // 2^497
+    const INF: u64 = 0x7FF0_0000_0000_0000;
+    xs.chunks(512).all(|c| c.iter().fold(0u64, |a, v| a | ((v.to_bits() & !(1u64 << 63)).wrapping_sub(LIMIT) < INF - LIMIT) as u64) == 0)
+}
+
+/// Everything a thread needs, shared read-only.
+struct Job<'a> {
+    x: &'a [f64],
+    wt: Option<&'a [f64]>,
+    cum: Option<&'a [u32]>,
+    windows: &'a [usize],
+    chunk: usize,
+    ddof: f64,
+    sqrt: bool,
+}
+
+/// The chunk's prefix sums: entry `t` sums the chunk's first `t` rows.
+#[derive(Default)]
+struct Prefix {
+    h1: Vec<f64>,
+    l1: Vec<f64>,
+    h2: Vec<f64>,
+    l2: Vec<f64>,
+}
+
+/// What the error bound needs of a chunk (module comment).
+#[derive(Clone, Copy, Debug)]
+struct Bound {
+    /// Largest `|y|`.
+    y: f64,
+    /// Largest `|h1|`; `h2` at the end (the largest: it only grows).
+    p1: f64,
+    p2: f64,
+    /// Largest `|l1|`, `|l2|`.
+    c1: f64,
+    c2: f64,
+}
+
+impl Bound {
+    /// The smallest `M2` a row of a `w`-row window may have and pass.
+    fn threshold(&self, w: usize) -> f64 {
+        let w = w as f64;
+        let y = self.y * (1.0 + 4.0 * U);
+        let e = (w + 6.0) * U * (self.c2 + 2.0 * y * self.c1) + U * U * w * (self.p2 + 2.0 * y * self.p1 + 24.0 * y * y);
+        2.0 * e / (TOL - 4.0 * U)
+    }
+}
+
+/// TwoSum: `a + b = s + e` exactly.
+#[inline(always)]
+fn two_sum(a: f64, b: f64) -> (f64, f64) {
+    let s = a + b;
+    let bb = s - a;
+    (s, (a - (s - bb)) + (b - bb))
+}
+
+/// `a - b = s + e` exactly.
+#[inline(always)]
+fn two_diff(a: f64, b: f64) -> (f64, f64) {
+    let s = a - b;
+    let bb = s - a;
+    (s, (a - (s - bb)) - (b + bb))
+}
+
+/// `a * b = p + e` exactly (FMA, or Dekker's product without it).
+#[inline(always)]
+fn two_prod<const FMA: bool>(a: f64, b: f64) -> (f64, f64) {
+    let p = a * b;
+    if FMA {
+        (p, a.mul_add(b, -p))
+    } else {
+        let split = |v: f64| {
+            let c = 134_217_729.0 * v;
+            let h = c - (c - v);
+            (h, v - h)
+        };
+        let (ah, al) = split(a);
+        let (bh, bl) = split(b);
+        (p, ((ah * bh - p) + ah * bl + al * bh) + al * bl)
+    }
+}
+
+/// `M2 = S2 - 2 m S1 + n m^2`, `m = S1 / n` rounded, `S1 = s1 + c1`, `S2 =
+/// s2 + c2` (moments.rs `m2_of`, whose argument docs/DESIGN.md §6 gives).
+#[inline(always)]
+fn m2_of<const FMA: bool>(s1: f64, c1: f64, s2: f64, c2: f64, n: f64, inv_n: f64) -> f64 {
+    let m = s1 * inv_n;
+    let (ph, pl) = two_prod::<FMA>(m, s1);
+    let (q, qe) = two_prod::<FMA>(n, m);
+    let r = s1 - q - qe + c1;
+    let d = s2 - ph;
+    d + (c2 - pl - m * c1 - m * r)
+}
+
+/// `M2` of the rows between prefix entries `s` and `e` (`n` of them valid).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn m2_diff<const FMA: bool>(h1e: f64, h1s: f64, l1e: f64, l1s: f64, h2e: f64, h2s: f64, l2e: f64, l2s: f64, n: f64, inv_n: f64) -> f64 {
+    let (d1, f1) = two_diff(h1e, h1s);
+    let (d2, f2) = two_diff(h2e, h2s);
+    m2_of::<FMA>(d1, f1 + (l1e - l1s), d2, f2 + (l2e - l2s), n, inv_n)
+}
+
+/// The variance (or std) from `M2`; a hair below 0 is 0, NaN stays.
+#[inline(always)]
+fn out_of(m2: f64, inv_d: f64, sqrt: bool) -> f64 {
+    let v = (if m2 < 0.0 { 0.0 } else { m2 }) * inv_d;
+    if sqrt {
+        v.sqrt()
+    } else {
+        v
+    }
+}
+
+impl Job<'_> {
+    /// [`Job::rows`] compiled for the CPU's widest level (the window loops
+    /// vectorise; FMA for the exact products). `SLIDEWISE_SIMD` caps it.
+    fn rows_at(&self, level: Level, r0: usize, r1: usize, outs: &mut [&mut [f64]]) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            #[target_feature(enable = "avx512f,avx2,fma")]
+            unsafe fn avx512(j: &Job, r0: usize, r1: usize, o: &mut [&mut [f64]]) {
+                j.rows::<true>(r0, r1, o)
+            }
+            #[target_feature(enable = "avx2,fma")]
+            unsafe fn avx2(j: &Job, r0: usize, r1: usize, o: &mut [&mut [f64]]) {
+                j.rows::<true>(r0, r1, o)
+            }
+            let fma = std::arch::is_x86_feature_detected!("fma");
+            // SAFETY: `detected()` found the CPU feature of the level, and
+            // FMA is checked here.
+            match level {
+                Level::Avx512 if fma => return unsafe { avx512(self, r0, r1, outs) },
+                Level::Avx2 | Level::Avx512 if fma => return unsafe { avx2(self, r0, r1, outs) },
+                _ => {}
+            }
+        }
+        let _ = level;
+        self.rows::<false>(r0, r1, outs)
+    }
+
+    /// Rows `[r0, r1)` of every window (`outs[q]` holds exactly those rows).
+    #[inline(always)]
+    fn rows<const FMA: bool>(&self, r0: usize, r1: usize, outs: &mut [&mut [f64]]) {
+        let wmax = self.windows.iter().copied().max().unwrap_or(1);
+        let mut p = Prefix::default();
+        let mut a = r0;
+        while a < r1 {
+            let b = (a + self.chunk).min(r1);
+            // Prefix entry t sums rows [h0, h0 + t).
+            let h0 = a.saturating_sub(wmax);
+            let bound = match self.wt {
+                None => prefix::<FMA, false>(&self.x[h0..b], &[], &mut p),
+                Some(wt) => prefix::<FMA, true>(&self.x[h0..b], &wt[h0..b], &mut p),
+            };
+            for (q, &w) in self.windows.iter().enumerate() {
+                let out = &mut outs[q][a - r0..b - r0];
+                match bound {
+                    // A non-finite value in the chunk: its sums say nothing.
+                    None => self.exact(w, a, b, out),
+                    Some(bd) => {
+                        let thr = bd.threshold(w);
+                        if !self.window::<FMA>(&p, w, a, b, h0, thr, out) {
+                            self.redo::<FMA>(&p, w, a, b, h0, thr, out);
+                        }
+                    }
+                }
+            }
+            a = b;
+        }
+    }
+
+    /// `M2` and the count of row `i`'s window (scalar; the partial windows
+    /// at the start and [`Job::redo`]).
+    #[inline(always)]
+    fn row_m2<const FMA: bool>(&self, p: &Prefix, w: usize, i: usize, h0: usize) -> (f64, f64) {
+        let e = i + 1 - h0;
+        let s = (i + 1).saturating_sub(w).max(h0) - h0;
+        let n = match self.cum {
+            None => (e - s) as f64,
+            Some(c) => (c[i + 1] - c[(i + 1).saturating_sub(w)]) as f64,
+        };
+        let m2 = m2_diff::<FMA>(p.h1[e], p.h1[s], p.l1[e], p.l1[s], p.h2[e], p.h2[s], p.l2[e], p.l2[s], n, 1.0 / n);
+        (if n <= 1.0 { 0.0 } else { m2 }, n)
+    }
+
+    /// Rows `[a, b)` of window `w` into `out`; whether every row passed.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn window<const FMA: bool>(&self, p: &Prefix, w: usize, a: usize, b: usize, h0: usize, thr: f64, out: &mut [f64]) -> bool {
+        let (ddof, sqrt) = (self.ddof, self.sqrt);
+        populate(out);
+        if w == 1 {
+            // One value (finite: the chunk passed), M2 exactly 0.
+            out.fill(0.0);
+            return true;
+        }
+        let mut ok = true;
+        // Partial windows at the start (here h0 = 0).
+        let full = a.max(w - 1).min(b);
+        for i in a..full {
+            let (m2, n) = self.row_m2::<FMA>(p, w, i, h0);
+            ok &= m2 >= thr || n <= 1.0;
+            out[i - a] = out_of(m2, 1.0 / (n - ddof), sqrt);
+        }
+        if full == b {
+            return ok;
+        }
+        let e0 = full + 1 - h0;
+        let len = b - full;
+        let (h1e, h1s) = (&p.h1[e0..e0 + len], &p.h1[e0 - w..e0 - w + len]);
+        let (l1e, l1s) = (&p.l1[e0..e0 + len], &p.l1[e0 - w..e0 - w + len]);
+        let (h2e, h2s) = (&p.h2[e0..e0 + len], &p.h2[e0 - w..e0 - w + len]);
+        let (l2e, l2s) = (&p.l2[e0..e0 + len], &p.l2[e0 - w..e0 - w + len]);
+        let out = &mut out[full - a..];
+        match self.cum {
+            None => {
+                let (n, inv_n, inv_d) = (w as f64, 1.0 / w as f64, 1.0 / (w as f64 - ddof));
+                let mut bad = 0u64;
+                for j in 0..len {
+                    let m2 = m2_diff::<FMA>(h1e[j], h1s[j], l1e[j], l1s[j], h2e[j], h2s[j], l2e[j], l2s[j], n, inv_n);
+                    bad |= (!(m2 >= thr)) as u64;
+                    out[j] = out_of(m2, inv_d, sqrt);
+                }
+                ok && bad == 0
+            }
+            Some(c) => {
+                let (ce, cs) = (&c[full + 1..b + 1], &c[full + 1 - w..b + 1 - w]);
+                let mut bad = 0u64;
+                for j in 0..len {
+                    let n = (ce[j] - cs[j]) as f64;
+                    let m2 = m2_diff::<FMA>(h1e[j], h1s[j], l1e[j], l1s[j], h2e[j], h2s[j], l2e[j], l2s[j], n, 1.0 / n);
+                    let one = n <= 1.0;
+                    let m2 = if one { 0.0 } else { m2 };
+                    bad |= (!(m2 >= thr || one)) as u64;
+                    out[j] = out_of(m2, 1.0 / (n - ddof), sqrt);
+                }
+                ok && bad == 0
+            }
+        }
+    }
+
+    /// Rows of `[a, b)` whose check failed, again by the exact kernel: runs
+    /// of failing rows closer than a window are one call (each call reads
+    /// its first row's window again).
+    #[allow(clippy::too_many_arguments)]
+    fn redo<const FMA: bool>(&self, p: &Prefix, w: usize, a: usize, b: usize, h0: usize, thr: f64, out: &mut [f64]) {
+        let mut run: Option<(usize, usize)> = None;
+        for i in a..b {
+            let (m2, n) = self.row_m2::<FMA>(p, w, i, h0);
+            if m2 >= thr || n <= 1.0 {
+                continue;
+            }
+            run = match run {
+                Some((lo, hi)) if i < hi + w => Some((lo, i + 1)),
+                Some((lo, hi)) => {
+                    self.exact(w, lo, hi, &mut out[lo - a..hi - a]);
+                    Some((i, i + 1))
+                }
+                None => Some((i, i + 1)),
+            };
+        }
+        if let Some((lo, hi)) = run {
+            self.exact(w, lo, hi, &mut out[lo - a..hi - a]);
+        }
+    }
+
+    /// Rows `[lo, hi)` of window `w` by the exact kernel, on the rows they
+    /// read (`out` holds exactly those rows).
+    fn exact(&self, w: usize, lo: usize, hi: usize, out: &mut [f64]) {
+        let start = (lo + 1).saturating_sub(w);
+        let mut tmp = vec![0.0; hi - start];
+        let xs = &self.x[start..hi];
+        let fits = super::moments::var_into(xs, self.wt.map(|v| &v[start..hi]), w.min(hi - start), self.ddof, self.sqrt, &mut tmp);
+        // The whole column was checked (`many_vars`).
+        debug_assert!(fits);
+        out.copy_from_slice(&tmp[lo - start..]);
+    }
+}
+
+/// The chunk's prefix sums into `p` (`x` the chunk plus its halo, `wt` its
+/// weights when `NULLS`), and what the bound needs; `None` when a valid
+/// value is not finite.
+#[inline(always)]
+fn prefix<const FMA: bool, const NULLS: bool>(x: &[f64], wt: &[f64], p: &mut Prefix) -> Option<Bound> {
+    let len = x.len();
+    // The shift: the mean of the valid values (eight partial sums, so the
+    // pass vectorises).
+    let (mut s, mut k) = ([0.0f64; 8], [0.0f64; 8]);
+    for (q, xs) in x.chunks(8).enumerate() {
+        for (j, &v) in xs.iter().enumerate() {
+            let v8 = if NULLS { wt[q * 8 + j] } else { 1.0 };
+            s[j] += v * v8;
+            k[j] += v8;
+        }
+    }
+    let (s, k): (f64, f64) = (s.iter().sum(), k.iter().sum());
+    let c = if k > 0.0 { s / k } else { 0.0 };
+    if !c.is_finite() {
+        return None;
+    }
+    for v in [&mut p.h1, &mut p.l1, &mut p.h2, &mut p.l2] {
+        v.clear();
+        v.resize(len + 1, 0.0);
+    }
+    let (h1, l1, h2, l2) = (&mut p.h1[1..], &mut p.l1[1..], &mut p.h2[1..], &mut p.l2[1..]);
+    let (mut s1, mut c1, mut s2, mut c2) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+    let (mut ymax, mut p1, mut c1max, mut c2max) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+    for t in 0..len {
+        let (mut yh, mut yl) = two_diff(x[t], c);
+        if NULLS {
+            yh *= wt[t];
+            yl *= wt[t];
+        }
+        ymax = ymax.max(yh.abs());
+        let (a1, e1) = two_sum(s1, yh);
+        s1 = a1;
+        c1 += e1 + yl;
+        // y^2 = yh^2 + (2 yh + yl) yl; the first exactly.
+        let (sq, sqe) = two_prod::<FMA>(yh, yh);
+        let r = (yh + yh + yl) * yl;
+        let (a2, e2) = two_sum(s2, sq);
+        s2 = a2;
+        c2 += e2 + (sqe + r);
+        p1 = p1.max(s1.abs());
+        c1max = c1max.max(c1.abs());
+        c2max = c2max.max(c2.abs());
+        h1[t] = s1;
+        l1[t] = c1;
+        h2[t] = s2;
+        l2[t] = c2;
+    }
+    // A NaN or inf leaves the sums non-finite for good.
+    (s1 + c1 + s2 + c2 + ymax).is_finite().then_some(Bound { y: ymax, p1, p2: s2, c1: c1max, c2: c2max })
+}
