@@ -30,8 +30,8 @@
 
 use arrow_array::{Array, ArrayRef};
 
-use super::prefix::{masked, populate, prefix_counts, split_rows};
-use super::{buffer, check_window, validity, FastNum};
+use super::prefix::{columns, populate, prefix_counts, split_rows};
+use super::{buffer, check_window, FastNum};
 use crate::ops::reduce::{detected, Level};
 
 use crate::engine::{AggKind, Column, DType, FromArrow};
@@ -155,18 +155,8 @@ fn many_extreme<T: FastNum, const MAX: bool>(col: &Column<T>, windows: &[usize],
         let level = detected();
         split_rows(&mut outs, n, threads, |r0, r1, mine| extreme_rows_at::<T, MAX>(level, col, windows, r0, r1, chunk, mine));
     }
-    let need = min_periods.max(1);
     let cum = col.nulls.map(prefix_counts);
-    outs.into_iter()
-        .zip(windows)
-        .map(|(out, &w)| {
-            let nulls = match &cum {
-                None => validity(n, w, need, None),
-                Some(c) => masked(c, w, need),
-            };
-            T::to_arrow(out, nulls)
-        })
-        .collect()
+    columns(outs, windows, min_periods.max(1), cum.as_deref())
 }
 
 use super::extreme::pick;

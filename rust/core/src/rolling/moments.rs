@@ -90,7 +90,7 @@ fn fits<T: Num>(xs: &[T]) -> bool {
 }
 
 /// The values as f64 without a copy when they are f64.
-fn as_f64<T: Num>(xs: &[T]) -> Option<&[f64]> {
+pub(super) fn as_f64<T: Num>(xs: &[T]) -> Option<&[f64]> {
     (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>())
         // SAFETY: T is f64 (checked just above).
         .then(|| unsafe { std::slice::from_raw_parts(xs.as_ptr() as *const f64, xs.len()) })
@@ -98,8 +98,9 @@ fn as_f64<T: Num>(xs: &[T]) -> Option<&[f64]> {
 
 /// The values as f64, null slots holding the last finite value before them
 /// (the first finite value before any): a null has weight 0, a finite filler
-/// keeps `0 * y` 0, and a filler near the data keeps the shift near it.
-fn finite_filled<T: Num>(col: &Column<T>) -> Vec<f64> {
+/// keeps `0 * y` 0, and a filler near the data keeps the shift near it
+/// (also the shared pass of `rolling_many`, prefix_moments.rs).
+pub(super) fn finite_filled<T: Num>(col: &Column<T>) -> Vec<f64> {
     let mut out = buffer::<f64>(col.len());
     match col.nulls {
         None => out.iter_mut().zip(col.values).for_each(|(o, v)| *o = v.to_f64()),

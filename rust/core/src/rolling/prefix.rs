@@ -63,18 +63,24 @@ pub(super) fn many_sums(
         let level = detected();
         split_rows(&mut outs, n, threads, |r0, r1, mine| sum_rows_at(level, x, cum, windows, r0, r1, chunk, mean, mine));
     }
-    Some(
-        outs.into_iter()
-            .zip(windows)
-            .map(|(out, &w)| {
-                let nulls: Option<NullBuffer> = match &cum {
-                    None => validity(n, w, min_periods.max(1), None),
-                    Some(c) => masked(c, w, min_periods.max(1)),
-                };
-                f64::to_arrow(out, nulls)
-            })
-            .collect(),
-    )
+    Some(columns(outs, windows, min_periods.max(1), cum.as_deref()))
+}
+
+/// Each window's output as an Arrow array, null below `need` valid rows
+/// (`cum`: the column's prefix counts of valid rows, `None`: no nulls);
+/// shared by every `rolling_many` pass.
+pub(super) fn columns<O: ToArrow>(outs: Vec<Vec<O>>, windows: &[usize], need: usize, cum: Option<&[u32]>) -> Vec<ArrayRef> {
+    outs.into_iter()
+        .zip(windows)
+        .map(|(out, &w)| {
+            let n = out.len();
+            let nulls: Option<NullBuffer> = match cum {
+                None => validity(n, w, need, None),
+                Some(c) => masked(c, w, need),
+            };
+            O::to_arrow(out, nulls)
+        })
+        .collect()
 }
 
 /// Rows `[r0, r1)` of every window (`outs[q]` holds exactly those rows).

@@ -39,9 +39,10 @@
 
 use arrow_array::ArrayRef;
 
-use super::prefix::{masked, populate, prefix_counts, split_rows};
-use super::{buffer, validity, FastNum};
-use crate::engine::{Column, ToArrow};
+use super::prefix::{columns, populate, prefix_counts, split_rows};
+use super::moments::{as_f64, finite_filled};
+use super::{buffer, FastNum};
+use crate::engine::Column;
 use crate::ops::reduce::{detected, Level};
 
 /// Relative error the shared pass may leave in `M2` (as the exact kernel's
@@ -91,53 +92,7 @@ pub(super) fn many_vars<T: FastNum>(
         let level = detected();
         split_rows(&mut outs, n, threads, |r0, r1, mine| job.rows_at(level, r0, r1, mine));
     }
-    let need = min_periods.max(ddof + 1);
-    Some(
-        outs.into_iter()
-            .zip(windows)
-            .map(|(out, &w)| {
-                let nulls = match &cum {
-                    None => validity(n, w, need, None),
-                    Some(c) => masked(c, w, need),
-                };
-                f64::to_arrow(out, nulls)
-            })
-            .collect(),
-    )
-}
-
-/// The values as f64 without a copy when they are f64.
-fn as_f64<T: FastNum>(xs: &[T]) -> Option<&[f64]> {
-    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>())
-        // SAFETY: T is f64 (checked just above).
-        .then(|| unsafe { std::slice::from_raw_parts(xs.as_ptr() as *const f64, xs.len()) })
-}
-
-/// The values as f64, null slots holding the last finite valid value
-/// before them (the first one before any), as the exact kernel fills them
-/// (moments.rs `finite_filled`): finite, so `0 * y` stays 0, and near the
-/// data, which the exact kernel may take as a block's shift.
-fn finite_filled<T: FastNum>(col: &Column<T>) -> Vec<f64> {
-    let mut out = buffer::<f64>(col.len());
-    match col.nulls {
-        None => out.iter_mut().zip(col.values).for_each(|(o, v)| *o = v.to_f64()),
-        Some(nb) => {
-            let first = col.values.iter().zip(nb.iter()).map(|(v, ok)| (v.to_f64(), ok)).find(|&(f, ok)| ok && f.is_finite());
-            let mut last = first.map_or(0.0, |(f, _)| f);
-            for ((o, v), ok) in out.iter_mut().zip(col.values).zip(nb.iter()) {
-                let f = v.to_f64();
-                if ok {
-                    *o = f;
-                    if f.is_finite() {
-                        last = f;
-                    }
-                } else {
-                    *o = last;
-                }
-            }
-        }
-    }
-    out
+    Some(columns(outs, windows, min_periods.max(ddof + 1), cum.as_deref()))
 }
 
 /// Every finite value below 2^497 in magnitude: squares and sums of
