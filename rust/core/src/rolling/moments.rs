@@ -238,7 +238,7 @@ fn run<V: Lane, V1: Lane>(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f6
 
 /// `K` f64 lanes: scalar (`K = 1`, FMA or Dekker's product) or one AVX2
 /// vector. Only ever called inside [`run`]'s instantiation for its CPU.
-trait Lane: Copy {
+pub(super) trait Lane: Copy {
     const K: usize;
     fn splat(v: f64) -> Self;
     fn add(self, o: Self) -> Self;
@@ -279,9 +279,9 @@ trait Lane: Copy {
     unsafe fn store_tile(t: &[Self; 8], p: *mut f64, idx: &[i64; 8]);
 }
 
-/// One scalar lane.
+/// One scalar lane (also the scalar loops of prefix_moments.rs).
 #[derive(Clone, Copy)]
-struct S<const FMA: bool>(f64);
+pub(super) struct S<const FMA: bool>(pub(super) f64);
 
 impl<const FMA: bool> Lane for S<FMA> {
     const K: usize = 1;
@@ -1001,7 +1001,7 @@ fn finish<V: Lane>(s1: V, c1: V, s2: V, c2: V, n: V, inv_n: V, inv_d: V, sqrt: b
 
 /// `M2` (unclamped) of the partials, as [`finish`] has it.
 #[inline(always)]
-fn m2_of<V: Lane>(s1: V, c1: V, s2: V, c2: V, n: V, inv_n: V) -> V {
+pub(super) fn m2_of<V: Lane>(s1: V, c1: V, s2: V, c2: V, n: V, inv_n: V) -> V {
     let m = s1.mul(inv_n);
     // m S1 = ph + pl + m c1, exactly but for the last product.
     let (ph, pl) = m.two_prod(s1);

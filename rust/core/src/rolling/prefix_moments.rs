@@ -40,7 +40,7 @@
 use arrow_array::ArrayRef;
 
 use super::prefix::{columns, populate, prefix_counts, split_rows};
-use super::moments::{as_f64, finite_filled};
+use super::moments::{as_f64, finite_filled, m2_of, Lane, S};
 use super::{buffer, FastNum};
 use crate::engine::Column;
 use crate::ops::reduce::{detected, Level};
@@ -163,34 +163,11 @@ fn two_diff(a: f64, b: f64) -> (f64, f64) {
     (s, (a - (s - bb)) - (b + bb))
 }
 
-/// `a * b = p + e` exactly (FMA, or Dekker's product without it).
+/// `M2 = S2 - 2 m S1 + n m^2` of `S1 = s1 + c1`, `S2 = s2 + c2`: moments.rs
+/// `m2_of` on one scalar lane (its argument: docs/DESIGN.md §6).
 #[inline(always)]
-fn two_prod<const FMA: bool>(a: f64, b: f64) -> (f64, f64) {
-    let p = a * b;
-    if FMA {
-        (p, a.mul_add(b, -p))
-    } else {
-        let split = |v: f64| {
-            let c = 134_217_729.0 * v;
-            let h = c - (c - v);
-            (h, v - h)
-        };
-        let (ah, al) = split(a);
-        let (bh, bl) = split(b);
-        (p, ((ah * bh - p) + ah * bl + al * bh) + al * bl)
-    }
-}
-
-/// `M2 = S2 - 2 m S1 + n m^2`, `m = S1 / n` rounded, `S1 = s1 + c1`, `S2 =
-/// s2 + c2` (moments.rs `m2_of`, whose argument docs/DESIGN.md §6 gives).
-#[inline(always)]
-fn m2_of<const FMA: bool>(s1: f64, c1: f64, s2: f64, c2: f64, n: f64, inv_n: f64) -> f64 {
-    let m = s1 * inv_n;
-    let (ph, pl) = two_prod::<FMA>(m, s1);
-    let (q, qe) = two_prod::<FMA>(n, m);
-    let r = s1 - q - qe + c1;
-    let d = s2 - ph;
-    d + (c2 - pl - m * c1 - m * r)
+fn m2<const FMA: bool>(s1: f64, c1: f64, s2: f64, c2: f64, n: f64, inv_n: f64) -> f64 {
+    m2_of(S::<FMA>(s1), S(c1), S(s2), S(c2), S(n), S(inv_n)).0
 }
 
 /// `M2` of the rows between prefix entries `s` and `e` (`n` of them valid).
@@ -199,7 +176,7 @@ fn m2_of<const FMA: bool>(s1: f64, c1: f64, s2: f64, c2: f64, n: f64, inv_n: f64
 fn m2_diff<const FMA: bool>(h1e: f64, h1s: f64, l1e: f64, l1s: f64, h2e: f64, h2s: f64, l2e: f64, l2s: f64, n: f64, inv_n: f64) -> f64 {
     let (d1, f1) = two_diff(h1e, h1s);
     let (d2, f2) = two_diff(h2e, h2s);
-    m2_of::<FMA>(d1, f1 + (l1e - l1s), d2, f2 + (l2e - l2s), n, inv_n)
+    m2::<FMA>(d1, f1 + (l1e - l1s), d2, f2 + (l2e - l2s), n, inv_n)
 }
 
 /// The variance (or std) from `M2`; a hair below 0 is 0, NaN stays.
@@ -418,7 +395,8 @@ fn prefix<const FMA: bool, const NULLS: bool>(x: &[f64], wt: &[f64], p: &mut Pre
         s1 = a1;
         c1 += e1 + yl;
         // y^2 = yh^2 + (2 yh + yl) yl; the first exactly.
-        let (sq, sqe) = two_prod::<FMA>(yh, yh);
+        let (sq, sqe) = S::<FMA>(yh).two_prod(S(yh));
+        let (sq, sqe) = (sq.0, sqe.0);
         let r = (yh + yh + yl) * yl;
         let (a2, e2) = two_sum(s2, sq);
         s2 = a2;
