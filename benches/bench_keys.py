@@ -256,7 +256,10 @@ if __name__ == "__main__":
     quick = "--quick" in sys.argv
     if quick:
         N = 20_000
-    print(machine("1 (keyed rolling and Stream.push run on the calling thread)"))
+    import os
+
+    threads = os.environ.get("SLIDEWISE_THREADS", "up to the CPUs, at most 4")
+    print(machine(f"{threads} for keyed rolling (columns of 2^18 rows or more); Stream.push on the calling thread"))
     if not quick:
         print()
         print("| memory case | peak RSS growth, bytes/key | checkpoint, bytes/key |")

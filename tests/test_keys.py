@@ -103,6 +103,47 @@ def test_keyed_rolling_int_keys_any_order_and_rolling_many():
     np.testing.assert_array_equal(sw.rolling(v, 7, "max", keys=sk).to_numpy(), want)
 
 
+def test_keyed_rolling_on_two_threads_gives_the_bits_of_one(monkeypatch):
+    """Keyed rolling spreads a column of 2^18 rows or more over threads (a
+    contiguous run of keys each): SLIDEWISE_THREADS=2 (read per call) gives
+    the bits of SLIDEWISE_THREADS=1, nulls, NaN and -0.0 included, for few
+    and many keys, count and time windows, rolling_many and the order
+    statistics (their values are checked against pandas above)."""
+    import pyarrow.compute as pc
+
+    rng = np.random.default_rng(21)
+    n = (1 << 18) + 77
+    x = rng.normal(size=n)
+    x[rng.integers(0, n, 40)] = np.nan
+    x[rng.integers(0, n, 40)] = -0.0
+    valid = rng.random(n) > 0.05
+    arr = pa.array(x, mask=~valid)
+    t = pa.array(np.arange(n, dtype=np.int64) * 1_000_000, pa.timestamp("ns"))
+
+    def bits(a):
+        return pc.is_null(a), a.to_numpy(zero_copy_only=False).view(np.uint64)
+
+    def same(f):
+        monkeypatch.setenv("SLIDEWISE_THREADS", "1")
+        one = f()
+        monkeypatch.setenv("SLIDEWISE_THREADS", "2")
+        two = f()
+        cols = zip(one.columns, two.columns) if isinstance(one, pa.Table) else [(one, two)]
+        for a, b in cols:
+            (na, va), (nb, vb) = bits(a), bits(b)
+            assert na.equals(nb)
+            assert np.array_equal(va[~na.to_numpy(zero_copy_only=False)], vb[~nb.to_numpy(zero_copy_only=False)])
+        return two
+
+    for n_keys in (3, 1000, 60_000):
+        ks = pa.array(rng.integers(0, n_keys, n))
+        for agg in ("sum", "max", "std"):
+            same(lambda: sw.rolling(arr, 10, agg, keys=ks, min_periods=1))
+            same(lambda: sw.rolling(arr, "5ms", agg, keys=ks, timestamps=t))
+        same(lambda: sw.rolling_many(arr, [3, 30], "max", keys=ks))
+        same(lambda: sw.rolling(arr, 9, "median", keys=ks))
+
+
 @pytest.mark.parametrize("agg", ["sum", "max", "min", "mean", "count", "std"])
 @pytest.mark.parametrize("window,pd_window", [("5s", "5s"), ("1m", "1min")])
 def test_keyed_time_rolling_equals_pandas(agg, window, pd_window):

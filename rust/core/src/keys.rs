@@ -290,6 +290,59 @@ impl KeyIndex {
     }
 }
 
+/// Key ids of one batch on its own (keyed rolling: nothing is kept for a
+/// next batch), any compact numbering (`partition` renumbers segments by
+/// first row). Integer keys spanning a range of at most
+/// [`DENSE_SPAN_PER_ROW`] per row are their offset from the smallest key:
+/// no hashing, the partition's slot table indexed directly. Others (and
+/// strings) go through a fresh [`KeyIndex`]. Null keys are refused as
+/// [`KeyIndex::ids`] does.
+pub fn batch_ids(keys: &dyn Array) -> Result<Vec<u32>> {
+    let ty = KeyType::of(keys.data_type())?;
+    if ty.is_int() && !keys.is_empty() {
+        if let Some(n) = keys.logical_nulls() {
+            null_key_error(&n)?;
+        }
+        let dense = match keys.data_type() {
+            DataType::Int32 => dense_ids(keys.as_any().downcast_ref::<PrimitiveArray<Int32Type>>().unwrap().values()),
+            _ => dense_ids(keys.as_any().downcast_ref::<PrimitiveArray<Int64Type>>().unwrap().values()),
+        };
+        if let Some(ids) = dense {
+            return Ok(ids);
+        }
+    }
+    KeyIndex::new().ids(keys)
+}
+
+/// The widest key span (largest minus smallest key) per row of the batch,
+/// plus [`DENSE_SPAN_MIN`], that [`batch_ids`] addresses directly: the
+/// partition's slot table is 4 bytes per value of the span.
+pub const DENSE_SPAN_PER_ROW: u64 = 2;
+pub const DENSE_SPAN_MIN: u64 = 1 << 16;
+
+fn dense_ids<K: Copy + Into<i64>>(ks: &[K]) -> Option<Vec<u32>> {
+    // min and max in one branch-free pass (vectorises)
+    let (lo, hi) = ks.iter().fold((i64::MAX, i64::MIN), |(lo, hi), &k| {
+        let k: i64 = k.into();
+        (lo.min(k), hi.max(k))
+    });
+    let span = (hi as i128 - lo as i128) as u64;
+    let limit = (ks.len() as u64).saturating_mul(DENSE_SPAN_PER_ROW).saturating_add(DENSE_SPAN_MIN).min(u32::MAX as u64 - 1);
+    (span <= limit).then(|| ks.iter().map(|&k| (k.into().wrapping_sub(lo)) as u32).collect())
+}
+
+/// The key of row `i` of a key column, as text (error messages; as
+/// [`KeyIndex::describe`]).
+pub fn describe_key(keys: &dyn Array, i: usize) -> String {
+    match keys.data_type() {
+        DataType::Int32 => keys.as_any().downcast_ref::<PrimitiveArray<Int32Type>>().unwrap().value(i).to_string(),
+        DataType::Int64 => keys.as_any().downcast_ref::<PrimitiveArray<Int64Type>>().unwrap().value(i).to_string(),
+        DataType::Utf8 => format!("{:?}", keys.as_any().downcast_ref::<StringArray>().unwrap().value(i)),
+        DataType::LargeUtf8 => format!("{:?}", keys.as_any().downcast_ref::<LargeStringArray>().unwrap().value(i)),
+        other => other.to_string(),
+    }
+}
+
 fn u8_decode(inp: &mut &[u8]) -> Result<u8> {
     match inp.split_first() {
         Some((&b, rest)) => {

@@ -8,21 +8,73 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, PrimitiveArray, UInt32Array};
-use arrow_buffer::{BooleanBufferBuilder, NullBuffer, ScalarBuffer};
+use arrow_buffer::{NullBuffer, ScalarBuffer};
 
 use crate::engine::{AggKind, DType, FromArrow, ToArrow};
 use crate::fifo::Algorithm;
-use crate::keys::{gather, gather_nulls, partition, KeyIndex, Partition};
+use crate::keys::{batch_ids, describe_key, gather, gather_nulls, partition, Partition};
 use crate::engine::first_decrease;
 use crate::rolling::shape::Shape;
 use crate::{invalid, Error, Result};
 
 /// Rows grouped by key, values gathered: the input of a keyed rolling.
 struct Grouped {
-    index: KeyIndex,
-    ids: Vec<u32>,
+    keys: ArrayRef,
     part: Partition,
     values: ArrayRef,
+    /// Threads the segments run on (1: the calling thread).
+    threads: usize,
+    tuning: KeyedTuning,
+}
+
+/// Keyed columns from this many rows spread their segments (and the
+/// gathers) over threads; below it a thread's start-up is a visible part
+/// of the call.
+pub(crate) const KEYED_SPLIT_MIN_ROWS: usize = 1 << 18;
+
+/// How keyed rolling spreads one call over threads; tests force thread
+/// counts and a tiny threshold on small columns ([`with_tuning`]), which
+/// must give the same bits as one thread.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub struct KeyedTuning {
+    /// Threads (`None`: [`super::thread_cap`]).
+    pub threads: Option<usize>,
+    /// Columns shorter than this run on the calling thread.
+    pub min_rows: usize,
+    /// Keys of at most this many rows are batched ([`padded_run`]) where
+    /// the aggregation allows (0: never).
+    pub short_rows: usize,
+    /// Rows of keys per batch (at least one key).
+    pub batch_rows: usize,
+}
+
+/// Keys of up to this many rows run batched (max / min / range / count):
+/// a kernel call costs about a microsecond before its first row, what the
+/// padded kernel spends on some hundreds of rows, and a batch's padding is
+/// below this per key.
+pub(crate) const SHORT_ROWS: usize = 64;
+/// Rows per batch: the padded column, its validity and output stay in L2.
+pub(crate) const BATCH_ROWS: usize = 1 << 14;
+
+impl Default for KeyedTuning {
+    fn default() -> KeyedTuning {
+        KeyedTuning { threads: None, min_rows: KEYED_SPLIT_MIN_ROWS, short_rows: SHORT_ROWS, batch_rows: BATCH_ROWS }
+    }
+}
+
+thread_local! {
+    static TUNING: std::cell::Cell<KeyedTuning> = std::cell::Cell::new(KeyedTuning::default());
+}
+
+/// Run `f` with the keyed entry points called from this thread tuned by
+/// `t` (a thread-local, so tests running side by side do not see it).
+#[doc(hidden)]
+pub fn with_tuning<R>(t: KeyedTuning, f: impl FnOnce() -> R) -> R {
+    let old = TUNING.with(|c| c.replace(t));
+    let out = f();
+    TUNING.with(|c| c.set(old));
+    out
 }
 
 fn group_rows(keys: &dyn Array, values: &dyn Array) -> Result<Grouped> {
@@ -30,177 +82,231 @@ fn group_rows(keys: &dyn Array, values: &dyn Array) -> Result<Grouped> {
         return invalid!("keys have {} rows, values {}", keys.len(), values.len());
     }
     let dtype = DType::of(values.data_type())?;
-    let mut index = KeyIndex::new();
-    let ids = index.ids(keys)?;
+    let ids = batch_ids(keys)?;
     let part = partition(&ids, &mut Vec::new());
+    drop(ids);
+    let n = part.perm.len();
+    let tuning = TUNING.with(|c| c.get());
+    let mut threads = if n < tuning.min_rows.max(2) { 1 } else { tuning.threads.unwrap_or_else(super::thread_cap).clamp(1, 64) };
+    // A key long enough for the kernels to split its rows over threads
+    // themselves: the segments run one after another, so threads are not
+    // started inside threads.
+    if part.bounds.windows(2).any(|b| b[1] - b[0] >= super::SPLIT_MIN_ROWS) {
+        threads = 1;
+    }
     let values: ArrayRef = crate::with_dtype!(dtype, |T| {
         let col = <T as FromArrow>::column(values)?;
-        T::to_arrow(gather(col.values, &part.perm), gather_nulls(col.nulls, &part.perm))
+        T::to_arrow(par_gather(col.values, &part.perm, threads), gather_nulls(col.nulls, &part.perm))
     });
-    Ok(Grouped { index, ids, part, values })
+    Ok(Grouped { keys: keys.slice(0, keys.len()), part, values, threads, tuning })
 }
 
-/// Run `f` on every key's segment of the grouped values and put the results
-/// back in input row order.
-fn per_segment(g: &Grouped, mut f: impl FnMut(&dyn Array, usize, usize) -> Result<ArrayRef>) -> Result<ArrayRef> {
-    let mut out = per_segment_many(g, 1, |seg, lo, hi| Ok(vec![f(seg, lo, hi)?]))?;
-    Ok(out.pop().expect("one output"))
+/// [`gather`] with the output rows split over `threads`.
+fn par_gather<T: Copy + Default + Send + Sync>(xs: &[T], perm: &[u32], threads: usize) -> Vec<T> {
+    if threads <= 1 {
+        return gather(xs, perm);
+    }
+    let mut out = super::buffer::<T>(perm.len());
+    let per = perm.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        for (o, p) in out.chunks_mut(per).zip(perm.chunks(per)) {
+            s.spawn(move || {
+                for (o, &i) in o.iter_mut().zip(p) {
+                    *o = xs[i as usize];
+                }
+            });
+        }
+    });
+    out
 }
 
-/// [`per_segment`] for `f` returning `n_out` arrays per segment (one per
-/// window of a `rolling_many`): each output put back in input row order
-/// ([`PutBack`]: one scatter for short segments).
+/// Runs a batch of consecutive short segments `[s0, s1)` in one call: one
+/// array per output covering their rows in grouped order.
+type Batch<'a> = &'a (dyn Fn(usize, usize) -> Result<Vec<ArrayRef>> + Sync);
+
+/// Segment ranges `[s0, s1)` for the threads: contiguous runs of segments
+/// of about `n / threads` rows each, cut at the segment boundary nearest
+/// the even split (the segments are whole: which thread runs a segment
+/// never changes its bits).
+fn segment_ranges(bounds: &[usize], threads: usize) -> Vec<(usize, usize)> {
+    let segs = bounds.len() - 1;
+    let n = bounds[segs];
+    let mut cuts = vec![0];
+    for t in 1..threads {
+        let target = n * t / threads;
+        let i = bounds.partition_point(|&b| b < target);
+        let s = match (i.checked_sub(1), bounds.get(i)) {
+            (Some(a), Some(&b)) if target - bounds[a] < b - target => a,
+            _ => i,
+        };
+        if s > *cuts.last().expect("starts with 0") && s < segs {
+            cuts.push(s);
+        }
+    }
+    cuts.push(segs);
+    cuts.windows(2).map(|c| (c[0], c[1])).collect()
+}
+
+/// A raw pointer that scoped threads may share: each writes rows no other
+/// thread writes (the rows of its own segments, `perm` being a
+/// permutation).
+#[derive(Clone, Copy)]
+struct Shared<T>(*mut T);
+unsafe impl<T: Send> Send for Shared<T> {}
+unsafe impl<T: Send> Sync for Shared<T> {}
+
+impl<T> Shared<T> {
+    /// SAFETY: `i` is in bounds, and no other thread touches element `i`.
+    /// (A method, so closures capture the whole `Shared`, not its pointer.)
+    #[inline(always)]
+    unsafe fn write(self, i: usize, v: T) {
+        *self.0.add(i) = v;
+    }
+}
+
+/// Run `f` on every key's segment of the grouped values (`n_out` arrays
+/// per segment: one per window of a `rolling_many`), or `batch` on runs of
+/// short segments where given, and put the results back in input row
+/// order. The segments run on `g.threads` threads, each a contiguous run
+/// of segments (DESIGN §3.4); then each output is put back: primitive outputs (every aggregation but
+/// collect) scattered straight from the segments' arrays to their input
+/// rows, each thread its own segments' rows of the one output; others
+/// concatenated and taken by the inverse permutation.
 fn per_segment_many(
     g: &Grouped,
     n_out: usize,
-    mut f: impl FnMut(&dyn Array, usize, usize) -> Result<Vec<ArrayRef>>,
+    f: impl Fn(&dyn Array, usize, usize) -> Result<Vec<ArrayRef>> + Sync,
+    batch: Option<Batch>,
 ) -> Result<Vec<ArrayRef>> {
     let segs = g.part.seg_key.len();
     if segs == 0 {
         return f(g.values.as_ref(), 0, 0);
     }
+    let bounds = &g.part.bounds;
+    let len = |s: usize| bounds[s + 1] - bounds[s];
+    let ranges = segment_ranges(bounds, g.threads);
+    let (short, most) = (g.tuning.short_rows, g.tuning.batch_rows.max(1));
+    // A thread's units (runs of segments, each one call) and their outputs:
+    // `got[k * n_out + o]` is output o of unit k.
+    let run = |(s0, s1): (usize, usize)| -> Result<Unit> {
+        let mut u = Unit { runs: Vec::new(), got: Vec::with_capacity((s1 - s0) * n_out) };
+        let mut s = s0;
+        while s < s1 {
+            let e = match batch {
+                Some(_) if len(s) <= short => {
+                    let (mut e, mut rows) = (s, 0);
+                    while e < s1 && len(e) <= short && (e == s || rows + len(e) <= most) {
+                        rows += len(e);
+                        e += 1;
+                    }
+                    e
+                }
+                _ => s + 1,
+            };
+            let res = match batch {
+                Some(b) if len(s) <= short => b(s, e)?,
+                _ => f(&g.values.slice(bounds[s], len(s)), bounds[s], bounds[s + 1])?,
+            };
+            debug_assert_eq!(res.len(), n_out);
+            u.runs.push((s, e));
+            u.got.extend(res);
+            s = e;
+        }
+        Ok(u)
+    };
+    let parts: Vec<Unit> = if ranges.len() == 1 {
+        vec![run(ranges[0])?]
+    } else {
+        let run = &run;
+        std::thread::scope(|s| {
+            let hs: Vec<_> = ranges[1..].iter().map(|&r| s.spawn(move || run(r))).collect();
+            let first = run(ranges[0]);
+            // The first failing segment's error, as one thread would give.
+            std::iter::once(first).chain(hs.into_iter().map(|h| h.join().expect("keyed segment thread panicked"))).collect::<Result<Vec<_>>>()
+        })?
+    };
+    (0..n_out).map(|o| put_back(g, &parts, n_out, o)).collect()
+}
+
+/// One thread's work: runs of segments `[s0, s1)` computed in one call
+/// each (one segment, or a batch of short ones), and their outputs,
+/// `n_out` per run.
+struct Unit {
+    runs: Vec<(usize, usize)>,
+    got: Vec<ArrayRef>,
+}
+
+/// Output `o` of every segment (`parts` as [`per_segment_many`] made them)
+/// in input row order.
+fn put_back(g: &Grouped, parts: &[Unit], n_out: usize, o: usize) -> Result<ArrayRef> {
+    use arrow_schema::DataType as D;
+    let all = || parts.iter().flat_map(|p| p.got.iter().skip(o).step_by(n_out));
+    let dtype = parts[0].got[o].data_type().clone();
+    if let Some(a) = all().find(|a| a.data_type() != &dtype) {
+        return invalid!("keyed segments gave {} and {}", dtype, a.data_type());
+    }
+    Ok(match dtype {
+        D::Int32 => scatter::<arrow_array::types::Int32Type>(g, parts, n_out, o),
+        D::Int64 => scatter::<Int64Type>(g, parts, n_out, o),
+        D::Float32 => scatter::<arrow_array::types::Float32Type>(g, parts, n_out, o),
+        D::Float64 => scatter::<arrow_array::types::Float64Type>(g, parts, n_out, o),
+        _ => {
+            // grouped row p is input row perm[p]: take by the inverse.
+            let refs: Vec<&dyn Array> = all().map(|a| a.as_ref()).collect();
+            let grouped = arrow_select::concat::concat(&refs).map_err(|e| Error::Invalid(e.to_string()))?;
+            let mut inv = vec![0u32; g.part.perm.len()];
+            for (p, &i) in g.part.perm.iter().enumerate() {
+                inv[i as usize] = p as u32;
+            }
+            let inv = UInt32Array::new(ScalarBuffer::from(inv), None);
+            arrow_select::take::take(grouped.as_ref(), &inv, None).map_err(|e| Error::Invalid(e.to_string()))?
+        }
+    })
+}
+
+/// Each segment's values written to its input rows (`perm[lo..hi]`), one
+/// copy, each thread its own segments; validity as a byte per row (bits
+/// would share bytes between threads), packed once, only if some segment
+/// has a null.
+fn scatter<T: ArrowPrimitiveType>(g: &Grouped, parts: &[Unit], n_out: usize, o: usize) -> ArrayRef {
     let n = g.part.perm.len();
-    let scatter = n / segs < GATHER_MIN_ROWS;
-    let mut outs: Vec<PutBack> = Vec::with_capacity(n_out);
-    for s in 0..segs {
-        let (lo, hi) = (g.part.bounds[s], g.part.bounds[s + 1]);
-        let res = f(&g.values.slice(lo, hi - lo), lo, hi)?;
-        debug_assert_eq!(res.len(), n_out);
-        if s == 0 {
-            outs = res.iter().map(|a| PutBack::new(a.data_type(), n, segs, scatter)).collect();
-        }
-        // grouped row lo + k is input row perm[lo + k]
-        let rows = &g.part.perm[lo..hi];
-        for (o, a) in outs.iter_mut().zip(res) {
-            o.put(a, rows)?;
-        }
-    }
-    // Gathered outputs: grouped row p is input row perm[p]; the inverse
-    // permutation, shared by all of them.
-    let mut inv = None;
-    if outs.iter().any(|o| matches!(o, PutBack::Gather { .. })) {
-        let mut v = vec![0u32; n];
-        for (p, &i) in g.part.perm.iter().enumerate() {
-            v[i as usize] = p as u32;
-        }
-        inv = Some(UInt32Array::new(ScalarBuffer::from(v), None));
-    }
-    outs.into_iter().map(|o| o.finish(inv.as_ref())).collect()
-}
-
-/// Average segment length (rows per key) from which the segments are
-/// concatenated and taken back to input order (two copies) rather than
-/// scattered (one). Measured on 1M float64 rows (benches/
-/// keyed_one_copy.py, DESIGN §3.4): with 100k keys (10-row segments) the
-/// scatter is 2-3x concatenate-then-take (the concatenation of 100k small
-/// arrays dominates); with 100 keys (10k-row segments) it was 1.6x slower
-/// (a segment's writes land a cache line apart over the whole output,
-/// where `take` reads at random and writes in order), and a one-copy
-/// gather (`interleave` from the segments) was 1.5-2x slower than
-/// concatenate-then-take at 100 to 10k keys.
-const GATHER_MIN_ROWS: usize = 64;
-
-/// One output of a keyed call put back in input row order. Short segments:
-/// primitive results (every aggregation but collect, and the order
-/// statistics) are scattered to their input rows as each segment arrives,
-/// one copy, validity bits alongside (made only once a null is seen), and
-/// the segment's array is dropped at once. Long segments, and any other
-/// type (collect's lists): the segments are kept, concatenated and taken
-/// back to input order (two copies, measured faster there).
-enum PutBack {
-    I32(Scatter<arrow_array::types::Int32Type>),
-    I64(Scatter<Int64Type>),
-    F32(Scatter<arrow_array::types::Float32Type>),
-    F64(Scatter<arrow_array::types::Float64Type>),
-    Gather { dtype: arrow_schema::DataType, parts: Vec<ArrayRef> },
-}
-
-struct Scatter<T: ArrowPrimitiveType> {
-    values: Vec<T::Native>,
-    valid: Option<BooleanBufferBuilder>,
-}
-
-impl<T: ArrowPrimitiveType> Scatter<T> {
-    fn new(n: usize) -> Self {
-        Scatter { values: vec![T::Native::default(); n], valid: None }
-    }
-
-    fn put(&mut self, a: &dyn Array, rows: &[u32]) {
-        let a = a.as_primitive::<T>();
-        for (&r, &v) in rows.iter().zip(a.values().iter()) {
-            self.values[r as usize] = v;
-        }
-        if let Some(nb) = a.nulls().filter(|nb| nb.null_count() > 0) {
-            let n = self.values.len();
-            let valid = self.valid.get_or_insert_with(|| {
-                let mut b = BooleanBufferBuilder::new(n);
-                b.append_n(n, true);
-                b
-            });
-            for (k, &r) in rows.iter().enumerate() {
-                if nb.is_null(k) {
-                    valid.set_bit(r as usize, false);
+    let has_nulls = parts.iter().flat_map(|p| p.got.iter().skip(o).step_by(n_out)).any(|a| a.null_count() > 0);
+    let mut values = super::buffer::<T::Native>(n);
+    let mut valid: Vec<u8> = if has_nulls { vec![1; n] } else { Vec::new() };
+    let (vp, bp) = (Shared(values.as_mut_ptr()), Shared(valid.as_mut_ptr()));
+    let job = |t: usize| {
+        for (k, &(s0, s1)) in parts[t].runs.iter().enumerate() {
+            let rows = &g.part.perm[g.part.bounds[s0]..g.part.bounds[s1]];
+            let a = parts[t].got[k * n_out + o].as_primitive::<T>();
+            assert_eq!(a.len(), rows.len(), "a segment's output has its rows");
+            for (&r, &v) in rows.iter().zip(a.values().iter()) {
+                // SAFETY: r < n (perm holds 0..n), and no other segment, so no
+                // other thread, has row r.
+                unsafe { vp.write(r as usize, v) };
+            }
+            if let Some(nb) = a.nulls().filter(|nb| nb.null_count() > 0) {
+                for (k, &r) in rows.iter().enumerate() {
+                    if nb.is_null(k) {
+                        // SAFETY: as above; `valid` has n bytes when a null exists.
+                        unsafe { bp.write(r as usize, 0) };
+                    }
                 }
             }
         }
-    }
-
-    fn finish(self) -> ArrayRef {
-        let nulls = self.valid.map(|mut b| NullBuffer::new(b.finish()));
-        Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(self.values), nulls))
-    }
-}
-
-impl PutBack {
-    fn new(dtype: &arrow_schema::DataType, n: usize, segs: usize, scatter: bool) -> PutBack {
-        use arrow_schema::DataType as D;
-        match dtype {
-            D::Int32 if scatter => PutBack::I32(Scatter::new(n)),
-            D::Int64 if scatter => PutBack::I64(Scatter::new(n)),
-            D::Float32 if scatter => PutBack::F32(Scatter::new(n)),
-            D::Float64 if scatter => PutBack::F64(Scatter::new(n)),
-            d => PutBack::Gather { dtype: d.clone(), parts: Vec::with_capacity(segs) },
-        }
-    }
-
-    /// The next segment's result `a`, whose row `k` belongs at input row
-    /// `rows[k]`.
-    fn put(&mut self, a: ArrayRef, rows: &[u32]) -> Result<()> {
-        debug_assert_eq!(a.len(), rows.len());
-        match self {
-            PutBack::I32(s) => s.put(a.as_ref(), rows),
-            PutBack::I64(s) => s.put(a.as_ref(), rows),
-            PutBack::F32(s) => s.put(a.as_ref(), rows),
-            PutBack::F64(s) => s.put(a.as_ref(), rows),
-            PutBack::Gather { dtype, parts } => {
-                if a.data_type() != dtype {
-                    return invalid!("keyed segments gave {} and {}", dtype, a.data_type());
-                }
-                parts.push(a);
+    };
+    if parts.len() == 1 {
+        job(0);
+    } else {
+        let job = &job;
+        std::thread::scope(|s| {
+            for t in 1..parts.len() {
+                s.spawn(move || job(t));
             }
-        }
-        Ok(())
+            job(0);
+        });
     }
-
-    /// `inv[i]`: the grouped row of input row `i` (gathered outputs).
-    fn finish(self, inv: Option<&UInt32Array>) -> Result<ArrayRef> {
-        Ok(match self {
-            PutBack::I32(s) => s.finish(),
-            PutBack::I64(s) => s.finish(),
-            PutBack::F32(s) => s.finish(),
-            PutBack::F64(s) => s.finish(),
-            PutBack::Gather { mut parts, .. } => {
-                let grouped = if parts.len() == 1 {
-                    parts.pop().expect("one part")
-                } else {
-                    let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
-                    arrow_select::concat::concat(&refs).map_err(|e| Error::Invalid(e.to_string()))?
-                };
-                let inv = inv.expect("inverse permutation made for gathered outputs");
-                arrow_select::take::take(grouped.as_ref(), inv, None).map_err(|e| Error::Invalid(e.to_string()))?
-            }
-        })
-    }
+    let nulls = has_nulls.then(|| NullBuffer::new(arrow_buffer::BooleanBuffer::collect_bool(n, |i| valid[i] != 0)));
+    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls.filter(|nb| nb.null_count() > 0)))
 }
 
 /// Per-row rolling within each key: row `i` aggregates the last `window`
@@ -220,10 +326,68 @@ pub fn rolling_keyed_dyn(
     crate::rolling::check_window(window, min_periods)?;
     check_no_step(shape)?;
     let g = group_rows(keys, values)?;
-    per_segment(&g, |seg, lo, _| {
+    let f = |seg: &dyn Array, lo: usize, _| {
         let out = crate::rolling::rolling_dyn(seg, window, agg, min_periods, algo, shape)?;
-        Ok(input_rows(&g, agg, out, lo))
-    })
+        Ok(vec![input_rows(&g, agg, out, lo)])
+    };
+    let batch = |s0: usize, s1: usize| -> Result<Vec<ArrayRef>> {
+        let w = window.min(longest(&g, s0, s1));
+        if min_periods.is_some_and(|m| m > w) {
+            // no key of the batch has enough rows (as rolling_dyn on each)
+            let dtype = DType::of(g.values.data_type())?;
+            let rows = g.part.bounds[s1] - g.part.bounds[s0];
+            return Ok(vec![arrow_array::new_null_array(&crate::engine::out_type(agg, dtype), rows)]);
+        }
+        let (col, real) = padded(&g, s0, s1, w - 1)?;
+        let out = crate::rolling::rolling_dyn(col.as_ref(), w, agg, min_periods, algo, shape)?;
+        Ok(vec![only(out.as_ref(), &real)?])
+    };
+    let batched = algo == Algorithm::Auto && shape.is_default() && batchable(agg);
+    let mut out = per_segment_many(&g, 1, f, batched.then_some(&batch as Batch))?;
+    Ok(out.pop().expect("one output"))
+}
+
+/// Aggregations whose value at a row depends only on the non-null values
+/// of its window, exactly (no rounding that depends on where the window
+/// sits in the column): short keys can run batched, separated by null rows
+/// ([`padded`]). (A NaN tied with a null row's NaN filler in `min` comes
+/// back as the canonical NaN, as in the unkeyed kernel with nulls.)
+fn batchable(agg: AggKind) -> bool {
+    matches!(agg, AggKind::Max | AggKind::Min | AggKind::Range | AggKind::Count)
+}
+
+/// The longest segment of `[s0, s1)`.
+fn longest(g: &Grouped, s0: usize, s1: usize) -> usize {
+    g.part.bounds[s0..=s1].windows(2).map(|b| b[1] - b[0]).max().unwrap_or(1).max(1)
+}
+
+/// Segments `[s0, s1)` of the grouped values as one column, `gap` null rows
+/// between consecutive segments, so that a window of at most `gap + 1`
+/// rows never reaches into the segment before: one kernel call for many
+/// short keys instead of one each (DESIGN §3.4). Returns the column and
+/// which of its rows are the segments' (for [`only`]).
+fn padded(g: &Grouped, s0: usize, s1: usize, gap: usize) -> Result<(ArrayRef, arrow_array::BooleanArray)> {
+    let b = &g.part.bounds;
+    let total = b[s1] - b[s0] + gap * (s1 - s0 - 1);
+    let mut idx: Vec<u32> = Vec::with_capacity(total);
+    let mut real = arrow_buffer::BooleanBufferBuilder::new(total);
+    for s in s0..s1 {
+        if s > s0 {
+            idx.resize(idx.len() + gap, 0);
+            real.append_n(gap, false);
+        }
+        idx.extend(b[s] as u32..b[s + 1] as u32);
+        real.append_n(b[s + 1] - b[s], true);
+    }
+    let real = real.finish();
+    let indices = UInt32Array::new(ScalarBuffer::from(idx), Some(NullBuffer::new(real.clone())));
+    let col = arrow_select::take::take(g.values.as_ref(), &indices, None).map_err(|e| Error::Invalid(e.to_string()))?;
+    Ok((col, arrow_array::BooleanArray::new(real, None)))
+}
+
+/// The segments' rows of a kernel's output over a [`padded`] column.
+fn only(out: &dyn Array, real: &arrow_array::BooleanArray) -> Result<ArrayRef> {
+    arrow_select::filter::filter(out, real).map_err(|e| Error::Invalid(e.to_string()))
 }
 
 fn check_no_step(shape: Shape) -> Result<()> {
@@ -250,9 +414,7 @@ pub fn rolling_order_keyed_dyn(
     }
     check_no_step(shape)?;
     let g = group_rows(keys, values)?;
-    per_segment_many(&g, windows.len(), |seg, _, _| {
-        crate::rolling::rolling_many_order_dyn(seg, windows, stat, min_periods, kernel, shape)
-    })
+    per_segment_many(&g, windows.len(), |seg, _, _| crate::rolling::rolling_many_order_dyn(seg, windows, stat, min_periods, kernel, shape), None)
 }
 
 /// argmax / argmin report row positions: within a key's segment they count
@@ -291,14 +453,30 @@ pub fn rolling_many_keyed_dyn(
         return invalid!("rolling_many needs at least one aggregation");
     }
     let g = group_rows(keys, values)?;
-    per_segment_many(&g, windows.len() * aggs.len(), |seg, lo, _| {
+    let f = |seg: &dyn Array, lo: usize, _| {
         let mut outs = Vec::with_capacity(windows.len() * aggs.len());
         for &agg in aggs {
             let got = crate::rolling::rolling_many_dyn(seg, windows, agg, min_periods, algo)?;
             outs.extend(got.into_iter().map(|o| input_rows(&g, agg, o, lo)));
         }
         Ok(outs)
-    })
+    };
+    // min_periods at most 1: every window capped to the batch's longest
+    // key still admits it (larger ones run key by key).
+    let batch = |s0: usize, s1: usize| -> Result<Vec<ArrayRef>> {
+        let most = longest(&g, s0, s1);
+        let ws: Vec<usize> = windows.iter().map(|&w| w.min(most)).collect();
+        let (col, real) = padded(&g, s0, s1, ws.iter().max().expect("a window") - 1)?;
+        let mut outs = Vec::with_capacity(windows.len() * aggs.len());
+        for &agg in aggs {
+            for o in crate::rolling::rolling_many_dyn(col.as_ref(), &ws, agg, min_periods, algo)? {
+                outs.push(only(o.as_ref(), &real)?);
+            }
+        }
+        Ok(outs)
+    };
+    let batched = algo == Algorithm::Auto && min_periods.unwrap_or(0) <= 1 && aggs.iter().all(|&a| batchable(a));
+    per_segment_many(&g, windows.len() * aggs.len(), f, batched.then_some(&batch as Batch))
 }
 
 /// Per-row time rolling within each key (pandas
@@ -323,10 +501,57 @@ pub fn rolling_time_keyed_dyn(
     }
     let g = group_rows(keys, values)?;
     let ts_arr = times_per_key(&g, ts, values.len())?;
-    per_segment(&g, |seg, lo, hi| {
+    let f = |seg: &dyn Array, lo: usize, hi: usize| {
         let out = crate::rolling::time::rolling_time_dyn(seg, &ts_arr.slice(lo, hi - lo), range, agg, min_periods, algo, shape)?;
-        Ok(input_rows(&g, agg, out, lo))
-    })
+        Ok(vec![input_rows(&g, agg, out, lo)])
+    };
+    let batch = |s0: usize, s1: usize| -> Result<Vec<ArrayRef>> {
+        let (lo, hi) = (g.part.bounds[s0], g.part.bounds[s1]);
+        match spaced_times(&g, &ts_arr, s0, s1, range) {
+            Some(t) => Ok(vec![crate::rolling::time::rolling_time_dyn(&g.values.slice(lo, hi - lo), &t, range, agg, min_periods, algo, shape)?]),
+            None => each_alone(&g, s0, s1, &f),
+        }
+    };
+    let batched = algo == Algorithm::Auto && shape.is_default() && batchable(agg);
+    let mut out = per_segment_many(&g, 1, f, batched.then_some(&batch as Batch))?;
+    Ok(out.pop().expect("one output"))
+}
+
+/// The times of segments `[s0, s1)` moved so that each segment starts
+/// `range` after the one before it ends (its times minus its first, plus
+/// a base): a time window `(t - range, t]` then holds rows of its own
+/// segment only, and within a segment the differences, so the windows, are
+/// the same. One kernel call for many short keys (DESIGN §3.4). `None`
+/// where the bases would overflow.
+fn spaced_times(g: &Grouped, ts: &PrimitiveArray<Int64Type>, s0: usize, s1: usize, range: i64) -> Option<PrimitiveArray<Int64Type>> {
+    let (b, t) = (&g.part.bounds, ts.values());
+    let mut out = Vec::with_capacity(b[s1] - b[s0]);
+    let mut base = 0i64;
+    for s in s0..s1 {
+        let seg = &t[b[s]..b[s + 1]];
+        let first = seg[0];
+        out.extend(seg.iter().map(|&x| x - first + base));
+        base = base.checked_add(seg[seg.len() - 1].checked_sub(first)?)?.checked_add(range)?;
+    }
+    Some(PrimitiveArray::new(ScalarBuffer::from(out), None))
+}
+
+/// A batch's segments run one by one, their outputs concatenated (where a
+/// batch cannot run as one call).
+fn each_alone(
+    g: &Grouped,
+    s0: usize,
+    s1: usize,
+    f: &dyn Fn(&dyn Array, usize, usize) -> Result<Vec<ArrayRef>>,
+) -> Result<Vec<ArrayRef>> {
+    let b = &g.part.bounds;
+    let outs = (s0..s1).map(|s| f(&g.values.slice(b[s], b[s + 1] - b[s]), b[s], b[s + 1])).collect::<Result<Vec<_>>>()?;
+    (0..outs[0].len())
+        .map(|o| {
+            let refs: Vec<&dyn Array> = outs.iter().map(|v| v[o].as_ref()).collect();
+            arrow_select::concat::concat(&refs).map_err(|e| Error::Invalid(e.to_string()))
+        })
+        .collect()
 }
 
 /// The time column gathered into key segments (as the values), each
@@ -334,7 +559,7 @@ pub fn rolling_time_keyed_dyn(
 /// offending row in input order, over all keys.
 fn times_per_key(g: &Grouped, ts: &dyn Array, n: usize) -> Result<PrimitiveArray<Int64Type>> {
     let times = crate::engine::event_times(ts, n)?;
-    let tsg = gather(times, &g.part.perm);
+    let tsg = par_gather(times, &g.part.perm, g.threads);
     let mut worst: Option<(usize, usize, i64)> = None;
     for s in 0..g.part.seg_key.len() {
         let (lo, hi) = (g.part.bounds[s], g.part.bounds[s + 1]);
@@ -346,7 +571,7 @@ fn times_per_key(g: &Grouped, ts: &dyn Array, n: usize) -> Result<PrimitiveArray
         }
     }
     if let Some((row, p, prev)) = worst {
-        return Err(crate::engine::time_order_error(row, Some(g.index.describe(g.ids[row])), tsg[p], prev));
+        return Err(crate::engine::time_order_error(row, Some(describe_key(g.keys.as_ref(), row)), tsg[p], prev));
     }
     Ok(PrimitiveArray::<Int64Type>::new(ScalarBuffer::from(tsg), None))
 }
@@ -368,8 +593,19 @@ pub fn rolling_order_time_keyed_dyn(
     }
     let g = group_rows(keys, values)?;
     let ts_arr = times_per_key(&g, ts, values.len())?;
-    per_segment(&g, |seg, lo, hi| {
-        crate::rolling::order::rolling_order_time_dyn(seg, &ts_arr.slice(lo, hi - lo), range, stat, min_periods, shape)
-    })
+    let f = |seg: &dyn Array, lo: usize, hi: usize| {
+        Ok(vec![crate::rolling::order::rolling_order_time_dyn(seg, &ts_arr.slice(lo, hi - lo), range, stat, min_periods, shape)?])
+    };
+    // An order statistic is a function of its window's values: batched as
+    // rolling_time_keyed_dyn's max / min.
+    let batch = |s0: usize, s1: usize| -> Result<Vec<ArrayRef>> {
+        let (lo, hi) = (g.part.bounds[s0], g.part.bounds[s1]);
+        match spaced_times(&g, &ts_arr, s0, s1, range) {
+            Some(t) => Ok(vec![crate::rolling::order::rolling_order_time_dyn(&g.values.slice(lo, hi - lo), &t, range, stat, min_periods, shape)?]),
+            None => each_alone(&g, s0, s1, &f),
+        }
+    };
+    let mut out = per_segment_many(&g, 1, f, shape.is_default().then_some(&batch as Batch))?;
+    Ok(out.pop().expect("one output"))
 }
 

@@ -12,7 +12,11 @@ use slidewise_core::engine::{AggKind, DType};
 use slidewise_core::fifo::Algorithm;
 use slidewise_core::keys::partition;
 use slidewise_core::partial::Slicing;
-use slidewise_core::rolling::{rolling_dyn, rolling_keyed_dyn, rolling_many_keyed_dyn, rolling_time_dyn, rolling_time_keyed_dyn, Shape};
+use slidewise_core::rolling::keyed::{with_tuning, KeyedTuning};
+use slidewise_core::rolling::{
+    rolling_dyn, rolling_keyed_dyn, rolling_many_keyed_dyn, rolling_many_order_dyn, rolling_order_keyed_dyn, rolling_order_time_dyn,
+    rolling_order_time_keyed_dyn, rolling_time_dyn, rolling_time_keyed_dyn, OrderKernel, OrderStat, Shape,
+};
 use slidewise_core::stream::count::CountSpec;
 use slidewise_core::stream::time::TimeSpec;
 use slidewise_core::stream::{self, Batch, QueryWindows, StreamSpec};
@@ -299,6 +303,213 @@ proptest! {
         // segments in order of each key's first row
         let firsts: Vec<u32> = (0..p.seg_key.len()).map(|s| p.perm[p.bounds[s]]).collect();
         prop_assert!(firsts.windows(2).all(|w| w[0] < w[1]));
+    }
+}
+
+/// Keys of `n` rows by `mode`: a few keys, one key, every row its own key,
+/// many short keys.
+fn keys_of(mode: u8, draws: &[u32], n: usize) -> Vec<u32> {
+    (0..n)
+        .map(|i| match mode {
+            0 => draws[i] % 6,
+            1 => 0,
+            2 => i as u32,
+            _ => draws[i] % (n as u32 / 3 + 1),
+        })
+        .collect()
+}
+
+/// A key column: strings, integers far apart (hashed), or int32 near each
+/// other (addressed directly, `batch_ids`).
+fn keys_column(ks: &[u32], kind: u8) -> ArrayRef {
+    match kind {
+        0 => Arc::new(StringArray::from(ks.iter().map(|k| format!("k{k}")).collect::<Vec<_>>())),
+        1 => Arc::new(Int64Array::from(ks.iter().map(|&k| k as i64 * 1_000_003 - 7).collect::<Vec<_>>())),
+        _ => Arc::new(arrow_array::Int32Array::from(ks.iter().map(|&k| k as i32 - 3).collect::<Vec<_>>())),
+    }
+}
+
+fn rows_by_key(ks: &[u32]) -> Vec<Vec<usize>> {
+    let mut m: HashMap<u32, Vec<usize>> = HashMap::new();
+    for (i, &k) in ks.iter().enumerate() {
+        m.entry(k).or_default().push(i);
+    }
+    m.into_values().collect()
+}
+
+/// Bit for bit (NaN payloads and zero signs too), nulls in the same rows.
+fn same_bits(a: &dyn Array, b: &dyn Array) -> bool {
+    if let (Some(x), Some(y)) = (a.as_any().downcast_ref::<Float64Array>(), b.as_any().downcast_ref::<Float64Array>()) {
+        return x.len() == y.len()
+            && (0..x.len()).all(|i| x.is_null(i) == y.is_null(i) && (x.is_null(i) || x.value(i).to_bits() == y.value(i).to_bits()));
+    }
+    a.to_data() == b.to_data()
+}
+
+/// Forced thread splits on small columns (`min_rows: 0`), keys of up to
+/// `short_rows` rows batched `batch_rows` rows at a time.
+fn forced(threads: usize, short_rows: usize, batch_rows: usize) -> KeyedTuning {
+    KeyedTuning { threads: Some(threads), min_rows: 0, short_rows, batch_rows }
+}
+
+/// One thread, every key its own kernel call: the reference.
+fn plain() -> KeyedTuning {
+    forced(1, 0, 1)
+}
+
+/// Compare `got` (input order) against `alone(rows)`, the unkeyed result
+/// over each key's rows; `exact`: bit for bit (zero signs too), any NaN
+/// equal to any NaN.
+fn check_per_key(got: &dyn Array, ks: &[u32], exact: bool, alone: impl Fn(&[usize]) -> ArrayRef) -> Result<(), TestCaseError> {
+    prop_assert_eq!(got.len(), ks.len());
+    for rows in rows_by_key(ks) {
+        let want = alone(&rows);
+        for (j, &i) in rows.iter().enumerate() {
+            let (a, b) = (got.slice(i, 1), want.slice(j, 1));
+            let ok = if exact {
+                let nan = |x: &dyn Array| x.as_any().downcast_ref::<Float64Array>().is_some_and(|f| f.is_valid(0) && f.value(0).is_nan());
+                (nan(a.as_ref()) && nan(b.as_ref())) || same_bits(a.as_ref(), b.as_ref())
+            } else {
+                same(a.as_ref(), b.as_ref())
+            };
+            prop_assert!(ok, "row {}: {:?} vs {:?}", i, a, b);
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 60, ..ProptestConfig::default() })]
+
+    /// The segments spread over 2..6 threads (forced on small columns) give
+    /// the bits of one thread, and each key's rows those of the unkeyed
+    /// kernel on that key alone: every aggregation family, nulls, NaN, the
+    /// key column kinds (hashed and directly addressed), one key, all
+    /// distinct keys, many short keys.
+    #[test]
+    fn keyed_rolling_on_threads_equals_one_thread_and_each_key_alone(
+        xs in values(300),
+        draws in prop::collection::vec(any::<u32>(), 300),
+        mode in 0u8..4,
+        kind in 0u8..3,
+        threads in 1usize..6,
+        short in prop::sample::select(vec![0usize, 1, 3, 64, 64, 1000]),
+        batch in 1usize..40,
+        window in 1usize..12,
+        mp in prop::option::of(0usize..3),
+        // the batched ones (max / min / range / count) half the time
+        agg in prop_oneof![
+            prop::sample::select(vec![AggKind::Sum, AggKind::Mean, AggKind::Var, AggKind::Std, AggKind::ArgMax, AggKind::ArgMin,
+                                      AggKind::First, AggKind::Last, AggKind::Collect]),
+            prop::sample::select(vec![AggKind::Max, AggKind::Min, AggKind::Range, AggKind::Count]),
+        ],
+        center in any::<bool>(),
+    ) {
+        let ks = keys_of(mode, &draws, xs.len());
+        let (k, v) = (keys_column(&ks, kind), column(&xs));
+        let mp = mp.map(|m| m.min(window));
+        let shape = Shape { center, ..Shape::default() };
+        let run = || rolling_keyed_dyn(k.as_ref(), v.as_ref(), window, agg, mp, Algorithm::Auto, shape);
+        let one = with_tuning(plain(), run).unwrap();
+        let many = with_tuning(forced(threads, short, batch), run).unwrap();
+        prop_assert!(same_bits(many.as_ref(), one.as_ref()), "{} threads, short {} batch {}: {:?} vs {:?}", threads, short, batch, many, one);
+        let exact = matches!(agg, AggKind::Max | AggKind::Min | AggKind::Range | AggKind::Count);
+        check_per_key(many.as_ref(), &ks, exact, |rows| {
+            // the whole window: a centred one capped would move its centre
+            let mut alone = rolling_dyn(column(&take_f64(&xs, rows)).as_ref(), window, agg, mp, Algorithm::Auto, shape).unwrap();
+            if matches!(agg, AggKind::ArgMax | AggKind::ArgMin) {
+                let a = alone.as_any().downcast_ref::<Int64Array>().unwrap();
+                alone = Arc::new(a.iter().map(|p| p.map(|p| rows[p as usize] as i64)).collect::<Int64Array>());
+            }
+            alone
+        })?;
+    }
+
+    /// rolling_many, the order statistics and time windows, keyed, on
+    /// forced thread splits: the bits of one thread, and each key alone.
+    #[test]
+    fn keyed_many_order_and_time_on_threads_equal_one_thread_and_each_key_alone(
+        rows in prop::collection::vec((any::<u32>(), 0i64..4, prop_oneof![8 => (-20i32..20).prop_map(|x| Some(x as f64)), 1 => Just(None), 1 => Just(Some(f64::NAN))]), 0..250),
+        mode in 0u8..4,
+        kind in 0u8..3,
+        threads in 1usize..6,
+        short in prop::sample::select(vec![0usize, 1, 3, 64, 64, 1000]),
+        batch in 1usize..40,
+        windows in prop::collection::vec(1usize..15, 1..4),
+        mp in prop::option::of(0usize..3),
+        range in 1i64..12,
+        aggs in prop_oneof![
+            prop::sample::subsequence(vec![AggKind::Max, AggKind::Sum, AggKind::Mean, AggKind::Std, AggKind::Count, AggKind::ArgMin], 1..3),
+            prop::sample::subsequence(vec![AggKind::Max, AggKind::Min, AggKind::Count, AggKind::Range], 1..4),
+        ],
+        stat in prop::sample::select(vec![OrderStat::Median, OrderStat::Rank]),
+    ) {
+        let draws: Vec<u32> = rows.iter().map(|r| r.0).collect();
+        let ks = keys_of(mode, &draws, rows.len());
+        let xs: Vec<Option<f64>> = rows.iter().map(|r| r.2).collect();
+        // per key non-decreasing times, keys interleaved
+        let mut clock: HashMap<u32, i64> = HashMap::new();
+        let ts: Vec<i64> = ks.iter().zip(&rows).map(|(&k, r)| { let c = clock.entry(k).or_insert(k as i64 % 7); *c += r.1; *c }).collect();
+        let (k, v) = (keys_column(&ks, kind), column(&xs));
+        let tcol: ArrayRef = Arc::new(Int64Array::from(ts.clone()));
+        let both = |f: &dyn Fn() -> Vec<ArrayRef>| -> Result<Vec<ArrayRef>, TestCaseError> {
+            let one = with_tuning(plain(), f);
+            let many = with_tuning(forced(threads, short, batch), f);
+            prop_assert_eq!(one.len(), many.len());
+            for (a, b) in many.iter().zip(&one) {
+                prop_assert!(same_bits(a.as_ref(), b.as_ref()), "{} threads: {:?} vs {:?}", threads, a, b);
+            }
+            Ok(many)
+        };
+        let mp = mp.map(|m| m.min(*windows.iter().min().unwrap()));
+        let got = both(&|| rolling_many_keyed_dyn(k.as_ref(), v.as_ref(), &windows, &aggs, mp, Algorithm::Auto).unwrap())?;
+        for (i, (agg, w)) in aggs.iter().flat_map(|&a| windows.iter().map(move |&w| (a, w))).enumerate() {
+            if agg == AggKind::ArgMin {
+                continue; // positions: rolling_keyed's own test maps them
+            }
+            let exact = matches!(agg, AggKind::Max | AggKind::Min | AggKind::Range | AggKind::Count);
+            check_per_key(got[i].as_ref(), &ks, exact, |rows| {
+                rolling_dyn(column(&take_f64(&xs, rows)).as_ref(), w, agg, mp, Algorithm::Auto, Shape::default()).unwrap()
+            })?;
+        }
+        let got = both(&|| rolling_order_keyed_dyn(k.as_ref(), v.as_ref(), &windows, stat, None, OrderKernel::Auto, Shape::default()).unwrap())?;
+        for (i, &w) in windows.iter().enumerate() {
+            check_per_key(got[i].as_ref(), &ks, false, |rows| {
+                rolling_many_order_dyn(column(&take_f64(&xs, rows)).as_ref(), &[w], stat, None, OrderKernel::Auto, Shape::default()).unwrap().remove(0)
+            })?;
+        }
+        let key_ts = |rows: &[usize]| Int64Array::from(rows.iter().map(|&i| ts[i]).collect::<Vec<_>>());
+        for &agg in &aggs {
+            let got = both(&|| vec![rolling_time_keyed_dyn(k.as_ref(), v.as_ref(), tcol.as_ref(), range, agg, None, Algorithm::Auto, Shape::default()).unwrap()])?;
+            if agg != AggKind::ArgMin {
+                check_per_key(got[0].as_ref(), &ks, false, |rows| {
+                    rolling_time_dyn(column(&take_f64(&xs, rows)).as_ref(), &key_ts(rows), range, agg, None, Algorithm::Auto, Shape::default()).unwrap()
+                })?;
+            }
+        }
+        let got = both(&|| vec![rolling_order_time_keyed_dyn(k.as_ref(), v.as_ref(), tcol.as_ref(), range, stat, None, Shape::default()).unwrap()])?;
+        check_per_key(got[0].as_ref(), &ks, false, |rows| {
+            rolling_order_time_dyn(column(&take_f64(&xs, rows)).as_ref(), &key_ts(rows), range, stat, None, Shape::default()).unwrap()
+        })?;
+    }
+}
+
+#[test]
+fn keyed_time_order_error_names_the_first_row_on_threads_and_null_keys_are_refused() {
+    let keys = Int64Array::from(vec![1, 2, 1, 2, 1]);
+    let ts = Int64Array::from(vec![13, 5, 14, 4, 11]);
+    let v = column(&[Some(1.0); 5]);
+    for t in 1..4 {
+        let e = with_tuning(forced(t, 4, 3), || rolling_time_keyed_dyn(&keys, v.as_ref(), &ts, 5, AggKind::Sum, None, Algorithm::Auto, Shape::default()))
+            .unwrap_err();
+        assert!(e.to_string().contains("row 3 (key 2) has time 4, after 5"), "{e}");
+    }
+    for keys in [
+        Arc::new(Int64Array::from(vec![Some(1), Some(2), None, Some(1), Some(2)])) as ArrayRef,
+        Arc::new(StringArray::from(vec![Some("a"), Some("b"), None, Some("a"), None])),
+    ] {
+        let e = rolling_keyed_dyn(keys.as_ref(), v.as_ref(), 2, AggKind::Sum, None, Algorithm::Auto, Shape::default()).unwrap_err();
+        assert!(e.to_string().contains("key of row 2 is null"), "{e}");
     }
 }
 
