@@ -137,36 +137,62 @@ pub fn unkey(k: u64) -> f64 {
 /// values read through `kth`, as pandas' `roll_quantile` computes it.
 #[inline(always)]
 pub fn quantile_of(n: usize, q: f64, interp: Interpolation, kth: impl Fn(usize) -> f64) -> f64 {
-    if n == 1 {
-        return kth(0);
-    }
-    let f = q * (n - 1) as f64;
-    let idx = f as usize;
-    let frac = f - idx as f64;
-    if frac == 0.0 {
-        return kth(idx);
-    }
-    match interp {
-        Interpolation::Linear => {
-            let (lo, hi) = (kth(idx), kth(idx + 1));
-            // Equal neighbours are the answer (Spark's percentile does the
-            // same); pandas' formula alone gives NaN for two equal infinities.
-            if lo == hi {
-                lo
-            } else {
-                lo + (hi - lo) * frac
-            }
+    QuantileAt::new(n, q).read(interp, kth)
+}
+
+/// Where [`quantile_of`] reads in a window of `n` values, computed once:
+/// the kernels' full windows all have the same count, so the float
+/// arithmetic of the position leaves the row loop (same operations, so
+/// the same bits).
+#[derive(Clone, Copy, Debug)]
+pub struct QuantileAt {
+    /// `floor(q * (n - 1))`, the lower neighbour.
+    pub idx: usize,
+    /// `q * (n - 1) - idx`; 0 reads `idx` alone (also for `n == 1`).
+    frac: f64,
+}
+
+impl QuantileAt {
+    #[inline(always)]
+    pub fn new(n: usize, q: f64) -> Self {
+        if n == 1 {
+            return QuantileAt { idx: 0, frac: 0.0 };
         }
-        Interpolation::Lower => kth(idx),
-        Interpolation::Higher => kth(idx + 1),
-        Interpolation::Midpoint => (kth(idx) + kth(idx + 1)) / 2.0,
-        Interpolation::Nearest => {
-            if frac == 0.5 {
-                kth(if idx % 2 == 0 { idx } else { idx + 1 })
-            } else if frac < 0.5 {
-                kth(idx)
-            } else {
-                kth(idx + 1)
+        let f = q * (n - 1) as f64;
+        let idx = f as usize;
+        QuantileAt { idx, frac: f - idx as f64 }
+    }
+
+    /// The quantile from the window's sorted values read through `kth`
+    /// (`idx` and, when `frac != 0`, `idx + 1`).
+    #[inline(always)]
+    pub fn read(self, interp: Interpolation, kth: impl Fn(usize) -> f64) -> f64 {
+        let (idx, frac) = (self.idx, self.frac);
+        if frac == 0.0 {
+            return kth(idx);
+        }
+        match interp {
+            Interpolation::Linear => {
+                let (lo, hi) = (kth(idx), kth(idx + 1));
+                // Equal neighbours are the answer (Spark's percentile does the
+                // same); pandas' formula alone gives NaN for two equal infinities.
+                if lo == hi {
+                    lo
+                } else {
+                    lo + (hi - lo) * frac
+                }
+            }
+            Interpolation::Lower => kth(idx),
+            Interpolation::Higher => kth(idx + 1),
+            Interpolation::Midpoint => (kth(idx) + kth(idx + 1)) / 2.0,
+            Interpolation::Nearest => {
+                if frac == 0.5 {
+                    kth(if idx % 2 == 0 { idx } else { idx + 1 })
+                } else if frac < 0.5 {
+                    kth(idx)
+                } else {
+                    kth(idx + 1)
+                }
             }
         }
     }

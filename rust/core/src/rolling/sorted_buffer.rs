@@ -11,7 +11,7 @@
 use arrow_array::ArrayRef;
 use arrow_buffer::NullBuffer;
 
-use super::order_stat::{finish, key, quantile_of, rank_of, threads, unkey, Interpolation, OrderStat};
+use super::order_stat::{finish, key, quantile_of, rank_of, threads, unkey, Interpolation, OrderStat, QuantileAt};
 
 /// Windows up to this many values replace by walking instead of memmove.
 const SHIFT_MAX: usize = 48;
@@ -169,29 +169,37 @@ const LO: u64 = 0;
 const HI: u64 = u64::MAX;
 
 /// The window of [`rolling`] as a sorted array between sentinels,
-/// `[LO, k_0 .. k_{len-1}, HI]`, and a second buffer of the same shape: a
+/// `[LO, k_0 .. k_{n-1}, HI]`, and a second buffer of the same shape: a
 /// row's replacement writes the whole new array into the other buffer in
-/// one branch-free pass (below), then the two swap.
+/// one branch-free pass (below), then the two swap. Both buffers have a
+/// fixed length, [`SLACK`] slots past the largest window, so the AVX-512
+/// pass runs whole vectors of 8 slots (reading and writing past `HI`, then
+/// restoring it) with no tail loop and nothing resized a row.
 struct Padded {
     a: Vec<u64>,
     b: Vec<u64>,
+    n: usize,
 }
+
+/// Slots past `[LO, keys, HI]`: a pass of whole 8-key vectors reads up to 8
+/// slots past the last key.
+const SLACK: usize = 8;
 
 impl Padded {
     fn with_capacity(cap: usize) -> Self {
-        let mut a = Vec::with_capacity(cap + 2);
-        a.extend([LO, HI]);
-        Padded { a, b: Vec::with_capacity(cap + 2) }
+        let mut a = vec![HI; cap + 2 + SLACK];
+        a[0] = LO;
+        Padded { b: a.clone(), a, n: 0 }
     }
 
     #[inline(always)]
     fn len(&self) -> usize {
-        self.a.len() - 2
+        self.n
     }
 
     #[inline(always)]
     fn keys(&self) -> &[u64] {
-        &self.a[1..self.a.len() - 1]
+        &self.a[1..self.n + 1]
     }
 
     #[inline(always)]
@@ -199,19 +207,24 @@ impl Padded {
         self.a[1 + k]
     }
 
-    /// Insert `k` (warm-up and null rows only: one search and memmove).
+    /// Insert `k` (warm-up and null rows only: one search and memmove;
+    /// fewer than `cap` keys held).
     #[inline(always)]
     fn push(&mut self, k: u64) {
-        let j = 1 + self.keys().partition_point(|&x| x < k);
-        self.a.insert(j, k);
+        let (j, n) = (1 + self.keys().partition_point(|&x| x < k), self.n);
+        // keys from j and the HI sentinel move up one
+        self.a.copy_within(j..n + 2, j + 1);
+        self.a[j] = k;
+        self.n += 1;
     }
 
     /// Remove one `k`, which is present.
     #[inline(always)]
     fn evict(&mut self, k: u64) {
-        let i = 1 + self.keys().partition_point(|&x| x < k);
+        let (i, n) = (1 + self.keys().partition_point(|&x| x < k), self.n);
         debug_assert_eq!(self.a[i], k);
-        self.a.remove(i);
+        self.a.copy_within(i + 1..n + 2, i);
+        self.n -= 1;
     }
 
     /// Remove one `old` (present) and insert `new`, without a search or a
@@ -220,16 +233,22 @@ impl Padded {
     /// on, and inserting `new` into a sorted `c` gives
     /// `min(max(c[i - 1], new), c[i])` at every `i` (sentinels at both
     /// ends). `i < p` is `a[i] < old` (sorted), so each output slot reads
-    /// three neighbours and two comparisons: a loop the compiler
-    /// vectorises (AVX-512 has the unsigned 64-bit min / max). O(w) work a
-    /// row, as a memmove, but no mispredicted search or shift-walk branch,
-    /// which is what short windows pay for.
+    /// three neighbours and two comparisons. O(w) work a row, as a memmove,
+    /// but no mispredicted search or shift-walk branch, which is what short
+    /// windows pay for. `AVX512`: the caller runs on a CPU with AVX-512F
+    /// (8 slots a step, unsigned 64-bit min / max and compare to a mask);
+    /// otherwise a loop the compiler vectorises as it can.
     #[inline(always)]
-    fn replace(&mut self, old: u64, new: u64) {
-        let n = self.len();
-        self.b.clear();
-        self.b.resize(n + 2, HI);
-        self.b[0] = LO;
+    fn replace<const AVX512: bool>(&mut self, old: u64, new: u64) {
+        let n = self.n;
+        #[cfg(target_arch = "x86_64")]
+        if AVX512 {
+            // SAFETY: `AVX512` is only set on CPUs with AVX-512F (`rows_run`).
+            unsafe { replace_avx512(&self.a, &mut self.b, n, old, new) };
+            self.b[n + 1] = HI;
+            std::mem::swap(&mut self.a, &mut self.b);
+            return;
+        }
         let a = &self.a[..];
         let (a0, a1, a2) = (&a[..n], &a[1..n + 1], &a[2..n + 2]);
         for (((o, &x0), &x1), &x2) in self.b[1..n + 1].iter_mut().zip(a0).zip(a1).zip(a2) {
@@ -237,6 +256,7 @@ impl Padded {
             let hi = if x1 < old { x1 } else { x2 };
             *o = lo.max(new).min(hi);
         }
+        self.b[n + 1] = HI;
         std::mem::swap(&mut self.a, &mut self.b);
     }
 
@@ -246,6 +266,33 @@ impl Padded {
         let lo = keys.partition_point(|&x| x < k);
         let hi = lo + keys[lo..].partition_point(|&x| x <= k);
         (lo, hi - lo)
+    }
+}
+
+/// [`Padded::replace`]'s pass, 8 slots a step: slots `1..=8 * ceil(n / 8)`
+/// of `b` from `a` (the slots past `n` get garbage; the caller rewrites
+/// `b[n + 1]`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn replace_avx512(a: &[u64], b: &mut [u64], n: usize, old: u64, new: u64) {
+    use std::arch::x86_64::*;
+    let steps = n.div_ceil(8);
+    // reads reach a[8 * steps + 1], writes b[8 * steps]: within the slack
+    assert!(8 * steps + 2 <= a.len() && 8 * steps + 1 <= b.len());
+    let (ap, bp) = (a.as_ptr(), b.as_mut_ptr());
+    let (oldv, newv) = (_mm512_set1_epi64(old as i64), _mm512_set1_epi64(new as i64));
+    for s in 0..steps {
+        let i = 1 + 8 * s;
+        // SAFETY: i - 1 + 8 + 1 <= 8 * steps + 2 <= a.len(), i + 8 <= b.len() (assert above).
+        unsafe {
+            let x0 = _mm512_loadu_si512(ap.add(i - 1) as *const _);
+            let x1 = _mm512_loadu_si512(ap.add(i) as *const _);
+            let x2 = _mm512_loadu_si512(ap.add(i + 1) as *const _);
+            let lo = _mm512_mask_blend_epi64(_mm512_cmplt_epu64_mask(x0, oldv), x1, x0);
+            let hi = _mm512_mask_blend_epi64(_mm512_cmplt_epu64_mask(x1, oldv), x2, x1);
+            _mm512_storeu_si512(bp.add(i) as *mut _, _mm512_min_epu64(_mm512_max_epu64(lo, newv), hi));
+        }
     }
 }
 
@@ -313,7 +360,7 @@ fn rows_run(
         // SAFETY: the CPU has AVX-512F (`detected`).
         return unsafe { rows_avx512(keys, nulls, window, need, stat, r0, r1, out, valid) };
     }
-    rows_body(keys, nulls, window, need, stat, r0, r1, out, valid)
+    rows_body::<false>(keys, nulls, window, need, stat, r0, r1, out, valid)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -330,12 +377,12 @@ unsafe fn rows_avx512(
     out: &mut [f64],
     valid: &mut [bool],
 ) {
-    rows_body(keys, nulls, window, need, stat, r0, r1, out, valid)
+    rows_body::<true>(keys, nulls, window, need, stat, r0, r1, out, valid)
 }
 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn rows_body(
+fn rows_body<const AVX512: bool>(
     keys: &[u64],
     nulls: Option<&NullBuffer>,
     window: usize,
@@ -355,10 +402,17 @@ fn rows_body(
         }
     }
     let (out, valid) = (&mut out[..r1 - r0], &mut valid[..r1 - r0]);
-    for i in r0..r1 {
+    // Without nulls every row from `window` on holds exactly `window`
+    // values: a replacement and a read at a fixed position, no per-row
+    // null test, count or quantile arithmetic (the loop after this one).
+    let steady = match (nulls, stat.quantile()) {
+        (None, Some(_)) => r0.max(window).min(r1),
+        _ => r1,
+    };
+    for i in r0..steady {
         let (add, drop) = (ok(i), i >= window && ok(i - window));
         match (drop, add) {
-            (true, true) => win.replace(keys[i - window], keys[i]),
+            (true, true) => win.replace::<AVX512>(keys[i - window], keys[i]),
             (true, false) => win.evict(keys[i - window]),
             (false, true) => win.push(keys[i]),
             (false, false) => {}
@@ -379,6 +433,18 @@ fn rows_body(
                 rank_of(less, equal, c)
             }
         };
+    }
+    if let (Some((q, interp)), true) = (stat.quantile(), steady < r1) {
+        let (out, valid) = (&mut out[steady - r0..], &mut valid[steady - r0..]);
+        if window < need {
+            valid.fill(false);
+            return;
+        }
+        let at = QuantileAt::new(window, q);
+        for ((o, &new), &old) in out.iter_mut().zip(&keys[steady..r1]).zip(&keys[steady - window..r1 - window]) {
+            win.replace::<AVX512>(old, new);
+            *o = at.read(interp, |k| unkey(win.kth(k)));
+        }
     }
 }
 
@@ -436,11 +502,15 @@ mod tests {
             threads in 2usize..6,
             mp in 0usize..4,
             si in 0usize..4,
+            no_nulls in any::<bool>(),
         ) {
+            // without nulls the rows from `window` on take the fixed-count loop
+            let xs: Vec<Option<f64>> = if no_nulls { xs.iter().map(|x| x.or(Some(1.0))).collect() } else { xs };
             let keys: Vec<u64> = xs.iter().map(|x| key(x.unwrap_or(0.0))).collect();
             let nulls = NullBuffer::new(BooleanBuffer::from(xs.iter().map(|x| x.is_some()).collect::<Vec<_>>()));
+            let nulls = (!no_nulls).then_some(nulls);
             let stat = [OrderStat::Median, OrderStat::Rank, OrderStat::Quantile { q: 0.9, interpolation: Interpolation::Linear }, OrderStat::Quantile { q: 0.3, interpolation: Interpolation::Nearest }][si];
-            let got = rolling_on(&keys, Some(&nulls), w, mp.max(1), stat, threads);
+            let got = rolling_on(&keys, nulls.as_ref(), w, mp.max(1), stat, threads);
             let got = got.as_primitive::<Float64Type>();
             let want = naive(&xs, w, stat, mp);
             prop_assert_eq!(got.len(), want.len());
