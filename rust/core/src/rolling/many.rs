@@ -71,38 +71,99 @@ pub fn rolling_many_tuned(
     algo: Algorithm,
     tuning: Tuning,
 ) -> Result<Vec<ArrayRef>> {
+    rolling_many_split(values, windows, agg, min_periods, algo, tuning, LONG)
+}
+
+/// Windows longer than this skip the shared passes (DESIGN §1.3): each
+/// chunk of output (at most 2^16 - 2^17 rows) re-reads a halo as long as
+/// the longest shared window, so a 1M-row window made every chunk read
+/// ~9x its own rows (rolling_many([2^20], "std") took 2.3 s against 78 ms
+/// for rolling()). A shared pass costs about one rolling() call per window
+/// anyway (most of it is writing the output), so a long window loses
+/// nothing on its own kernel, which is threaded. 2^15 keeps the halo at
+/// most a quarter (half for var / std) of a full chunk and the README's
+/// 64 windows in [1, 32768] all shared.
+const LONG: usize = 1 << 15;
+
+/// [`rolling_many_tuned`] with the long-window threshold given (tests set
+/// it low to mix shared and per-window windows on small columns).
+#[doc(hidden)]
+pub fn rolling_many_split(
+    values: &dyn Array,
+    windows: &[usize],
+    agg: AggKind,
+    min_periods: Option<usize>,
+    algo: Algorithm,
+    tuning: Tuning,
+    long: usize,
+) -> Result<Vec<ArrayRef>> {
     for &w in windows {
         check_window(w, min_periods)?;
     }
-    let dtype = DType::of(values.data_type())?;
     let n = values.len();
     // A window longer than the data is the whole prefix.
     let ws: Vec<usize> = windows.iter().map(|&w| w.min(n.max(1))).collect();
-    if algo == Algorithm::Auto && matches!(agg, AggKind::Max | AggKind::Min) {
+    let shared: Vec<usize> = (0..ws.len()).filter(|&q| ws[q] <= long).collect();
+    // One shared window alone gains nothing from the pass (which also runs
+    // on one thread below 2^24 rows x windows) over its own kernel.
+    if shared.len() < 2 {
+        return many_shared(values, &ws, agg, min_periods, algo, tuning, false);
+    }
+    if shared.len() == ws.len() {
+        return many_shared(values, &ws, agg, min_periods, algo, tuning, true);
+    }
+    let sws: Vec<usize> = shared.iter().map(|&q| ws[q]).collect();
+    let mut outs: Vec<Option<ArrayRef>> = vec![None; ws.len()];
+    for (&q, a) in shared.iter().zip(many_shared(values, &sws, agg, min_periods, algo, tuning, true)?) {
+        outs[q] = Some(a);
+    }
+    for (q, o) in outs.iter_mut().enumerate() {
+        if o.is_none() {
+            *o = many_shared(values, &ws[q..q + 1], agg, min_periods, algo, tuning, false)?.pop();
+        }
+    }
+    Ok(outs.into_iter().map(|a| a.expect("every window answered")).collect())
+}
+
+/// `ws` (capped) through the shared passes where `shared` and the
+/// aggregate has one, else each through its own kernel.
+fn many_shared(
+    values: &dyn Array,
+    ws: &[usize],
+    agg: AggKind,
+    min_periods: Option<usize>,
+    algo: Algorithm,
+    tuning: Tuning,
+    shared: bool,
+) -> Result<Vec<ArrayRef>> {
+    let dtype = DType::of(values.data_type())?;
+    let n = values.len();
+    let pass = shared && algo == Algorithm::Auto;
+    if pass && matches!(agg, AggKind::Max | AggKind::Min) {
         return crate::with_dtype!(dtype, |T| {
             let col = <T as FromArrow>::column(values)?;
             let mp = min_periods.unwrap_or(0);
             Ok(if agg == AggKind::Max {
-                many_extreme::<T, true>(&col, &ws, mp, tuning)
+                many_extreme::<T, true>(&col, ws, mp, tuning)
             } else {
-                many_extreme::<T, false>(&col, &ws, mp, tuning)
+                many_extreme::<T, false>(&col, ws, mp, tuning)
             })
         });
     }
-    if algo == Algorithm::Auto && matches!(agg, AggKind::Sum | AggKind::Mean) && dtype == DType::F64 {
+    if pass && matches!(agg, AggKind::Sum | AggKind::Mean) && dtype == DType::F64 {
         let col = <f64 as FromArrow>::column(values)?;
         let mp = min_periods.unwrap_or(0);
-        if let Some(out) = super::prefix::many_sums(&col, &ws, mp, agg == AggKind::Mean, threads_for(n, ws.len(), tuning), tuning.chunk) {
+        if let Some(out) = super::prefix::many_sums(&col, ws, mp, agg == AggKind::Mean, threads_for(n, ws.len(), tuning), tuning.chunk) {
             return Ok(out);
         }
     }
-    if algo == Algorithm::Auto && matches!(agg, AggKind::Var | AggKind::Std | AggKind::VarPop | AggKind::StdPop) {
+    if pass && matches!(agg, AggKind::Var | AggKind::Std | AggKind::VarPop | AggKind::StdPop) {
         let mp = min_periods.unwrap_or(0);
         let (ddof, sqrt) = (matches!(agg, AggKind::Var | AggKind::Std) as usize, matches!(agg, AggKind::Std | AggKind::StdPop));
         let threads = threads_for(n, ws.len(), tuning);
         let out = crate::with_dtype!(dtype, |T| {
             let col = <T as FromArrow>::column(values)?;
-            super::prefix_moments::many_vars(&col, &ws, mp, ddof, sqrt, threads, tuning.chunk)
+            super::prefix_moments::many_vars(&col, ws, mp, ddof, sqrt, threads, tuning.chunk)
         });
         if let Some(out) = out {
             return Ok(out);

@@ -1032,9 +1032,11 @@ fn out_of<V: Lane>(m2: V, inv_d: V, sqrt: bool) -> V {
 // fails anywhere is recomputed by the exact van Herk kernel above
 // (docs/DESIGN.md §6 "Rolling var / std" has the argument).
 //
-// The column is cut into blocks of `blen >= window` rows, `V::K` of them in
-// lock step (one per lane). A block starts from the compensated sums of
-// the window before its first row, all shifted by `c = x[first row]`
+// The column is cut into blocks of `blen >= window / 2` rows, `V::K` of
+// them in lock step (one per lane), at least two such groups where that
+// allows (threads cut between groups). A block starts from the compensated
+// sums of the window before its first row (from row 0 for a block less
+// than a window in), all shifted by `c = x[first row]`
 // then slides: `y_new - y_old` and `y_new^2 - y_old^2` (products split
 // exactly by FMA) go in through TwoSum, their errors into compensations,
 // as the sum kernel (rolling/sum.rs); rows (the start window's too) come
@@ -1058,14 +1060,22 @@ fn out_of<V: Lane>(m2: V, inv_d: V, sqrt: bool) -> V {
 const FAST_TOL: f64 = 2e-13;
 const U: f64 = f64::EPSILON / 2.0;
 
-/// Rows per block for `K` lanes over `n` rows (at least `window`, about
-/// four windows, fewer where that leaves lanes idle).
+/// Rows per block for `K` lanes over `n` rows: about four windows, fewer
+/// where that leaves lanes idle, and at least [`MIN_GROUPS`] groups of `K`
+/// blocks where each block still holds half a window. Below a window a
+/// block pays a whole start window for fewer rows, but one group is one
+/// thread: at window 2^20 on 10M rows and 8 lanes, one group of 1.25M-row
+/// blocks ran on one thread (DESIGN §6).
 fn fast_block(n: usize, window: usize, k: usize) -> Option<usize> {
     let target = (4 * window).max(256);
-    let groups = n.div_ceil(k * target).max(1);
+    let groups = n.div_ceil(k * target).max(MIN_GROUPS);
     let blen = n / (groups * k);
-    (blen >= window && blen >= 16).then_some(blen)
+    (2 * blen >= window && blen >= 16).then_some(blen)
 }
+
+/// Groups of lanes the fast path's plan holds at least (where blocks of
+/// half a window allow it): the threads split between groups.
+const MIN_GROUPS: usize = 2;
 
 /// The fast path over all of `x` (`window <= n`); returns how many blocks
 /// went to the exact kernel, or `None` where a square could overflow
@@ -1142,7 +1152,15 @@ fn fast_rows<V: Lane, V1: Lane>(x: &[f64], window: usize, ddof: f64, sqrt: bool,
         if !fits(&x[a.saturating_sub(window)..a + len]) {
             return None;
         }
-        lanes_at::<V1, false>(x, &[], window, &[a], len, ddof, sqrt, out, r0);
+        if a == 0 || a >= window {
+            lanes_at::<V1, false>(x, &[], window, &[a], len, ddof, sqrt, out, r0);
+        } else {
+            // The exact kernel's blocks start at row 0 or a window in: from
+            // row 0, the rows before the block into scratch.
+            let mut tmp = vec![0.0; a + len];
+            lanes_at::<V1, false>(x, &[], window, &[0], a + len, ddof, sqrt, &mut tmp, 0);
+            out[a - r0..a + len - r0].copy_from_slice(&tmp[a..]);
+        }
     }
     Some(bad.len())
 }
@@ -1215,50 +1233,63 @@ fn passes_at<V: Lane>(m2: V, s2: V, ymax: V, tol: V, cbig: V, u2x4: V) -> V {
 /// each lane whether every row passed the check (then its rows of `out` are
 /// final), and whether a passing lane may hold a value whose square could
 /// overflow (`|c| + Y >= 2^499`: every value read is within `Y (1 + u)` of
-/// the shift `c`). Needs `starts[0] == 0 || starts[0] >= window`,
-/// `starts[k] >= window` for `k >= 1`, `blen >= window` unless the block
-/// ends the column.
+/// the shift `c`). Any starts (ascending) and length: a lane that starts
+/// less than a window in has a partial start window (rows from 0; none for
+/// the lane at row 0) and partial windows until row `window - 1`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, ddof: f64, sqrt: bool, out: &mut [f64], o0: usize) -> ([bool; 8], bool) {
     let k = V::K;
-    assert!(starts.len() == k && window >= 1);
-    assert!(starts.iter().all(|&a| a + blen <= x.len()) && starts.iter().skip(1).all(|&a| a >= window));
+    assert!(starts.len() == k && window >= 1 && window <= x.len());
+    assert!(starts.iter().all(|&a| a + blen <= x.len()));
     // `out` holds rows `[o0, o0 + out.len())`.
     assert!(starts.iter().all(|&a| a >= o0 && a + blen <= o0 + out.len()));
-    assert!((starts[0] == 0 || starts[0] >= window) && window <= x.len());
     let head = starts[0] == 0;
     let zero = V::splat(0.0);
     let all = V::splat(f64::from_bits(u64::MAX));
-    // Lane 0 of the head group has nothing before row 0.
-    let live: V = if head {
-        let mut m = [f64::from_bits(u64::MAX); 8];
-        m[0] = 0.0;
-        V::load(&m)
-    } else {
-        all
+    // Lane q's window of its block's row j starts at offset j of its start
+    // window `[starts[q] - window, starts[q])`, whose first `dead[q]` rows
+    // lie before row 0 (read as 0: never added, never evicted).
+    let dead: [usize; 8] = std::array::from_fn(|q| if q < k { window.saturating_sub(starts[q]) } else { 0 });
+    // Offsets `[0, window)` in stretches over which the set of live lanes
+    // is fixed (the distinct `dead` values cut them).
+    let mut cutsv: Vec<usize> = dead[..k].iter().copied().filter(|&d| d > 0 && d < window).collect();
+    cutsv.push(window);
+    cutsv.sort_unstable();
+    cutsv.dedup();
+    // For a stretch starting at offset `o`: the live lanes, and per lane the
+    // index that offset `o'` adds to (`starts[q] - window`: in bounds from
+    // `dead[q]` on; dead lanes read rows `o' - o`, in bounds, masked).
+    let stretch = |o: usize| -> ([f64; 8], [i64; 8]) {
+        let m = std::array::from_fn(|q| if q < k && dead[q] <= o { f64::from_bits(u64::MAX) } else { 0.0 });
+        let ib = std::array::from_fn(|q| if q < k && dead[q] <= o { starts[q] as i64 - window as i64 } else { -(o as i64) });
+        (m, ib)
     };
-    let prevs: [usize; 8] = std::array::from_fn(|q| if q < k { starts[q].saturating_sub(window) } else { 0 });
     let c = V::gather(x, starts, 0);
-    let ib: [i64; 8] = std::array::from_fn(|q| prevs[q] as i64);
     let xp = x.as_ptr();
     // Start: the window before each block's first row, `K` rows per lane
-    // at a time as tiles (no gathers). Lane 0 of the head group starts
-    // empty (`live`).
+    // at a time as tiles (no gathers).
     let mut st = Slide { s1: zero, c1: zero, s2: zero, c2: zero, ymax: zero };
     let mut o = 0;
-    while o + k <= window {
-        // SAFETY: rows `prevs[q] + o + t < prevs[q] + window <= x.len()`.
-        let tl = unsafe { V::load_tile(xp.add(o), &ib) };
-        for t in 0..k {
-            st.push(tl[t].sub(c).and(live));
+    for &e in &cutsv {
+        let (m, ib) = stretch(o);
+        let live = V::load(&m);
+        while o + k <= e {
+            // SAFETY: rows `ib[q] + o + t`, `t < K`: `starts[q] - window + o
+            // + t` in `[0, starts[q])` for live lanes, `t` plus the offset
+            // from the stretch's start, below `window <= x.len()`, for dead
+            // ones.
+            let tl = unsafe { V::load_tile(xp.add(o), &ib) };
+            for t in 0..k {
+                st.push(tl[t].sub(c).and(live));
+            }
+            o += k;
         }
-        o += k;
-    }
-    while o < window {
-        // SAFETY: as above.
-        st.push(unsafe { V::gather_raw(xp.add(o), &ib) }.sub(c).and(live));
-        o += 1;
+        while o < e {
+            // SAFETY: as above.
+            st.push(unsafe { V::gather_raw(xp.add(o), &ib) }.sub(c).and(live));
+            o += 1;
+        }
     }
     // Bound constants (module comment): C Y^2 for the partials.
     let cbig1 = c_of((window + blen) as f64, window as f64);
@@ -1269,115 +1300,92 @@ fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, 
     let full_n = window as f64;
     let (fulln, inv_n, inv_d) = (V::splat(full_n), V::splat(1.0 / full_n), V::splat(1.0 / (full_n - ddof)));
     let (one, vddof) = (V::splat(1.0), V::splat(ddof));
+    // Rows folded before the block per lane: row j of the block has folded
+    // `before + j + 1` (counting only rows at or after row 0).
+    let before = V::load(&std::array::from_fn::<f64, 8, _>(|q| if q < k { (window - dead[q]) as f64 } else { full_n }));
+    let pc = Partial { before, fulln, wm1: V::splat(full_n - 1.0), one, vddof, cbig, tol, u2x4, a: V::splat(2.0 * U * U), b: V::splat(4.0 * U * U) };
     let near = window.min(blen);
-    // Row offsets per lane, for the unchecked loads: in bounds by the
-    // asserts above (rows `starts[q] + j`, `starts[q] + j - window` for
-    // `j >= window`, `prevs[q] + j` for `j < window`, all below the end).
+    // Row offsets per lane, for the unchecked loads: rows `starts[q] + j`,
+    // and for `j >= near` (so `j >= window`) `starts[q] + j - window`.
     let ia: [i64; 8] = std::array::from_fn(|q| if q < k { starts[q] as i64 } else { 0 });
     let io: [i64; 8] = std::array::from_fn(|q| if q < k { (starts[q] - o0) as i64 } else { 0 });
     let op = out.as_mut_ptr();
     let (mut m2min, mut s2max) = (V::splat(f64::MAX), zero);
+    // Stretches of rows: the early ones (evicting the start window, cut
+    // where a lane's evictions become live), then the rest.
+    let mut ends: Vec<usize> = cutsv.iter().map(|&e| e.min(near)).collect();
+    ends.push(blen);
+    ends.dedup();
     let mut j = 0;
-    while j < blen {
-        let early = j < near;
-        if j + k <= blen && (!early || j + k <= near) {
-            // `K` rows per lane as tiles transposed in registers, not
-            // gathers and scatters. The evicted rows: the start window's
-            // (`early`, masked for the head lane) or the block's own.
-            // SAFETY: rows `starts[q] + j + t`, and `prevs[q] + j + t`
-            // (`j + t < near <= window`) or `starts[q] + j + t - window`
-            // (`j >= near`, so `j >= window`: `near < window` only when
-            // `blen < window`), `t < K`.
-            let ta = unsafe { V::load_tile(xp.add(j), &ia) };
-            let tb = unsafe {
-                if early {
-                    V::load_tile(xp.add(j), &ib)
-                } else {
-                    V::load_tile(xp.add(j - window), &ia)
-                }
-            };
-            let mut r = [zero; 8];
-            for t in 0..k {
-                let yb = if early { tb[t].sub(c).and(live) } else { tb[t].sub(c) };
-                st.step(ta[t].sub(c), yb);
-                let m2 = if head && early {
-                    // Lane 0's window holds j + t + 1 rows.
-                    let mut nv = [full_n; 8];
-                    nv[0] = (j + t + 1) as f64;
-                    let n = V::load(&nv);
-                    let m2 = m2_of(st.s1, st.c1, st.s2, st.c2, n, one.div(n));
-                    r[t] = out_of(m2, one.div(n.sub(vddof)), sqrt);
-                    m2
-                } else {
-                    let m2 = m2_of(st.s1, st.c1, st.s2, st.c2, fulln, inv_n);
-                    r[t] = out_of(m2, inv_d, sqrt);
-                    m2
-                };
-                if head && early {
-                    // Lane 0 has folded j + t + 1 rows, its sums at most
-                    // that many squares: its own `C` (the full one fails
-                    // the first rows of long windows, and the whole block
-                    // went exact).
-                    let mut cv = [cbig1; 8];
-                    cv[0] = c_of((j + t + 1) as f64, (j + t + 1) as f64);
-                    let mut pass = passes(m2, &st, tol, V::load(&cv), u2x4);
-                    if j + t == 0 {
-                        // One value: M2 comes out exactly 0 (below).
-                        let mut m = [0.0; 8];
-                        m[0] = f64::from_bits(u64::MAX);
-                        pass = pass.or(V::load(&m));
-                    }
-                    ok = ok.and(pass);
-                } else {
-                    // Checked once, at the end, for the smallest `M2`
-                    // and the largest `S2` and `Y` (`passes_at`): three
-                    // operations a row instead of a dozen.
-                    m2min = m2min.min(m2);
-                    s2max = s2max.max(st.s2.add(st.c2));
-                }
-            }
-            // SAFETY: out rows `starts[q] + j + t - o0`, in bounds (asserted), distinct.
-            unsafe { V::store_tile(&r, op.add(j), &io) };
-            j += k;
+    for &e in &ends {
+        if j >= e {
             continue;
         }
-        // SAFETY: see `ia` / `ib`.
-        let ya = unsafe { V::gather_raw(xp.add(j), &ia) }.sub(c);
-        let yb = if j < near {
-            unsafe { V::gather_raw(xp.add(j), &ib) }.sub(c).and(live)
-        } else {
-            unsafe { V::gather_raw(xp.add(j - window), &ia) }.sub(c)
-        };
-        st.step(ya, yb);
-        let (r, m2) = if head && j < near {
-            // Lane 0's window holds j + 1 rows.
-            let mut nv = [full_n; 8];
-            nv[0] = (j + 1) as f64;
-            let n = V::load(&nv);
-            let m2 = m2_of(st.s1, st.c1, st.s2, st.c2, n, one.div(n));
-            (out_of(m2, one.div(n.sub(vddof)), sqrt), m2)
-        } else {
-            let m2 = m2_of(st.s1, st.c1, st.s2, st.c2, fulln, inv_n);
-            (out_of(m2, inv_d, sqrt), m2)
-        };
-        // SAFETY: out rows `starts[q] + j - o0`, in bounds (asserted), one per lane.
-        unsafe { r.scatter_raw(op.add(j), &io) };
-        let mut pass = if head && j < near {
-            let mut cv = [cbig1; 8];
-            cv[0] = c_of((j + 1) as f64, (j + 1) as f64);
-            passes(m2, &st, tol, V::load(&cv), u2x4)
-        } else {
-            passes(m2, &st, tol, cbig, u2x4)
-        };
-        if head && j == 0 {
-            // One value: M2 comes out exactly 0 (S2 and m S1 are the same
-            // rounded square), whatever the bound says.
-            let mut m = [0.0; 8];
-            m[0] = f64::from_bits(u64::MAX);
-            pass = pass.or(V::load(&m));
+        let early = j < near;
+        let (m, ib) = stretch(j);
+        let live = V::load(&m);
+        // Some lane's window is partial (it evicts nothing yet).
+        let partial = early && m[..k].iter().any(|v| v.to_bits() == 0);
+        while j < e {
+            if j + k <= e {
+                // `K` rows per lane as tiles transposed in registers, not
+                // gathers and scatters. The evicted rows: the start
+                // window's (`early`, dead lanes masked) or the block's own.
+                // SAFETY: rows `starts[q] + j + t`; `ib[q] + j + t` as in the
+                // start (`j + t < near <= window`), or `starts[q] + j + t -
+                // window` (`j >= near`, so `j >= window`), `t < K`.
+                let ta = unsafe { V::load_tile(xp.add(j), &ia) };
+                let tb = unsafe {
+                    if early {
+                        V::load_tile(xp.add(j), &ib)
+                    } else {
+                        V::load_tile(xp.add(j - window), &ia)
+                    }
+                };
+                let mut r = [zero; 8];
+                for t in 0..k {
+                    let yb = if early { tb[t].sub(c).and(live) } else { tb[t].sub(c) };
+                    st.step(ta[t].sub(c), yb);
+                    r[t] = if partial {
+                        let (r, pass) = partial_row(&st, j + t, head, sqrt, &pc);
+                        ok = ok.and(pass);
+                        r
+                    } else {
+                        // Checked once, at the end, for the smallest `M2`
+                        // and the largest `S2` and `Y` (`passes_at`): three
+                        // operations a row instead of a dozen.
+                        let m2 = m2_of(st.s1, st.c1, st.s2, st.c2, fulln, inv_n);
+                        m2min = m2min.min(m2);
+                        s2max = s2max.max(st.s2.add(st.c2));
+                        out_of(m2, inv_d, sqrt)
+                    };
+                }
+                // SAFETY: out rows `starts[q] + j + t - o0`, in bounds (asserted), distinct.
+                unsafe { V::store_tile(&r, op.add(j), &io) };
+                j += k;
+                continue;
+            }
+            // SAFETY: as the tiles.
+            let ya = unsafe { V::gather_raw(xp.add(j), &ia) }.sub(c);
+            let yb = if early {
+                unsafe { V::gather_raw(xp.add(j), &ib) }.sub(c).and(live)
+            } else {
+                unsafe { V::gather_raw(xp.add(j - window), &ia) }.sub(c)
+            };
+            st.step(ya, yb);
+            let r = if partial {
+                let (r, pass) = partial_row(&st, j, head, sqrt, &pc);
+                ok = ok.and(pass);
+                r
+            } else {
+                let m2 = m2_of(st.s1, st.c1, st.s2, st.c2, fulln, inv_n);
+                ok = ok.and(passes(m2, &st, tol, cbig, u2x4));
+                out_of(m2, inv_d, sqrt)
+            };
+            // SAFETY: out rows `starts[q] + j - o0`, in bounds (asserted), one per lane.
+            unsafe { r.scatter_raw(op.add(j), &io) };
+            j += 1;
         }
-        ok = ok.and(pass);
-        j += 1;
     }
     // The tracked rows; `min` / `max` may drop a NaN `M2`, but a non-finite
     // value read leaves the sums non-finite for good (NaN once it leaves).
@@ -1392,6 +1400,50 @@ fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, 
     c.abs().add(st.ymax).le(V::splat(HALF_LIMIT)).store(&mut small);
     let ok: [bool; 8] = std::array::from_fn(|q| q >= k || t[q].to_bits() == u64::MAX);
     (ok, (0..k).any(|q| ok[q] && small[q].to_bits() != u64::MAX))
+}
+
+/// Constants of [`partial_row`].
+struct Partial<V> {
+    before: V,
+    fulln: V,
+    wm1: V,
+    one: V,
+    vddof: V,
+    cbig: V,
+    tol: V,
+    u2x4: V,
+    /// `2 u^2`, `4 u^2`: [`c_of`] on lanes.
+    a: V,
+    b: V,
+}
+
+/// Row `j` of a stretch where some lane's window is partial: per lane its
+/// count `f = before + j + 1` capped at the window (it has folded `f` rows,
+/// summed at most `min(f, window)` squares), its own `C` where the window
+/// is partial (the full one fails the first rows of long windows, and the
+/// whole block went exact), the full block's elsewhere. The result and
+/// whether each lane passes.
+#[inline(always)]
+fn partial_row<V: Lane>(st: &Slide<V>, j: usize, head: bool, sqrt: bool, p: &Partial<V>) -> (V, V) {
+    let f = p.before.add(V::splat((j + 1) as f64));
+    let n = f.min(p.fulln);
+    let m2 = m2_of(st.s1, st.c1, st.s2, st.c2, n, p.one.div(n));
+    let r = out_of(m2, p.one.div(n.sub(p.vddof)), sqrt);
+    // c_of(f, f) = 2 (f + 2)^2 (f + 3) u^2 + 4 f u^2 where f < window.
+    let f2 = f.add(V::splat(2.0));
+    let cf = p.a.mul(f2).mul(f2).mul(f.add(V::splat(3.0))).add(p.b.mul(f));
+    let part = f.le(p.wm1);
+    let full = p.fulln.le(f);
+    let cv = cf.and(part).or(p.cbig.and(full));
+    let mut pass = passes(m2, st, p.tol, cv, p.u2x4);
+    if head && j == 0 {
+        // One value: M2 comes out exactly 0 (S2 and m S1 are the same
+        // rounded square), whatever the bound says.
+        let mut m = [0.0; 8];
+        m[0] = f64::from_bits(u64::MAX);
+        pass = pass.or(V::load(&m));
+    }
+    (r, pass)
 }
 
 /// 2^499: `|c| + Y` below it keeps every value below 2^500 ([`fits`]).

@@ -21,7 +21,7 @@ use crate::common::{typed_column, value, xorshift};
 use proptest::prelude::*;
 use slidewise_core::engine::AggKind;
 use slidewise_core::fifo::Algorithm;
-use slidewise_core::rolling::{rolling_dyn, rolling_many_tuned, Shape, Tuning};
+use slidewise_core::rolling::{rolling_dyn, rolling_many_split, rolling_many_tuned, Shape, Tuning};
 
 /// Bits of row `i` (`None` when null).
 fn bits(a: &dyn Array, i: usize) -> Option<u64> {
@@ -317,6 +317,46 @@ fn many_vars_long_column_default_tuning() {
                 for (g, &w) in got.iter().zip(&ws) {
                     let alone = rolling_dyn(&col, w, agg, Some(1), Algorithm::Auto, Shape::default()).unwrap();
                     close(g, &alone, &format!("{} window {w} threads {threads:?} nulls {with_nulls}", agg.name())).unwrap();
+                }
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
+
+    /// Windows longer than the threshold go through their own kernel, the
+    /// rest through the shared pass (DESIGN §1.3): a low threshold mixes
+    /// both on small columns, each output in its window's place, equal to
+    /// the window alone (bitwise for max / min, within the shared passes'
+    /// contract for float64 sums and var / std).
+    #[test]
+    fn many_mixed_long_and_shared_windows(
+        xs in prop::collection::vec(value(true, 0.85), 0..2500),
+        with_nulls in prop::bool::weighted(0.5),
+        ws in windows(),
+        long in prop_oneof![1usize..16, 16usize..3000],
+        mp_frac in prop::option::weighted(0.5, 0.0f64..=1.0),
+        chunk in prop::option::of(1usize..300),
+        threads in prop::option::of(1usize..4),
+    ) {
+        let wmin = *ws.iter().min().unwrap();
+        let mp = mp_frac.map(|f| (f * wmin as f64) as usize);
+        let tuning = Tuning { chunk, threads };
+        for dt in [DataType::Float64, DataType::Int32] {
+            let col = typed_column(&dt, &xs, with_nulls);
+            for agg in [AggKind::Max, AggKind::Min, AggKind::Sum, AggKind::Mean, AggKind::Std, AggKind::VarPop] {
+                let got = rolling_many_split(&col, &ws, agg, mp, Algorithm::Auto, tuning, long).unwrap();
+                prop_assert_eq!(got.len(), ws.len());
+                for (g, &w) in got.iter().zip(&ws) {
+                    let what = format!("{} {dt} window {w} long {long} min_periods {mp:?} {tuning:?}", agg.name());
+                    let alone = rolling_dyn(&col, w, agg, mp, Algorithm::Auto, Shape::default()).unwrap();
+                    if matches!(agg, AggKind::Max | AggKind::Min) || (dt != DataType::Float64 && matches!(agg, AggKind::Sum | AggKind::Mean)) {
+                        same(g, &alone, &what)?;
+                    } else {
+                        close(g, &alone, &what)?;
+                    }
                 }
             }
         }
