@@ -328,7 +328,9 @@ proptest! {
 
     /// Windows longer than the threshold go through their own kernel, the
     /// rest through the shared pass (DESIGN §1.3): a low threshold mixes
-    /// both on small columns, each output in its window's place, equal to
+    /// both on small columns (and a fewest-shared count above 2 sends a
+    /// few short windows to their own kernels too), each output in its
+    /// window's place, equal to
     /// the window alone (bitwise for max / min, within the shared passes'
     /// contract for float64 sums and var / std).
     #[test]
@@ -337,6 +339,7 @@ proptest! {
         with_nulls in prop::bool::weighted(0.5),
         ws in windows(),
         long in prop_oneof![1usize..16, 16usize..3000],
+        min_shared in prop_oneof![Just(2usize), 2usize..10],
         mp_frac in prop::option::weighted(0.5, 0.0f64..=1.0),
         chunk in prop::option::of(1usize..300),
         threads in prop::option::of(1usize..4),
@@ -347,10 +350,10 @@ proptest! {
         for dt in [DataType::Float64, DataType::Int32] {
             let col = typed_column(&dt, &xs, with_nulls);
             for agg in [AggKind::Max, AggKind::Min, AggKind::Sum, AggKind::Mean, AggKind::Std, AggKind::VarPop] {
-                let got = rolling_many_split(&col, &ws, agg, mp, Algorithm::Auto, tuning, long).unwrap();
+                let got = rolling_many_split(&col, &ws, agg, mp, Algorithm::Auto, tuning, long, min_shared).unwrap();
                 prop_assert_eq!(got.len(), ws.len());
                 for (g, &w) in got.iter().zip(&ws) {
-                    let what = format!("{} {dt} window {w} long {long} min_periods {mp:?} {tuning:?}", agg.name());
+                    let what = format!("{} {dt} window {w} long {long} min_shared {min_shared} min_periods {mp:?} {tuning:?}", agg.name());
                     let alone = rolling_dyn(&col, w, agg, mp, Algorithm::Auto, Shape::default()).unwrap();
                     if matches!(agg, AggKind::Max | AggKind::Min) || (dt != DataType::Float64 && matches!(agg, AggKind::Sum | AggKind::Mean)) {
                         same(g, &alone, &what)?;
