@@ -530,8 +530,12 @@ fn spaced_times(g: &Grouped, ts: &PrimitiveArray<Int64Type>, s0: usize, s1: usiz
     for s in s0..s1 {
         let seg = &t[b[s]..b[s + 1]];
         let first = seg[0];
+        let span = seg[seg.len() - 1].checked_sub(first)?;
+        // The times are non-decreasing, so every `x - first` is in
+        // `[0, span]`: each moved time fits when `base + span` does.
+        let end = base.checked_add(span)?;
         out.extend(seg.iter().map(|&x| x - first + base));
-        base = base.checked_add(seg[seg.len() - 1].checked_sub(first)?)?.checked_add(range)?;
+        base = end.checked_add(range)?;
     }
     Some(PrimitiveArray::new(ScalarBuffer::from(out), None))
 }

@@ -355,3 +355,16 @@ fn errors() {
     assert!(rolling_order_dyn(array(&[Some(1.0)]).as_ref(), 0, OrderStat::Median, None, OrderKernel::Auto, Shape::default()).is_err());
     assert!(rolling_order_dyn(array(&[Some(1.0)]).as_ref(), 2, OrderStat::Median, Some(3), OrderKernel::Auto, Shape::default()).is_err());
 }
+
+/// Short keys' time windows run batched, each key's times moved past the
+/// one before; with `range = i64::MAX` the moved times leave `i64`, so the
+/// batch must fall back to one call per key rather than overflow (a case
+/// `time_windows_equal_naive` found once in ~1,200).
+#[test]
+fn keyed_time_windows_of_the_whole_range() {
+    let v: ArrayRef = Arc::new(arrow_array::Float64Array::from(vec![1.0, 2.0, 3.0]));
+    let t: ArrayRef = Arc::new(Int64Array::from(vec![0i64, 0, 1]));
+    let k: ArrayRef = Arc::new(Int32Array::from(vec![0, 1, 1]));
+    let got = rolling_order_time_keyed_dyn(k.as_ref(), v.as_ref(), t.as_ref(), i64::MAX, OrderStat::Median, None, Shape::default()).unwrap();
+    assert_eq!(cells(&got), vec![Some(1.0), Some(2.0), Some(2.5)]);
+}
