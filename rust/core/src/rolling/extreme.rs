@@ -531,7 +531,7 @@ pub(super) fn extreme_values_split<T: FastNum, const MAX: bool>(x: &[T], window:
     let mut out = buffer::<T>(n);
     let unit = if window >= TWO_LEVEL_FROM { SUB } else { 8 };
     let cs = super::cuts(n, threads, |r| Some(r / unit * unit).filter(|&c| c >= window));
-    super::par_ranges(&mut out, &cs, |r0, r1, o| extreme_rows_at::<T, MAX>(level, x, window, r0, r1, o));
+    super::par_ranges(&mut out[..], &cs, |r0, r1, o| extreme_rows_at::<T, MAX>(level, x, window, r0, r1, o));
     out
 }
 

@@ -101,20 +101,16 @@ fn group_rows(keys: &dyn Array, values: &dyn Array) -> Result<Grouped> {
     Ok(Grouped { keys: keys.slice(0, keys.len()), part, values, threads, tuning })
 }
 
-/// [`gather`] with the output rows split over `threads`.
+/// [`gather`] with the output rows split evenly over `threads`.
 fn par_gather<T: Copy + Default + Send + Sync>(xs: &[T], perm: &[u32], threads: usize) -> Vec<T> {
     if threads <= 1 {
         return gather(xs, perm);
     }
     let mut out = super::buffer::<T>(perm.len());
-    let per = perm.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        for (o, p) in out.chunks_mut(per).zip(perm.chunks(per)) {
-            s.spawn(move || {
-                for (o, &i) in o.iter_mut().zip(p) {
-                    *o = xs[i as usize];
-                }
-            });
+    let cs = super::cuts(perm.len(), threads, Some);
+    super::par_ranges(&mut out[..], &cs, |r0, r1, o| {
+        for (o, &i) in o.iter_mut().zip(&perm[r0..r1]) {
+            *o = xs[i as usize];
         }
     });
     out
@@ -130,21 +126,10 @@ type Batch<'a> = &'a (dyn Fn(usize, usize) -> Result<Vec<ArrayRef>> + Sync);
 /// never changes its bits).
 fn segment_ranges(bounds: &[usize], threads: usize) -> Vec<(usize, usize)> {
     let segs = bounds.len() - 1;
-    let n = bounds[segs];
-    let mut cuts = vec![0];
-    for t in 1..threads {
-        let target = n * t / threads;
-        let i = bounds.partition_point(|&b| b < target);
-        let s = match (i.checked_sub(1), bounds.get(i)) {
-            (Some(a), Some(&b)) if target - bounds[a] < b - target => a,
-            _ => i,
-        };
-        if s > *cuts.last().expect("starts with 0") && s < segs {
-            cuts.push(s);
-        }
-    }
-    cuts.push(segs);
-    cuts.windows(2).map(|c| (c[0], c[1])).collect()
+    // Segments are never empty, so each boundary row names one segment.
+    let at = super::cuts(bounds[segs], threads, |r| super::nearest(bounds, r)).into_iter().map(|c| bounds.partition_point(|&b| b < c));
+    let cs: Vec<usize> = std::iter::once(0).chain(at).chain(std::iter::once(segs)).collect();
+    cs.windows(2).map(|c| (c[0], c[1])).collect()
 }
 
 /// A raw pointer that scoped threads may share: each writes rows no other

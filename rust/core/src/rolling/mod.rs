@@ -120,7 +120,7 @@ impl Split {
 /// Cuts for `threads` ranges of `0..n`: near `n t / threads`, moved by
 /// `snap` to a row where the kernel's arithmetic restarts (`None`: no such
 /// row near; that cut is dropped). Ascending, inside `(0, n)`.
-fn cuts(n: usize, threads: usize, snap: impl Fn(usize) -> Option<usize>) -> Vec<usize> {
+pub(crate) fn cuts(n: usize, threads: usize, snap: impl Fn(usize) -> Option<usize>) -> Vec<usize> {
     let mut out: Vec<usize> = Vec::new();
     for t in 1..threads {
         if let Some(c) = snap(n * t / threads) {
@@ -133,7 +133,7 @@ fn cuts(n: usize, threads: usize, snap: impl Fn(usize) -> Option<usize>) -> Vec<
 }
 
 /// The allowed row nearest `r` of the ascending `rows`.
-fn nearest(rows: &[usize], r: usize) -> Option<usize> {
+pub(crate) fn nearest(rows: &[usize], r: usize) -> Option<usize> {
     let i = rows.partition_point(|&b| b < r);
     let lo = i.checked_sub(1).map(|k| rows[k]);
     let hi = rows.get(i).copied();
@@ -143,11 +143,38 @@ fn nearest(rows: &[usize], r: usize) -> Option<usize> {
     }
 }
 
-/// Run `job(r0, r1, &mut out[r0..r1])` over the ranges between `cuts`
-/// (ascending, inside `(0, out.len())`), all but the last on scoped threads:
-/// each thread writes its own rows of the one output, no copy after.
-fn par_ranges<O: Send>(out: &mut [O], cuts: &[usize], job: impl Fn(usize, usize, &mut [O]) + Sync) {
-    let n = out.len();
+/// Output rows that [`par_ranges`] can hand out in disjoint ranges: one
+/// slice, or a pair of slices of the same rows (values and validity).
+pub(crate) trait Rows: Send + Sized {
+    fn rows(&self) -> usize;
+    fn split_rows(self, at: usize) -> (Self, Self);
+}
+
+impl<T: Send> Rows for &mut [T] {
+    fn rows(&self) -> usize {
+        self.len()
+    }
+    fn split_rows(self, at: usize) -> (Self, Self) {
+        self.split_at_mut(at)
+    }
+}
+
+impl<A: Rows, B: Rows> Rows for (A, B) {
+    fn rows(&self) -> usize {
+        self.0.rows()
+    }
+    fn split_rows(self, at: usize) -> (Self, Self) {
+        let ((a0, a1), (b0, b1)) = (self.0.split_rows(at), self.1.split_rows(at));
+        ((a0, b0), (a1, b1))
+    }
+}
+
+/// Run `job(r0, r1, out[r0..r1])` over the ranges between `cuts`
+/// (ascending, inside `(0, out.rows())`), all but the last on scoped
+/// threads: each thread writes its own rows of the one output, no copy
+/// after.
+pub(crate) fn par_ranges<O: Rows>(out: O, cuts: &[usize], job: impl Fn(usize, usize, O) + Sync) {
+    let n = out.rows();
     if cuts.is_empty() {
         job(0, n, out);
         return;
@@ -156,16 +183,13 @@ fn par_ranges<O: Send>(out: &mut [O], cuts: &[usize], job: impl Fn(usize, usize,
     std::thread::scope(|s| {
         let mut rest = out;
         let mut r0 = 0;
-        for &r1 in cuts.iter().chain(std::iter::once(&n)) {
-            let (mine, tail) = std::mem::take(&mut rest).split_at_mut(r1 - r0);
+        for &r1 in cuts {
+            let (mine, tail) = rest.split_rows(r1 - r0);
             rest = tail;
-            if r1 == n {
-                job(r0, r1, mine);
-            } else {
-                s.spawn(move || job(r0, r1, mine));
-            }
+            s.spawn(move || job(r0, r1, mine));
             r0 = r1;
         }
+        job(r0, n, rest);
     });
 }
 

@@ -316,27 +316,10 @@ pub(crate) fn rolling_on(
     let mut out = vec![0.0f64; n];
     let mut valid = vec![true; n];
     let threads = threads.clamp(1, n.max(1));
-    let run = |r0: usize, r1: usize, out: &mut [f64], valid: &mut [bool]| rows_run(keys, nulls, window, need, stat, r0, r1, out, valid);
-    if threads == 1 {
-        run(0, n, &mut out, &mut valid);
-    } else {
-        std::thread::scope(|s| {
-            let (mut o, mut v) = (&mut out[..], &mut valid[..]);
-            let mut r0 = 0;
-            for t in 0..threads {
-                let r1 = n * (t + 1) / threads;
-                let (mo, ro) = std::mem::take(&mut o).split_at_mut(r1 - r0);
-                let (mv, rv) = std::mem::take(&mut v).split_at_mut(r1 - r0);
-                (o, v) = (ro, rv);
-                if t + 1 == threads {
-                    run(r0, r1, mo, mv);
-                } else {
-                    s.spawn(move || run(r0, r1, mo, mv));
-                }
-                r0 = r1;
-            }
-        });
-    }
+    let cs = super::cuts(n, threads, Some);
+    super::par_ranges((&mut out[..], &mut valid[..]), &cs, |r0, r1, (o, v)| {
+        rows_run(keys, nulls, window, need, stat, r0, r1, o, v)
+    });
     let all_valid = valid.iter().all(|&v| v);
     finish(out, (!all_valid).then_some(valid))
 }

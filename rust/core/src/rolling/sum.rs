@@ -95,7 +95,7 @@ pub(super) fn float_sums_scaled<T: Num>(
     plan(window, 0, n, n >= min_rows, &mut jobs);
     let starts: Vec<usize> = jobs.iter().map(|j| j.r0).collect();
     let cs = super::cuts(n, threads, |r| super::nearest(&starts, r));
-    super::par_ranges(&mut out, &cs, |r0, r1, o| {
+    super::par_ranges(&mut out[..], &cs, |r0, r1, o| {
         let first = starts.partition_point(|&s| s < r0);
         for job in jobs[first..].iter().take_while(|j| j.r0 < r1) {
             run_job(x, window, job, scale, &mut o[job.r0 - r0..job.r1 - r0]);
@@ -425,7 +425,7 @@ pub(super) fn int_sums<T: Num + Into<i64>>(x: &[T], window: usize, threads: usiz
     let n = x.len();
     let mut out = buffer::<i64>(n);
     let cs = super::cuts(n, threads, |r| Some(r / 8 * 8));
-    super::par_ranges(&mut out, &cs, |r0, r1, out| {
+    super::par_ranges(&mut out[..], &cs, |r0, r1, out| {
         let mut s = x[r0.saturating_sub(window)..r0].iter().fold(0i64, |a, &v| a.wrapping_add(v.into()));
         let mid = window.clamp(r0, r1);
         for (o, &v) in out[..mid - r0].iter_mut().zip(&x[r0..mid]) {
