@@ -26,7 +26,7 @@
 use arrow_array::ArrayRef;
 use arrow_buffer::NullBuffer;
 
-use super::order_stat::{finish, quantile_of, quantile_pos, threads, unkey, Interpolation};
+use super::order_stat::{finish, threads, unkey, Interpolation, QuantileAt};
 
 const NONE: u32 = u32::MAX;
 /// Peek past the last node / before the first: above and below every key
@@ -60,8 +60,8 @@ impl Block {
             Some(nb) => pairs.extend(keys.iter().enumerate().filter(|&(r, _)| nb.is_valid(base + r)).map(|(r, &k)| (k, r as u32))),
         }
         // ties in any order: a node is named by its sorted position only
-        sort_pairs(pairs, &mut sc.tmp, &mut sc.hist, 0);
-        let pairs = &sc.pairs;
+        let in_place = sort_pairs(pairs, &mut sc.tmp, &mut sc.hist, &mut sc.bk, 0);
+        let pairs = if in_place { &sc.pairs[..] } else { &sc.tmp[..sc.pairs.len()] };
         let m = pairs.len();
         self.keys.clear();
         self.keys.reserve(m + 1);
@@ -163,6 +163,7 @@ struct Scratch {
     pairs: Vec<(u64, u32)>,
     tmp: Vec<(u64, u32)>,
     hist: Vec<u32>,
+    bk: Vec<u32>,
 }
 
 /// Buckets of [`sort_pairs`] holding more than this many pairs are sorted
@@ -210,11 +211,15 @@ fn insertion_sort(v: &mut [(u64, u32)]) {
 /// against `sort_unstable` and an LSD radix sort on the key bits that vary
 /// (a random walk's blocks vary in some 58 bits: 8 passes of 8 bits,
 /// slower than `sort_unstable`) in docs/DESIGN.md §5.10.
-fn sort_pairs(v: &mut [(u64, u32)], tmp: &mut Vec<(u64, u32)>, hist: &mut Vec<u32>, depth: u32) {
+///
+/// Returns whether the sorted pairs are in `v`; if not, they are in
+/// `tmp[..n]`, where the scatter put them (the caller reads them there
+/// rather than pay a copy back).
+fn sort_pairs(v: &mut [(u64, u32)], tmp: &mut Vec<(u64, u32)>, hist: &mut Vec<u32>, bk: &mut Vec<u32>, depth: u32) -> bool {
     let n = v.len();
     if n <= BUCKET_MAX {
         insertion_sort(v);
-        return;
+        return true;
     }
     let (mut kl, mut kh) = (u64::MAX, 0u64);
     for p in v.iter() {
@@ -226,14 +231,16 @@ fn sort_pairs(v: &mut [(u64, u32)], tmp: &mut Vec<(u64, u32)>, hist: &mut Vec<u3
     let scale = nb as f64 / (hi - lo);
     if depth > 2 || !(scale > 0.0 && scale.is_finite()) {
         v.sort_unstable_by_key(|p| p.0);
-        return;
+        return true;
     }
     let top = (nb - 1) as f64;
-    let bucket = |k: u64| ((value(k) - lo) * scale).min(top) as usize;
+    // Each pair's bucket computed once, for the histogram and the scatter.
+    bk.clear();
+    bk.extend(v.iter().map(|p| ((value(p.0) - lo) * scale).min(top) as u32));
     hist.clear();
     hist.resize(nb + 1, 0);
-    for p in v.iter() {
-        hist[bucket(p.0) + 1] += 1;
+    for &b in bk.iter() {
+        hist[b as usize + 1] += 1;
     }
     let (mut sum, mut most) = (0, 0);
     for c in hist.iter_mut() {
@@ -242,27 +249,30 @@ fn sort_pairs(v: &mut [(u64, u32)], tmp: &mut Vec<(u64, u32)>, hist: &mut Vec<u3
         *c = sum;
     }
     // hist[b]: where bucket b starts
-    tmp.clear();
-    tmp.resize(n, (0, 0));
-    for &p in v.iter() {
-        let c = &mut hist[bucket(p.0)];
-        tmp[*c as usize] = p;
+    // Scratch kept across blocks: only grown, never cleared.
+    if tmp.len() < n {
+        tmp.resize(n, (0, 0));
+    }
+    let out = &mut tmp[..n];
+    for (&p, &b) in v.iter().zip(bk.iter()) {
+        let c = &mut hist[b as usize];
+        out[*c as usize] = p;
         *c += 1;
     }
     // hist[b]: where bucket b ends
     if most as usize > BUCKET_MAX {
-        let (mut t2, mut h2) = (Vec::new(), Vec::new());
+        let (mut t2, mut h2, mut b2) = (Vec::new(), Vec::new(), Vec::new());
         let mut s = 0;
         for &e in &hist[..nb] {
             let e = e as usize;
-            if e - s > BUCKET_MAX {
-                sort_pairs(&mut tmp[s..e], &mut t2, &mut h2, depth + 1);
+            if e - s > BUCKET_MAX && !sort_pairs(&mut out[s..e], &mut t2, &mut h2, &mut b2, depth + 1) {
+                out[s..e].copy_from_slice(&t2[..e - s]);
             }
             s = e;
         }
     }
-    insertion_sort(tmp);
-    v.copy_from_slice(tmp);
+    insertion_sort(out);
+    false
 }
 
 /// Move the pointers until the nodes before them are the `t` smallest of
@@ -317,32 +327,14 @@ pub(crate) fn rolling_quantile_on(
 ) -> ArrayRef {
     let n = keys.len();
     let w = window.max(1);
-    let mut out = vec![0.0f64; n];
+    let mut out = super::buffer::<f64>(n);
     let mut valid = vec![true; n];
-    let blocks = n.div_ceil(w);
-    let threads = threads.min(blocks).max(1);
-    let run = |b0: usize, b1: usize, out: &mut [f64], valid: &mut [bool]| blocks_run(keys, nulls, w, need, q, interp, b0, b1, out, valid);
-    if threads == 1 {
-        run(0, blocks, &mut out, &mut valid);
-    } else {
-        std::thread::scope(|s| {
-            let (mut o, mut v) = (&mut out[..], &mut valid[..]);
-            let mut b0 = 0;
-            for t in 0..threads {
-                let b1 = blocks * (t + 1) / threads;
-                let rows = (b1 * w).min(n) - b0 * w;
-                let (mo, ro) = std::mem::take(&mut o).split_at_mut(rows);
-                let (mv, rv) = std::mem::take(&mut v).split_at_mut(rows);
-                (o, v) = (ro, rv);
-                if t + 1 == threads {
-                    run(b0, b1, mo, mv);
-                } else {
-                    s.spawn(move || run(b0, b1, mo, mv));
-                }
-                b0 = b1;
-            }
-        });
-    }
+    // Cuts at block boundaries only: a run starts by sorting the block
+    // before it.
+    let cs = super::cuts(n, threads.clamp(1, n.div_ceil(w).max(1)), |r| Some(r / w * w));
+    super::par_ranges((&mut out[..], &mut valid[..]), &cs, |r0, r1, (o, v)| {
+        blocks_run(keys, nulls, w, need, q, interp, r0 / w, r1.div_ceil(w), o, v)
+    });
     let all_valid = valid.iter().all(|&v| v);
     finish(out, (!all_valid).then_some(valid))
 }
@@ -375,6 +367,7 @@ fn blocks_run(
     }
     // At a block boundary the window is the whole previous block.
     let mut count = b.m as usize;
+    let (mut at, mut at_n) = (QuantileAt::new(1, q), 1);
     for start in (base..(b1 * w).min(n)).step_by(w) {
         let end = (start + w).min(n);
         std::mem::swap(&mut a, &mut b);
@@ -399,7 +392,12 @@ fn blocks_run(
                 valid[i] = false;
                 continue;
             }
-            let t = quantile_pos(count, q);
+            // The position's float arithmetic was a quarter of the row
+            // loop; the count changes only at nulls and in the first block.
+            if count != at_n {
+                (at, at_n) = (QuantileAt::new(count, q), count);
+            }
+            let t = at.idx;
             balance(&mut a, &mut b, t as u32);
             let (pa, pb) = (a.peek(), b.peek());
             let first = pa.min(pb);
@@ -410,7 +408,7 @@ fn blocks_run(
                     b.peek_next().min(pa)
                 }
             };
-            out[i] = quantile_of(count, q, interp, |k| unkey(if k == t { first } else { second() }));
+            out[i] = at.read(interp, |k| unkey(if k == t { first } else { second() }));
         }
     }
 }
@@ -452,7 +450,11 @@ mod tests {
             let mut v: Vec<(u64, u32)> = xs.iter().enumerate().map(|(r, &x)| (key(x), r as u32)).collect();
             let mut want = v.clone();
             want.sort_unstable();
-            sort_pairs(&mut v, &mut Vec::new(), &mut Vec::new(), 0);
+            let mut tmp = Vec::new();
+            if !sort_pairs(&mut v, &mut tmp, &mut Vec::new(), &mut Vec::new(), 0) {
+                tmp.truncate(v.len());
+                v = tmp;
+            }
             prop_assert!(v.windows(2).all(|p| p[0].0 <= p[1].0), "not sorted: {:?}", v);
             v.sort_unstable_by_key(|p| (p.0, p.1));
             prop_assert_eq!(v, want);

@@ -496,7 +496,7 @@ fn filled<T: Copy + Default>(col: &Column<T>, fill: T) -> Vec<T> {
 /// (calloc), and the first write to each page faults; with 4 KiB pages that
 /// costs as much as the kernel itself, so ask for transparent huge pages
 /// before touching them (numpy does the same for its arrays).
-fn buffer<T: Copy + Default>(n: usize) -> Vec<T> {
+pub(crate) fn buffer<T: Copy + Default>(n: usize) -> Vec<T> {
     let mut v = vec![T::default(); n];
     advise_huge_pages(&mut v);
     v

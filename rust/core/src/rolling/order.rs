@@ -75,13 +75,26 @@ pub const RANK_SORTED_MAX: usize = 512;
 pub fn keys_of(values: &dyn Array) -> Result<(Vec<u64>, Option<NullBuffer>)> {
     let nulls = values.logical_nulls().filter(|n| n.null_count() > 0);
     let keys: Vec<u64> = match values.data_type() {
-        DataType::Float64 => values.as_primitive::<Float64Type>().values().iter().map(|&x| key(x)).collect(),
-        DataType::Float32 => values.as_primitive::<Float32Type>().values().iter().map(|&x| key(x as f64)).collect(),
-        DataType::Int64 => values.as_primitive::<Int64Type>().values().iter().map(|&x| key(x as f64)).collect(),
-        DataType::Int32 => values.as_primitive::<Int32Type>().values().iter().map(|&x| key(x as f64)).collect(),
+        DataType::Float64 => keys_with(values.as_primitive::<Float64Type>().values(), key),
+        DataType::Float32 => keys_with(values.as_primitive::<Float32Type>().values(), |x| key(x as f64)),
+        DataType::Int64 => keys_with(values.as_primitive::<Int64Type>().values(), |x| key(x as f64)),
+        DataType::Int32 => keys_with(values.as_primitive::<Int32Type>().values(), |x| key(x as f64)),
         other => return invalid!("median / quantile / rank need int32, int64, float32 or float64 values, got {other}"),
     };
     Ok((keys, nulls))
+}
+
+/// `f` of every value, split over the kernels' threads (the conversion was
+/// the serial part of a threaded median).
+fn keys_with<T: Copy + Sync>(xs: &[T], f: impl Fn(T) -> u64 + Sync) -> Vec<u64> {
+    let mut out = super::buffer::<u64>(xs.len());
+    let cs = super::cuts(xs.len(), super::order_stat::threads(xs.len()), Some);
+    super::par_ranges(&mut out[..], &cs, |r0, r1, o| {
+        for (o, &x) in o.iter_mut().zip(&xs[r0..r1]) {
+            *o = f(x);
+        }
+    });
+    out
 }
 
 /// Rolling `stat` over `values`: row `i` reads rows `(i - window, i]`, or

@@ -313,7 +313,7 @@ pub(crate) fn rolling_on(
     threads: usize,
 ) -> ArrayRef {
     let n = keys.len();
-    let mut out = vec![0.0f64; n];
+    let mut out = super::buffer::<f64>(n);
     let mut valid = vec![true; n];
     let threads = threads.clamp(1, n.max(1));
     let cs = super::cuts(n, threads, Some);
@@ -437,7 +437,7 @@ fn rows_body<const AVX512: bool>(
 pub fn rolling_bounds(keys: &[u64], nulls: Option<&NullBuffer>, starts: &[usize], need: usize, stat: OrderStat) -> ArrayRef {
     let n = keys.len();
     let mut win = SortedWindow::new();
-    let mut out = vec![0.0f64; n];
+    let mut out = super::buffer::<f64>(n);
     let mut valid = vec![true; n];
     let ok = |i: usize| nulls.map_or(true, |nb| nb.is_valid(i));
     let mut lo = 0;
