@@ -72,11 +72,20 @@ fn windows() -> impl Strategy<Value = Vec<usize>> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
+    /// Every window's output equals the window alone: bitwise for max /
+    /// min / argmax and integer sums, within the shared passes' contract for
+    /// float64 sums and var / std. Windows longer than `long` go through
+    /// their own kernel, the rest through the shared pass (DESIGN §1.3): a
+    /// low threshold mixes both on small columns, and a fewest-shared count
+    /// above 2 sends a few short windows to their own kernels too
+    /// (`usize::MAX` and 2: the defaults' route for these windows).
     #[test]
     fn many_equals_each_window_alone(
         xs in prop::collection::vec(value(true, 0.85), 0..2500),
         with_nulls in prop::bool::weighted(0.5),
         ws in windows(),
+        long in prop_oneof![2 => Just(usize::MAX), 1 => 1usize..16, 1 => 16usize..3000],
+        min_shared in prop_oneof![2 => Just(2usize), 1 => 2usize..10],
         mp_frac in prop::option::weighted(0.5, 0.0f64..=1.0),
         chunk in prop::option::of(1usize..300),
         threads in prop::option::of(1usize..4),
@@ -87,13 +96,13 @@ proptest! {
         let tuning = Tuning { chunk, threads };
         for dt in [DataType::Float64, DataType::Float32, DataType::Int64, DataType::Int32] {
             let col = typed_column(&dt, &xs, with_nulls);
-            for agg in [AggKind::Max, AggKind::Min, AggKind::Sum, AggKind::Mean, AggKind::ArgMax] {
-                let got = rolling_many_tuned(&col, &ws, agg, mp, Algorithm::Auto, tuning).unwrap();
+            for agg in [AggKind::Max, AggKind::Min, AggKind::Sum, AggKind::Mean, AggKind::ArgMax, AggKind::Std, AggKind::VarPop] {
+                let got = rolling_many_split(&col, &ws, agg, mp, Algorithm::Auto, tuning, long, min_shared).unwrap();
                 prop_assert_eq!(got.len(), ws.len());
                 for (g, &w) in got.iter().zip(&ws) {
-                    let what = format!("{} {dt} window {w} min_periods {mp:?} {tuning:?}", agg.name());
+                    let what = format!("{} {dt} window {w} long {long} min_shared {min_shared} min_periods {mp:?} {tuning:?}", agg.name());
                     let alone = rolling_dyn(&col, w, agg, mp, Algorithm::Auto, Shape::default()).unwrap();
-                    if dt == DataType::Float64 && matches!(agg, AggKind::Sum | AggKind::Mean) {
+                    if matches!(agg, AggKind::Std | AggKind::VarPop) || (dt == DataType::Float64 && matches!(agg, AggKind::Sum | AggKind::Mean)) {
                         close(g, &alone, &what)?;
                     } else {
                         same(g, &alone, &what)?;
@@ -323,45 +332,3 @@ fn many_vars_long_column_default_tuning() {
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
-
-    /// Windows longer than the threshold go through their own kernel, the
-    /// rest through the shared pass (DESIGN §1.3): a low threshold mixes
-    /// both on small columns (and a fewest-shared count above 2 sends a
-    /// few short windows to their own kernels too), each output in its
-    /// window's place, equal to
-    /// the window alone (bitwise for max / min, within the shared passes'
-    /// contract for float64 sums and var / std).
-    #[test]
-    fn many_mixed_long_and_shared_windows(
-        xs in prop::collection::vec(value(true, 0.85), 0..2500),
-        with_nulls in prop::bool::weighted(0.5),
-        ws in windows(),
-        long in prop_oneof![1usize..16, 16usize..3000],
-        min_shared in prop_oneof![Just(2usize), 2usize..10],
-        mp_frac in prop::option::weighted(0.5, 0.0f64..=1.0),
-        chunk in prop::option::of(1usize..300),
-        threads in prop::option::of(1usize..4),
-    ) {
-        let wmin = *ws.iter().min().unwrap();
-        let mp = mp_frac.map(|f| (f * wmin as f64) as usize);
-        let tuning = Tuning { chunk, threads };
-        for dt in [DataType::Float64, DataType::Int32] {
-            let col = typed_column(&dt, &xs, with_nulls);
-            for agg in [AggKind::Max, AggKind::Min, AggKind::Sum, AggKind::Mean, AggKind::Std, AggKind::VarPop] {
-                let got = rolling_many_split(&col, &ws, agg, mp, Algorithm::Auto, tuning, long, min_shared).unwrap();
-                prop_assert_eq!(got.len(), ws.len());
-                for (g, &w) in got.iter().zip(&ws) {
-                    let what = format!("{} {dt} window {w} long {long} min_shared {min_shared} min_periods {mp:?} {tuning:?}", agg.name());
-                    let alone = rolling_dyn(&col, w, agg, mp, Algorithm::Auto, Shape::default()).unwrap();
-                    if matches!(agg, AggKind::Max | AggKind::Min) || (dt != DataType::Float64 && matches!(agg, AggKind::Sum | AggKind::Mean)) {
-                        same(g, &alone, &what)?;
-                    } else {
-                        close(g, &alone, &what)?;
-                    }
-                }
-            }
-        }
-    }
-}
