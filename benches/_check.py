@@ -63,6 +63,22 @@ def machine(threads: str) -> str:
     return f"CPU: {cpu_model()} ({cpus()} CPUs available); slidewise threads: {threads}"
 
 
+def warm_up(f, seconds: float = 1.0) -> None:
+    """Call `f` untimed for `seconds` (at least 10 calls) before the first
+    table row. On this 2-vCPU KVM guest a fresh process's first ~0.2 s of
+    two-thread calls run at a third of their later speed (seen on an AMD
+    EPYC: a 2-thread rolling median of 2M rows at 46-73 Mrows/s for its
+    first 10 calls, then 130-150; one thread is steady from the first
+    call), which best-of-5 timings did not always outlast; the first case
+    of a table then measured the warm-up, not the kernel."""
+    import time
+
+    t0, k = time.perf_counter(), 0
+    while k < 10 or time.perf_counter() - t0 < seconds:
+        f()
+        k += 1
+
+
 def drift(rows: int, scale: float) -> float:
     """Absolute error a running update (bottleneck's move_*, pandas' rolling
     var/std) may carry after ``rows`` updates of values up to ``scale``: each

@@ -32,9 +32,9 @@ import slidewise as sw
 from slidewise import _slidewise
 
 if __package__:
-    from ._check import Mismatch, check, machine
+    from ._check import Mismatch, check, machine, warm_up
 else:
-    from _check import Mismatch, check, machine
+    from _check import Mismatch, check, machine, warm_up
 
 # pandas at every window is minutes; bottleneck's move_rank is O(window) a row.
 PANDAS_MAX = 1000
@@ -108,6 +108,7 @@ def main():
     print("| agg | window | slidewise | bottleneck | polars | pandas | vs bottleneck | vs polars | vs pandas |")
     print("|---|---|---|---|---|---|---|---|---|")
     names = ("bottleneck", "polars", "pandas")
+    warm_up(lambda: public(arr, "median", 100))
     for agg in a.aggs.split(","):
         for w in map(int, a.windows.split(",")):
             if w > a.rows:

@@ -23,9 +23,9 @@ import pyarrow as pa
 import slidewise as sw
 
 if __package__:  # imported from the benches package (asv discovers every module)
-    from ._check import Mismatch, check, drift, machine
+    from ._check import Mismatch, check, drift, machine, warm_up
 else:  # python benches/compare_rolling.py
-    from _check import Mismatch, check, drift, machine
+    from _check import Mismatch, check, drift, machine, warm_up
 
 AGGS = ("max", "min", "sum", "mean", "std", "var", "std_pop")
 
@@ -191,6 +191,7 @@ def main():
           "each peer's result checked against slidewise's first\n")
     print("| agg | window | slidewise | bottleneck | polars | pandas | vs bottleneck | vs polars | vs pandas |")
     print("|---|---|---|---|---|---|---|---|---|")
+    warm_up(lambda: sw.rolling(arr, 1024, "mean"))
     for agg in a.aggs.split(","):
         for w in map(int, a.windows.split(",")):
             if w > a.rows:  # bottleneck refuses a window longer than the data
