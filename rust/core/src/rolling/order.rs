@@ -63,10 +63,13 @@ impl OrderKernel {
     }
 }
 
-/// Windows up to this length run the sorted buffer (one memmove of at most
-/// `w` keys per row beats Suomela's O(log w) linked-list walk there).
-/// Measured in docs/DESIGN.md.
-pub const SORTED_BUFFER_MAX: usize = 192;
+/// Windows up to this length run the sorted buffer (one vector pass over
+/// at most `w` keys per row beats Suomela's O(log w) linked-list walk
+/// there). Measured in docs/DESIGN.md §5.10: since Suomela's kernel got
+/// 1.3-1.7x faster, the crossover sits at 64-80 rows on an AMD EPYC (Zen 5)
+/// and, from the older Intel Xeon figures scaled by that speed-up, at
+/// about 100-130 there.
+pub const SORTED_BUFFER_MAX: usize = 96;
 /// Rank: windows up to this length run the sorted buffer, longer ones the
 /// Fenwick tree.
 pub const RANK_SORTED_MAX: usize = 512;

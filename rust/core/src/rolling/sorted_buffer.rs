@@ -296,6 +296,63 @@ fn replace_avx512(a: &[u64], b: &mut [u64], n: usize, old: u64, new: u64) {
     }
 }
 
+/// Windows up to this many keys run the steady rows with the sorted window
+/// in registers ([`steady_in_registers`]).
+const IN_REGISTERS_MAX: usize = 96;
+
+/// The steady rows (no nulls, a quantile, every window `n = sorted.len()`
+/// keys) with the sorted window in `V` vectors of 8 keys (`n <= 8 V`):
+/// [`Padded::replace`]'s min / max formula, its neighbours taken by lane
+/// shifts (`valignq`) instead of loads. The memory pass reads, one row
+/// later, the slots its stores just wrote at an offset of one key, so every
+/// such load straddles two stores and misses store-to-load forwarding; here
+/// a row is a chain of a shift, a compare, a blend and a min / max per
+/// vector. Lanes past `n` start as `HI` and stay so: there `x1` is `HI` and
+/// `x0` is `HI` or the largest key, which is not below `old` (a key of the
+/// window), so `lo` is `HI`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn steady_in_registers<const V: usize>(
+    sorted: &[u64],
+    news: &[u64],
+    olds: &[u64],
+    at: QuantileAt,
+    interp: Interpolation,
+    out: &mut [f64],
+) {
+    use std::arch::x86_64::*;
+    let n = sorted.len();
+    assert!(n >= 1 && n <= 8 * V && at.idx < n && news.len() == olds.len() && out.len() == news.len());
+    let mut buf = [[HI; 8]; V];
+    for (i, &k) in sorted.iter().enumerate() {
+        buf[i / 8][i % 8] = k;
+    }
+    // SAFETY (the loads and stores): each `buf[j]` is 8 u64, 64 bytes.
+    let mut v: [__m512i; V] = std::array::from_fn(|j| unsafe { _mm512_loadu_si512(buf[j].as_ptr() as *const _) });
+    let (lo_v, hi_v) = (_mm512_set1_epi64(LO as i64), _mm512_set1_epi64(HI as i64));
+    // The vectors the quantile reads (`idx`, and `idx + 1` when it is a key).
+    let (ja, jb) = (at.idx / 8, ((at.idx + 1).min(n - 1)) / 8);
+    for ((o, &new), &old) in out.iter_mut().zip(news).zip(olds) {
+        let (oldv, newv) = (_mm512_set1_epi64(old as i64), _mm512_set1_epi64(new as i64));
+        let prev = v;
+        for j in 0..V {
+            let x1 = prev[j];
+            // slots 8j - 1 .. 8j + 7 and 8j + 1 .. 8j + 9
+            let x0 = _mm512_alignr_epi64(x1, if j == 0 { lo_v } else { prev[j - 1] }, 7);
+            let x2 = _mm512_alignr_epi64(if j + 1 == V { hi_v } else { prev[j + 1] }, x1, 1);
+            let lo = _mm512_mask_blend_epi64(_mm512_cmplt_epu64_mask(x0, oldv), x1, x0);
+            let hi = _mm512_mask_blend_epi64(_mm512_cmplt_epu64_mask(x1, oldv), x2, x1);
+            v[j] = _mm512_min_epu64(_mm512_max_epu64(lo, newv), hi);
+        }
+        for j in 0..V {
+            if j == ja || j == jb {
+                _mm512_storeu_si512(buf[j].as_mut_ptr() as *mut _, v[j]);
+            }
+        }
+        *o = at.read(interp, |k| unkey(buf[k / 8][k % 8]));
+    }
+}
+
 /// The per-row loop over a column of keys; `need >= 1` values make a row
 /// valid. Long columns are split over threads ([`threads`]), each range
 /// first pushing the `window` rows before it.
@@ -424,7 +481,25 @@ fn rows_body<const AVX512: bool>(
             return;
         }
         let at = QuantileAt::new(window, q);
-        for ((o, &new), &old) in out.iter_mut().zip(&keys[steady..r1]).zip(&keys[steady - window..r1 - window]) {
+        let (news, olds) = (&keys[steady..r1], &keys[steady - window..r1 - window]);
+        #[cfg(target_arch = "x86_64")]
+        if AVX512 && window <= IN_REGISTERS_MAX {
+            // SAFETY: `AVX512` is only set on CPUs with AVX-512F (`rows_run`).
+            unsafe {
+                let f = match window.div_ceil(8) {
+                    1 => steady_in_registers::<1>,
+                    2 => steady_in_registers::<2>,
+                    3 => steady_in_registers::<3>,
+                    4 => steady_in_registers::<4>,
+                    5 | 6 => steady_in_registers::<6>,
+                    7 | 8 => steady_in_registers::<8>,
+                    _ => steady_in_registers::<12>,
+                };
+                f(win.keys(), news, olds, at, interp, out);
+            }
+            return;
+        }
+        for ((o, &new), &old) in out.iter_mut().zip(news).zip(olds) {
             win.replace::<AVX512>(old, new);
             *o = at.read(interp, |k| unkey(win.kth(k)));
         }
@@ -475,6 +550,33 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Columns without nulls, every window up to 100 (the register
+        /// kernel's every vector count and the memory pass past it), any
+        /// `q` and interpolation: equal to the naive sort of every window.
+        #[test]
+        fn steady_rows_equal_naive(
+            xs in prop::collection::vec(prop_oneof![
+                6 => (-4i32..5).prop_map(|v| v as f64),
+                3 => -1e3f64..1e3,
+                1 => prop_oneof![Just(f64::NAN), Just(f64::INFINITY), Just(f64::NEG_INFINITY), Just(-0.0)],
+            ], 0..500),
+            w in 1usize..100,
+            q in 0.0f64..=1.0,
+            ii in 0usize..5,
+        ) {
+            let xs: Vec<Option<f64>> = xs.into_iter().map(Some).collect();
+            let keys: Vec<u64> = xs.iter().map(|x| key(x.unwrap())).collect();
+            let interpolation = [Interpolation::Linear, Interpolation::Lower, Interpolation::Higher, Interpolation::Midpoint, Interpolation::Nearest][ii];
+            let stat = OrderStat::Quantile { q, interpolation };
+            let got = rolling_on(&keys, None, w, 1, stat, 1);
+            let got = got.as_primitive::<Float64Type>();
+            let want = naive(&xs, w, stat, 1);
+            for (i, want) in want.iter().enumerate() {
+                let (g, w) = (got.value(i), want.unwrap());
+                prop_assert!(g == w || (g.is_nan() && w.is_nan()), "row {} got {} want {}", i, g, w);
+            }
+        }
 
         /// Rows split over 2-5 threads (each range warming up on the rows
         /// before it): equal to the naive sort of every window.
