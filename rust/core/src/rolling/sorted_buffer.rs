@@ -300,6 +300,15 @@ fn replace_avx512(a: &[u64], b: &mut [u64], n: usize, old: u64, new: u64) {
 /// in registers ([`steady_in_registers`]).
 const IN_REGISTERS_MAX: usize = 96;
 
+/// What a steady row reads from its window.
+#[derive(Clone, Copy)]
+enum Read {
+    Quantile(QuantileAt, Interpolation),
+    /// The new value's rank (`rank_of`): counts of the keys below and equal
+    /// to it, two compares and popcounts a vector.
+    Rank,
+}
+
 /// The steady rows (no nulls, a quantile, every window `n = sorted.len()`
 /// keys) with the sorted window in `V` vectors of 8 keys (`n <= 8 V`):
 /// [`Padded::replace`]'s min / max formula, its neighbours taken by lane
@@ -316,13 +325,16 @@ unsafe fn steady_in_registers<const V: usize>(
     sorted: &[u64],
     news: &[u64],
     olds: &[u64],
-    at: QuantileAt,
-    interp: Interpolation,
+    read: Read,
     out: &mut [f64],
 ) {
     use std::arch::x86_64::*;
     let n = sorted.len();
-    assert!(n >= 1 && n <= 8 * V && at.idx < n && news.len() == olds.len() && out.len() == news.len());
+    let idx = match read {
+        Read::Quantile(at, _) => at.idx,
+        Read::Rank => 0,
+    };
+    assert!(n >= 1 && n <= 8 * V && idx < n && news.len() == olds.len() && out.len() == news.len());
     let mut buf = [[HI; 8]; V];
     for (i, &k) in sorted.iter().enumerate() {
         buf[i / 8][i % 8] = k;
@@ -331,7 +343,7 @@ unsafe fn steady_in_registers<const V: usize>(
     let mut v: [__m512i; V] = std::array::from_fn(|j| unsafe { _mm512_loadu_si512(buf[j].as_ptr() as *const _) });
     let (lo_v, hi_v) = (_mm512_set1_epi64(LO as i64), _mm512_set1_epi64(HI as i64));
     // The vectors the quantile reads (`idx`, and `idx + 1` when it is a key).
-    let (ja, jb) = (at.idx / 8, ((at.idx + 1).min(n - 1)) / 8);
+    let (ja, jb) = (idx / 8, ((idx + 1).min(n - 1)) / 8);
     for ((o, &new), &old) in out.iter_mut().zip(news).zip(olds) {
         let (oldv, newv) = (_mm512_set1_epi64(old as i64), _mm512_set1_epi64(new as i64));
         let prev = v;
@@ -344,12 +356,25 @@ unsafe fn steady_in_registers<const V: usize>(
             let hi = _mm512_mask_blend_epi64(_mm512_cmplt_epu64_mask(x1, oldv), x2, x1);
             v[j] = _mm512_min_epu64(_mm512_max_epu64(lo, newv), hi);
         }
-        for j in 0..V {
-            if j == ja || j == jb {
-                _mm512_storeu_si512(buf[j].as_mut_ptr() as *mut _, v[j]);
+        *o = match read {
+            Read::Quantile(at, interp) => {
+                for j in 0..V {
+                    if j == ja || j == jb {
+                        _mm512_storeu_si512(buf[j].as_mut_ptr() as *mut _, v[j]);
+                    }
+                }
+                at.read(interp, |k| unkey(buf[k / 8][k % 8]))
             }
-        }
-        *o = at.read(interp, |k| unkey(buf[k / 8][k % 8]));
+            // lanes at HI are neither below nor equal to a key
+            Read::Rank => {
+                let (mut less, mut equal) = (0, 0);
+                for &x in &v {
+                    less += _mm512_cmplt_epu64_mask(x, newv).count_ones() as usize;
+                    equal += _mm512_cmpeq_epu64_mask(x, newv).count_ones() as usize;
+                }
+                rank_of(less, equal, n)
+            }
+        };
     }
 }
 
@@ -447,6 +472,8 @@ fn rows_body<const AVX512: bool>(
     // null test, count or quantile arithmetic (the loop after this one).
     let steady = match (nulls, stat.quantile()) {
         (None, Some(_)) => r0.max(window).min(r1),
+        // rank's steady rows: in registers only
+        (None, None) if AVX512 && window <= IN_REGISTERS_MAX => r0.max(window).min(r1),
         _ => r1,
     };
     for i in r0..steady {
@@ -474,13 +501,16 @@ fn rows_body<const AVX512: bool>(
             }
         };
     }
-    if let (Some((q, interp)), true) = (stat.quantile(), steady < r1) {
+    if steady < r1 {
         let (out, valid) = (&mut out[steady - r0..], &mut valid[steady - r0..]);
         if window < need {
             valid.fill(false);
             return;
         }
-        let at = QuantileAt::new(window, q);
+        let read = match stat.quantile() {
+            Some((q, interp)) => Read::Quantile(QuantileAt::new(window, q), interp),
+            None => Read::Rank,
+        };
         let (news, olds) = (&keys[steady..r1], &keys[steady - window..r1 - window]);
         #[cfg(target_arch = "x86_64")]
         if AVX512 && window <= IN_REGISTERS_MAX {
@@ -495,10 +525,13 @@ fn rows_body<const AVX512: bool>(
                     7 | 8 => steady_in_registers::<8>,
                     _ => steady_in_registers::<12>,
                 };
-                f(win.keys(), news, olds, at, interp, out);
+                f(win.keys(), news, olds, read, out);
             }
             return;
         }
+        let Read::Quantile(at, interp) = read else {
+            unreachable!("rank's rows are steady only in registers")
+        };
         for ((o, &new), &old) in out.iter_mut().zip(news).zip(olds) {
             win.replace::<AVX512>(old, new);
             *o = at.read(interp, |k| unkey(win.kth(k)));
@@ -553,7 +586,8 @@ mod tests {
 
         /// Columns without nulls, every window up to 100 (the register
         /// kernel's every vector count and the memory pass past it), any
-        /// `q` and interpolation: equal to the naive sort of every window.
+        /// `q` and interpolation, and rank: equal to the naive sort of
+        /// every window.
         #[test]
         fn steady_rows_equal_naive(
             xs in prop::collection::vec(prop_oneof![
@@ -563,12 +597,12 @@ mod tests {
             ], 0..500),
             w in 1usize..100,
             q in 0.0f64..=1.0,
-            ii in 0usize..5,
+            ii in 0usize..6,
         ) {
             let xs: Vec<Option<f64>> = xs.into_iter().map(Some).collect();
             let keys: Vec<u64> = xs.iter().map(|x| key(x.unwrap())).collect();
-            let interpolation = [Interpolation::Linear, Interpolation::Lower, Interpolation::Higher, Interpolation::Midpoint, Interpolation::Nearest][ii];
-            let stat = OrderStat::Quantile { q, interpolation };
+            let interpolation = [Interpolation::Linear, Interpolation::Lower, Interpolation::Higher, Interpolation::Midpoint, Interpolation::Nearest][ii % 5];
+            let stat = if ii == 5 { OrderStat::Rank } else { OrderStat::Quantile { q, interpolation } };
             let got = rolling_on(&keys, None, w, 1, stat, 1);
             let got = got.as_primitive::<Float64Type>();
             let want = naive(&xs, w, stat, 1);
