@@ -5,6 +5,9 @@
 //! beats every O(log w) structure (polars' `rolling_median` and pandas'
 //! small-window path use the same idea).
 //!
+//! `rolling()`'s null-free rows of windows up to 96 keys on AVX-512 keep
+//! the whole sorted window in registers instead ([`steady_in_registers`]).
+//!
 //! [`SortedWindow`] is the push / evict / query structure: a count-window
 //! stream holds one and pushes / evicts the values its FIFO says.
 
@@ -309,8 +312,9 @@ enum Read {
     Rank,
 }
 
-/// The steady rows (no nulls, a quantile, every window `n = sorted.len()`
-/// keys) with the sorted window in `V` vectors of 8 keys (`n <= 8 V`):
+/// The steady rows (no nulls, every window `n = sorted.len()` keys) with
+/// the sorted window in `V` vectors of 8 keys (`n <= 8 V`), reading what
+/// `read` says:
 /// [`Padded::replace`]'s min / max formula, its neighbours taken by lane
 /// shifts (`valignq`) instead of loads. The memory pass reads, one row
 /// later, the slots its stores just wrote at an offset of one key, so every
