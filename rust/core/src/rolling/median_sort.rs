@@ -337,12 +337,34 @@ fn balance(a: &mut Block, b: &mut Block, t: u32) {
 /// blocks are independent: long columns are split over threads at block
 /// boundaries ([`threads`]), each run sorting the block before it once.
 pub fn rolling_quantile(keys: &[u64], nulls: Option<&NullBuffer>, window: usize, need: usize, q: f64, interp: Interpolation) -> ArrayRef {
-    rolling_quantile_on(keys, nulls, window, need, q, interp, threads(keys.len()))
+    rolling_quantile_on(&from_slice(keys), keys.len(), nulls, window, need, q, interp, threads(keys.len()))
 }
 
-/// [`rolling_quantile`] on (at most) `threads` threads.
+/// A key source reading a column of keys.
+fn from_slice(keys: &[u64]) -> impl Fn(usize, &mut [u64]) + Sync + '_ {
+    move |r0, out| out.copy_from_slice(&keys[r0..r0 + out.len()])
+}
+
+/// [`rolling_quantile`] over `n` rows whose keys `fill(r0, out)` writes
+/// (rows `r0..r0 + out.len()`), a block at a time as the kernel sorts it:
+/// a single window never writes out the column's keys (`order.rs`).
+pub(crate) fn rolling_quantile_fill(
+    fill: &(dyn Fn(usize, &mut [u64]) + Sync),
+    n: usize,
+    nulls: Option<&NullBuffer>,
+    window: usize,
+    need: usize,
+    q: f64,
+    interp: Interpolation,
+) -> ArrayRef {
+    rolling_quantile_on(fill, n, nulls, window, need, q, interp, threads(n))
+}
+
+/// [`rolling_quantile_fill`] on (at most) `threads` threads.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn rolling_quantile_on(
-    keys: &[u64],
+    fill: &(dyn Fn(usize, &mut [u64]) + Sync),
+    n: usize,
     nulls: Option<&NullBuffer>,
     window: usize,
     need: usize,
@@ -350,7 +372,6 @@ pub(crate) fn rolling_quantile_on(
     interp: Interpolation,
     threads: usize,
 ) -> ArrayRef {
-    let n = keys.len();
     let w = window.max(1);
     let mut out = super::buffer::<f64>(n);
     let mut valid = vec![true; n];
@@ -358,7 +379,7 @@ pub(crate) fn rolling_quantile_on(
     // before it.
     let cs = super::cuts(n, threads.clamp(1, n.div_ceil(w).max(1)), |r| Some(r / w * w));
     super::par_ranges((&mut out[..], &mut valid[..]), &cs, |r0, r1, (o, v)| {
-        blocks_run(keys, nulls, w, need, q, interp, r0 / w, r1.div_ceil(w), o, v)
+        blocks_run(fill, n, nulls, w, need, q, interp, r0 / w, r1.div_ceil(w), o, v)
     });
     let all_valid = valid.iter().all(|&v| v);
     finish(out, (!all_valid).then_some(valid))
@@ -367,7 +388,8 @@ pub(crate) fn rolling_quantile_on(
 /// Blocks `b0..b1` of the column; `out` / `valid` hold their rows.
 #[allow(clippy::too_many_arguments)]
 fn blocks_run(
-    keys: &[u64],
+    fill: &(dyn Fn(usize, &mut [u64]) + Sync),
+    n: usize,
     nulls: Option<&NullBuffer>,
     w: usize,
     need: usize,
@@ -378,17 +400,19 @@ fn blocks_run(
     out: &mut [f64],
     valid: &mut [bool],
 ) {
-    let n = keys.len();
     let base = b0 * w;
     let (mut a, mut b) = (Block::default(), Block::default());
     let mut sc = Scratch::default();
+    // One block's keys at a time.
+    let mut kb = vec![0u64; w.min(n)];
     // The block before the first: empty for the column's first block (its
     // windows have nothing before them), else sorted and fully linked.
     if b0 == 0 {
         b.init(&[], 0, None, &mut sc);
     } else {
         let s = base - w;
-        b.init(&keys[s..base], s, nulls, &mut sc);
+        fill(s, &mut kb[..w]);
+        b.init(&kb[..w], s, nulls, &mut sc);
     }
     // At a block boundary the window is the whole previous block.
     let mut count = b.m as usize;
@@ -396,7 +420,8 @@ fn blocks_run(
     for start in (base..(b1 * w).min(n)).step_by(w) {
         let end = (start + w).min(n);
         std::mem::swap(&mut a, &mut b);
-        b.init(&keys[start..end], start, nulls, &mut sc);
+        fill(start, &mut kb[..end - start]);
+        b.init(&kb[..end - start], start, nulls, &mut sc);
         b.unwind();
         let has_prev = start > 0;
         for j in 0..end - start {
@@ -498,7 +523,7 @@ mod tests {
             let keys: Vec<u64> = xs.iter().map(|x| key(x.unwrap_or(0.0))).collect();
             let nulls = NullBuffer::new(BooleanBuffer::from(xs.iter().map(|x| x.is_some()).collect::<Vec<_>>()));
             let (q, interp) = [(0.5, Interpolation::Midpoint), (0.9, Interpolation::Linear), (0.0, Interpolation::Lower), (1.0, Interpolation::Higher), (0.3, Interpolation::Nearest)][qi];
-            let got = rolling_quantile_on(&keys, Some(&nulls), w, mp.max(1), q, interp, threads);
+            let got = rolling_quantile_on(&from_slice(&keys), keys.len(), Some(&nulls), w, mp.max(1), q, interp, threads);
             let got = got.as_primitive::<Float64Type>();
             let want = naive(&xs, w, OrderStat::Quantile { q, interpolation: interp }, mp);
             prop_assert_eq!(got.len(), want.len());

@@ -74,30 +74,39 @@ pub const SORTED_BUFFER_MAX: usize = 96;
 /// Fenwick tree.
 pub const RANK_SORTED_MAX: usize = 512;
 
-/// The column as keys (one pass, any numeric dtype) and its nulls.
-pub fn keys_of(values: &dyn Array) -> Result<(Vec<u64>, Option<NullBuffer>)> {
+/// Writes the keys of rows `r0..r0 + out.len()` of a column into `out`.
+pub(crate) type KeyFill<'a> = Box<dyn Fn(usize, &mut [u64]) + Sync + 'a>;
+
+/// The column's keys, computed on demand (any numeric dtype), and its nulls.
+pub(crate) fn key_fill(values: &dyn Array) -> Result<(KeyFill<'_>, Option<NullBuffer>)> {
+    fn fill<T: Copy + Sync>(xs: &[T], f: impl Fn(T) -> u64 + Sync + 'static) -> KeyFill<'_> {
+        Box::new(move |r0, out| {
+            for (o, &x) in out.iter_mut().zip(&xs[r0..]) {
+                *o = f(x);
+            }
+        })
+    }
     let nulls = values.logical_nulls().filter(|n| n.null_count() > 0);
-    let keys: Vec<u64> = match values.data_type() {
-        DataType::Float64 => keys_with(values.as_primitive::<Float64Type>().values(), key),
-        DataType::Float32 => keys_with(values.as_primitive::<Float32Type>().values(), |x| key(x as f64)),
-        DataType::Int64 => keys_with(values.as_primitive::<Int64Type>().values(), |x| key(x as f64)),
-        DataType::Int32 => keys_with(values.as_primitive::<Int32Type>().values(), |x| key(x as f64)),
+    let f = match values.data_type() {
+        DataType::Float64 => fill(values.as_primitive::<Float64Type>().values(), key),
+        DataType::Float32 => fill(values.as_primitive::<Float32Type>().values(), |x| key(x as f64)),
+        DataType::Int64 => fill(values.as_primitive::<Int64Type>().values(), |x| key(x as f64)),
+        DataType::Int32 => fill(values.as_primitive::<Int32Type>().values(), |x| key(x as f64)),
         other => return invalid!("median / quantile / rank need int32, int64, float32 or float64 values, got {other}"),
     };
-    Ok((keys, nulls))
+    Ok((f, nulls))
 }
 
-/// `f` of every value, split over the kernels' threads (the conversion was
-/// the serial part of a threaded median).
-fn keys_with<T: Copy + Sync>(xs: &[T], f: impl Fn(T) -> u64 + Sync) -> Vec<u64> {
-    let mut out = super::buffer::<u64>(xs.len());
-    let cs = super::cuts(xs.len(), super::order_stat::threads(xs.len()), Some);
-    super::par_ranges(&mut out[..], &cs, |r0, r1, o| {
-        for (o, &x) in o.iter_mut().zip(&xs[r0..r1]) {
-            *o = f(x);
-        }
-    });
-    out
+/// The column as keys (one pass, any numeric dtype) and its nulls.
+pub fn keys_of(values: &dyn Array) -> Result<(Vec<u64>, Option<NullBuffer>)> {
+    let (f, nulls) = key_fill(values)?;
+    // Split over the kernels' threads (the conversion was the serial part
+    // of a threaded median).
+    let n = values.len();
+    let mut keys = super::buffer::<u64>(n);
+    let cs = super::cuts(n, super::order_stat::threads(n), Some);
+    super::par_ranges(&mut keys[..], &cs, |r0, _, o| f(r0, o));
+    Ok((keys, nulls))
 }
 
 /// Rolling `stat` over `values`: row `i` reads rows `(i - window, i]`, or
@@ -127,8 +136,19 @@ pub fn rolling_many_order_dyn(
     for &w in windows {
         super::check_window(w, min_periods)?;
     }
-    let (keys, nulls) = keys_of(values)?;
     let mp = min_periods.unwrap_or(0);
+    // One window for Suomela's kernel: it converts each block's keys as it
+    // sorts the block, so the column's keys are never written out (a
+    // buffer as large as the result, in fresh pages: a fifth of a 100k
+    // window's time).
+    if let ([w], true) = (windows, shape.is_default()) {
+        let (q, w) = (stat.quantile(), (*w).min(values.len().max(1)));
+        if let (Some((q, interp)), OrderKernel::MedianSort) = (q, resolve(kernel, stat, w)) {
+            let (fill, nulls) = key_fill(values)?;
+            return Ok(vec![super::median_sort::rolling_quantile_fill(&*fill, values.len(), nulls.as_ref(), w, mp.max(1), q, interp)]);
+        }
+    }
+    let (keys, nulls) = keys_of(values)?;
     if !shape.is_default() {
         let need = mp.max(1);
         return windows.iter().map(|&w| order_count_shaped(&keys, nulls.as_ref(), w, stat, need, kernel, shape)).collect();
@@ -183,6 +203,19 @@ pub(crate) fn time_starts(times: &[i64], range: i64) -> Vec<usize> {
         .collect()
 }
 
+/// The kernel `auto` picks for `stat` over windows of `window` rows.
+fn resolve(kernel: OrderKernel, stat: OrderStat, window: usize) -> OrderKernel {
+    match kernel {
+        OrderKernel::Auto => match stat {
+            OrderStat::Rank if window <= RANK_SORTED_MAX => OrderKernel::SortedBuffer,
+            OrderStat::Rank => OrderKernel::FenwickRank,
+            _ if window <= SORTED_BUFFER_MAX => OrderKernel::SortedBuffer,
+            _ => OrderKernel::MedianSort,
+        },
+        k => k,
+    }
+}
+
 /// [`rolling_order_dyn`] on keys.
 pub fn rolling_order_keys(
     keys: &[u64],
@@ -196,16 +229,7 @@ pub fn rolling_order_keys(
     let window = window.min(n.max(1));
     // A window needs at least one value.
     let need = min_periods.max(1);
-    let kernel = match kernel {
-        OrderKernel::Auto => match stat {
-            OrderStat::Rank if window <= RANK_SORTED_MAX => OrderKernel::SortedBuffer,
-            OrderStat::Rank => OrderKernel::FenwickRank,
-            _ if window <= SORTED_BUFFER_MAX => OrderKernel::SortedBuffer,
-            _ => OrderKernel::MedianSort,
-        },
-        k => k,
-    };
-    match (kernel, stat.quantile()) {
+    match (resolve(kernel, stat, window), stat.quantile()) {
         (OrderKernel::FenwickRank, None) => super::fenwick_rank::rolling_rank(keys, nulls, window, need),
         (OrderKernel::MedianSort, Some((q, i))) => super::median_sort::rolling_quantile(keys, nulls, window, need, q, i),
         // the sorted buffer answers everything (a kernel that cannot
