@@ -346,21 +346,9 @@ fn from_slice(keys: &[u64]) -> impl Fn(usize, &mut [u64]) + Sync + '_ {
 }
 
 /// [`rolling_quantile`] over `n` rows whose keys `fill(r0, out)` writes
-/// (rows `r0..r0 + out.len()`), a block at a time as the kernel sorts it:
-/// a single window never writes out the column's keys (`order.rs`).
-pub(crate) fn rolling_quantile_fill(
-    fill: &(dyn Fn(usize, &mut [u64]) + Sync),
-    n: usize,
-    nulls: Option<&NullBuffer>,
-    window: usize,
-    need: usize,
-    q: f64,
-    interp: Interpolation,
-) -> ArrayRef {
-    rolling_quantile_on(fill, n, nulls, window, need, q, interp, threads(n))
-}
-
-/// [`rolling_quantile_fill`] on (at most) `threads` threads.
+/// (rows `r0..r0 + out.len()`), a block at a time as the kernel sorts it
+/// (so a single window never writes out the column's keys: `order.rs`), on
+/// (at most) `threads` threads.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn rolling_quantile_on(
     fill: &(dyn Fn(usize, &mut [u64]) + Sync),

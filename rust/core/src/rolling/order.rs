@@ -145,7 +145,8 @@ pub fn rolling_many_order_dyn(
         let (q, w) = (stat.quantile(), (*w).min(values.len().max(1)));
         if let (Some((q, interp)), OrderKernel::MedianSort) = (q, resolve(kernel, stat, w)) {
             let (fill, nulls) = key_fill(values)?;
-            return Ok(vec![super::median_sort::rolling_quantile_fill(&*fill, values.len(), nulls.as_ref(), w, mp.max(1), q, interp)]);
+            let n = values.len();
+            return Ok(vec![super::median_sort::rolling_quantile_on(&*fill, n, nulls.as_ref(), w, mp.max(1), q, interp, super::order_stat::threads(n))]);
         }
     }
     let (keys, nulls) = keys_of(values)?;
