@@ -336,22 +336,42 @@ fn balance(a: &mut Block, b: &mut Block, t: u32) {
 /// The windows of block `B` read only blocks `B - 1` and `B`, so runs of
 /// blocks are independent: long columns are split over threads at block
 /// boundaries ([`threads`]), each run sorting the block before it once.
-pub fn rolling_quantile(keys: &[u64], nulls: Option<&NullBuffer>, window: usize, need: usize, q: f64, interp: Interpolation) -> ArrayRef {
-    rolling_quantile_on(&from_slice(keys), keys.len(), nulls, window, need, q, interp, threads(keys.len()))
+pub(crate) fn rolling_quantile(keys: Keys, n: usize, nulls: Option<&NullBuffer>, window: usize, need: usize, q: f64, interp: Interpolation) -> ArrayRef {
+    rolling_quantile_on(keys, n, nulls, window, need, q, interp, threads(n))
 }
 
-/// A key source reading a column of keys.
-fn from_slice(keys: &[u64]) -> impl Fn(usize, &mut [u64]) + Sync + '_ {
-    move |r0, out| out.copy_from_slice(&keys[r0..r0 + out.len()])
+/// Where the kernel reads a block's keys.
+#[derive(Clone, Copy)]
+pub(crate) enum Keys<'a> {
+    /// The column's keys, converted before (several windows read them).
+    Column(&'a [u64]),
+    /// `fill(r0, out)` converts rows `r0..r0 + out.len()` into `out`, a
+    /// block at a time as the kernel sorts it, so a single window never
+    /// writes out the column's keys (`order.rs`).
+    Fill(&'a (dyn Fn(usize, &mut [u64]) + Sync)),
 }
 
-/// [`rolling_quantile`] over `n` rows whose keys `fill(r0, out)` writes
-/// (rows `r0..r0 + out.len()`), a block at a time as the kernel sorts it
-/// (so a single window never writes out the column's keys: `order.rs`), on
-/// (at most) `threads` threads.
+impl<'a> Keys<'a> {
+    /// Rows `r0..r1`'s keys: the column's, or converted into `scratch`.
+    fn rows<'b>(self, r0: usize, r1: usize, scratch: &'b mut Vec<u64>) -> &'b [u64]
+    where
+        'a: 'b,
+    {
+        match self {
+            Keys::Column(k) => &k[r0..r1],
+            Keys::Fill(f) => {
+                scratch.resize(r1 - r0, 0);
+                f(r0, scratch);
+                scratch
+            }
+        }
+    }
+}
+
+/// [`rolling_quantile`] over the `n` rows on (at most) `threads` threads.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn rolling_quantile_on(
-    fill: &(dyn Fn(usize, &mut [u64]) + Sync),
+    keys: Keys,
     n: usize,
     nulls: Option<&NullBuffer>,
     window: usize,
@@ -367,7 +387,7 @@ pub(crate) fn rolling_quantile_on(
     // before it.
     let cs = super::cuts(n, threads.clamp(1, n.div_ceil(w).max(1)), |r| Some(r / w * w));
     super::par_ranges((&mut out[..], &mut valid[..]), &cs, |r0, r1, (o, v)| {
-        blocks_run(fill, n, nulls, w, need, q, interp, r0 / w, r1.div_ceil(w), o, v)
+        blocks_run(keys, n, nulls, w, need, q, interp, r0 / w, r1.div_ceil(w), o, v)
     });
     let all_valid = valid.iter().all(|&v| v);
     finish(out, (!all_valid).then_some(valid))
@@ -376,7 +396,7 @@ pub(crate) fn rolling_quantile_on(
 /// Blocks `b0..b1` of the column; `out` / `valid` hold their rows.
 #[allow(clippy::too_many_arguments)]
 fn blocks_run(
-    fill: &(dyn Fn(usize, &mut [u64]) + Sync),
+    keys: Keys,
     n: usize,
     nulls: Option<&NullBuffer>,
     w: usize,
@@ -391,16 +411,15 @@ fn blocks_run(
     let base = b0 * w;
     let (mut a, mut b) = (Block::default(), Block::default());
     let mut sc = Scratch::default();
-    // One block's keys at a time.
-    let mut kb = vec![0u64; w.min(n)];
+    // A block's keys, when converted block by block.
+    let mut kb = Vec::new();
     // The block before the first: empty for the column's first block (its
     // windows have nothing before them), else sorted and fully linked.
     if b0 == 0 {
         b.init(&[], 0, None, &mut sc);
     } else {
         let s = base - w;
-        fill(s, &mut kb[..w]);
-        b.init(&kb[..w], s, nulls, &mut sc);
+        b.init(keys.rows(s, base, &mut kb), s, nulls, &mut sc);
     }
     // At a block boundary the window is the whole previous block.
     let mut count = b.m as usize;
@@ -408,8 +427,7 @@ fn blocks_run(
     for start in (base..(b1 * w).min(n)).step_by(w) {
         let end = (start + w).min(n);
         std::mem::swap(&mut a, &mut b);
-        fill(start, &mut kb[..end - start]);
-        b.init(&kb[..end - start], start, nulls, &mut sc);
+        b.init(keys.rows(start, end, &mut kb), start, nulls, &mut sc);
         b.unwind();
         let has_prev = start > 0;
         for j in 0..end - start {
@@ -511,7 +529,7 @@ mod tests {
             let keys: Vec<u64> = xs.iter().map(|x| key(x.unwrap_or(0.0))).collect();
             let nulls = NullBuffer::new(BooleanBuffer::from(xs.iter().map(|x| x.is_some()).collect::<Vec<_>>()));
             let (q, interp) = [(0.5, Interpolation::Midpoint), (0.9, Interpolation::Linear), (0.0, Interpolation::Lower), (1.0, Interpolation::Higher), (0.3, Interpolation::Nearest)][qi];
-            let got = rolling_quantile_on(&from_slice(&keys), keys.len(), Some(&nulls), w, mp.max(1), q, interp, threads);
+            let got = rolling_quantile_on(Keys::Column(&keys), keys.len(), Some(&nulls), w, mp.max(1), q, interp, threads);
             let got = got.as_primitive::<Float64Type>();
             let want = naive(&xs, w, OrderStat::Quantile { q, interpolation: interp }, mp);
             prop_assert_eq!(got.len(), want.len());

@@ -38,6 +38,7 @@ use arrow_schema::DataType;
 
 pub use super::order_stat::{key, quantile_of, quantile_pos, rank_of, unkey, Interpolation, OrderStat, NAN_KEY};
 pub use super::sorted_buffer::SortedWindow;
+use super::median_sort::Keys as MedianKeys;
 use super::order_stat::finish;
 use super::shape::{Frame, Shape};
 use crate::{invalid, Result};
@@ -142,11 +143,10 @@ pub fn rolling_many_order_dyn(
     // buffer as large as the result, in fresh pages: a fifth of a 100k
     // window's time).
     if let ([w], true) = (windows, shape.is_default()) {
-        let (q, w) = (stat.quantile(), (*w).min(values.len().max(1)));
-        if let (Some((q, interp)), OrderKernel::MedianSort) = (q, resolve(kernel, stat, w)) {
+        let (n, (w, need)) = (values.len(), window_need(*w, values.len(), mp));
+        if let (Some((q, interp)), OrderKernel::MedianSort) = (stat.quantile(), resolve(kernel, stat, w)) {
             let (fill, nulls) = key_fill(values)?;
-            let n = values.len();
-            return Ok(vec![super::median_sort::rolling_quantile_on(&*fill, n, nulls.as_ref(), w, mp.max(1), q, interp, super::order_stat::threads(n))]);
+            return Ok(vec![super::median_sort::rolling_quantile(MedianKeys::Fill(&*fill), n, nulls.as_ref(), w, need, q, interp)]);
         }
     }
     let (keys, nulls) = keys_of(values)?;
@@ -204,6 +204,12 @@ pub(crate) fn time_starts(times: &[i64], range: i64) -> Vec<usize> {
         .collect()
 }
 
+/// The window the kernels run over `n` rows (no longer than the column)
+/// and the values a row needs (at least one).
+fn window_need(window: usize, n: usize, min_periods: usize) -> (usize, usize) {
+    (window.min(n.max(1)), min_periods.max(1))
+}
+
 /// The kernel `auto` picks for `stat` over windows of `window` rows.
 fn resolve(kernel: OrderKernel, stat: OrderStat, window: usize) -> OrderKernel {
     match kernel {
@@ -227,12 +233,10 @@ pub fn rolling_order_keys(
     kernel: OrderKernel,
 ) -> ArrayRef {
     let n = keys.len();
-    let window = window.min(n.max(1));
-    // A window needs at least one value.
-    let need = min_periods.max(1);
+    let (window, need) = window_need(window, n, min_periods);
     match (resolve(kernel, stat, window), stat.quantile()) {
         (OrderKernel::FenwickRank, None) => super::fenwick_rank::rolling_rank(keys, nulls, window, need),
-        (OrderKernel::MedianSort, Some((q, i))) => super::median_sort::rolling_quantile(keys, nulls, window, need, q, i),
+        (OrderKernel::MedianSort, Some((q, i))) => super::median_sort::rolling_quantile(MedianKeys::Column(keys), n, nulls, window, need, q, i),
         // the sorted buffer answers everything (a kernel that cannot
         // answer the statistic falls back to it)
         _ => super::sorted_buffer::rolling(keys, nulls, window, need, stat),
