@@ -62,6 +62,44 @@ def test_keyed_rolling_equals_pandas_groupby(data, window, agg, strings):
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9, equal_nan=True)
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_keys=st.integers(1, 120),
+    window=st.integers(1, 12),
+    agg=st.sampled_from(["sum", "mean", "std", "var"]),
+    dtype=st.sampled_from(["float64", "float32", "int32"]),
+    min_periods=st.integers(0, 3),
+)
+def test_short_keys_sum_mean_moments_equal_pandas(seed, n_keys, window, agg, dtype, min_periods):
+    """Many short keys (a few rows each: they run batched, restarted per
+    key) with real-valued data on two scales, nulls and every value dtype,
+    against pandas' groupby().rolling()."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 400))
+    ks = rng.integers(0, n_keys, n)
+    v = rng.normal(size=n) * np.where(rng.random(n) < 0.5, 1e6, 1e-3)
+    if dtype == "int32":
+        v = np.round(v).clip(-1e6, 1e6)
+    v = v.astype(dtype)
+    holes = rng.random(n) < 0.1
+    mp = min(min_periods, window)
+    got = sw.rolling(pa.array(v, mask=holes), window, agg, keys=ks, min_periods=mp)
+    got = got.to_numpy(zero_copy_only=False).astype(float)
+    if n == 0:
+        return
+    want = _pandas_keyed(_frame(ks, np.where(holes, np.nan, v.astype(float))), window, agg, mp)
+    if agg == "sum" and mp == 0:
+        empty = _pandas_keyed(_frame(ks, np.where(holes, np.nan, 1.0)), window, "count", 0) == 0
+        want = np.where(empty, np.nan, want)
+    # pandas' online sums keep the rounding of earlier rows of the key
+    scale = np.abs(v.astype(float)).max(initial=0.0) * window
+    tol = scale**2 * 1e-12 if agg in ("std", "var") else scale * 1e-12
+    if agg == "std":
+        got, want = got**2, want**2
+    np.testing.assert_allclose(got, want, rtol=1e-7, atol=tol, equal_nan=True)
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     data=st.data(),

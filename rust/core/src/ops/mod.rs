@@ -40,7 +40,7 @@ pub trait Num: Copy + Send + Sync + Debug + PartialEq + Default + Codec + crate:
     /// with non-finite counts for floats.
     type Acc: SumAcc;
     /// Sum and range results: i64 for integers, f64 for floats.
-    type Wide: Copy + Send + Sync + Debug + PartialEq + crate::engine::ToArrow + 'static;
+    type Wide: Copy + Default + Send + Sync + Debug + PartialEq + crate::engine::ToArrow + 'static;
 
     /// The key of the total order: -0.0 and +0.0 share one key (the
     /// counting and position operations see them as one value).

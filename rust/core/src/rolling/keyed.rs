@@ -316,6 +316,19 @@ pub fn rolling_keyed_dyn(
         Ok(vec![input_rows(&g, agg, out, lo)])
     };
     let batch = |s0: usize, s1: usize| -> Result<Vec<ArrayRef>> {
+        let b = &g.part.bounds;
+        if restarts(agg) {
+            let rel: Vec<usize> = b[s0..=s1].iter().map(|&r| r - b[s0]).collect();
+            let run = g.values.slice(b[s0], b[s1] - b[s0]);
+            if let Some(out) = crate::rolling::rolling_segments_dyn(run.as_ref(), &rel, window, agg, min_periods)? {
+                return Ok(vec![out]);
+            }
+            // Values the variance kernel declines: one call per key.
+            let each = (s0..s1).map(|s| f(&g.values.slice(b[s], b[s + 1] - b[s]), b[s], b[s + 1]).map(|mut v| v.remove(0)));
+            let each = each.collect::<Result<Vec<ArrayRef>>>()?;
+            let refs: Vec<&dyn Array> = each.iter().map(|a| a.as_ref()).collect();
+            return Ok(vec![arrow_select::concat::concat(&refs).map_err(|e| Error::Invalid(e.to_string()))?]);
+        }
         let w = window.min(longest(&g, s0, s1));
         if min_periods.is_some_and(|m| m > w) {
             // no key of the batch has enough rows (as rolling_dyn on each)
@@ -327,7 +340,7 @@ pub fn rolling_keyed_dyn(
         let out = crate::rolling::rolling_dyn(col.as_ref(), w, agg, min_periods, algo, shape)?;
         Ok(vec![only(out.as_ref(), &real)?])
     };
-    let batched = algo == Algorithm::Auto && shape.is_default() && batchable(agg);
+    let batched = algo == Algorithm::Auto && shape.is_default() && (batchable(agg) || restarts(agg));
     let mut out = per_segment_many(&g, 1, f, batched.then_some(&batch as Batch))?;
     Ok(out.pop().expect("one output"))
 }
@@ -339,6 +352,14 @@ pub fn rolling_keyed_dyn(
 /// back as the canonical NaN, as in the unkeyed kernel with nulls.)
 fn batchable(agg: AggKind) -> bool {
     matches!(agg, AggKind::Max | AggKind::Min | AggKind::Range | AggKind::Count)
+}
+
+/// Aggregations whose kernels carry state from row to row (a compensated
+/// chain, a block's shift): short keys run batched with the arithmetic
+/// restarted at each key ([`crate::rolling::rolling_segments_dyn`]), the
+/// bits of one call per key.
+fn restarts(agg: AggKind) -> bool {
+    matches!(agg, AggKind::Sum | AggKind::Mean | AggKind::Var | AggKind::Std | AggKind::VarPop | AggKind::StdPop)
 }
 
 /// The longest segment of `[s0, s1)`.

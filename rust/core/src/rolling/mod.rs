@@ -38,6 +38,7 @@ pub mod order;
 mod order_stat;
 mod prefix;
 mod prefix_moments;
+mod segments;
 pub mod shape;
 mod sorted_buffer;
 mod sum;
@@ -261,6 +262,22 @@ pub fn rolling_split(
     Ok(crate::engine::narrow(out, &out_type))
 }
 
+/// Rolling `agg` over each segment `bounds[k]..bounds[k + 1]` of `values`
+/// alone (ascending, from 0 to `values.len()`), in one output: each
+/// segment's rows as [`rolling_plain`] with `Algorithm::Auto` gives them on
+/// that segment, bit for bit. Keyed rolling's short keys (keyed.rs).
+/// `None`: not one of sum, mean, var, std, var_pop, std_pop, or a segment's
+/// values would overflow the variance kernel's squares; run one call each.
+pub(crate) fn rolling_segments_dyn(values: &dyn Array, bounds: &[usize], window: usize, agg: AggKind, min_periods: Option<usize>) -> Result<Option<ArrayRef>> {
+    check_window(window, min_periods)?;
+    if bounds.first() != Some(&0) || bounds.last() != Some(&values.len()) || bounds.windows(2).any(|b| b[0] > b[1]) {
+        return invalid!("segment bounds must ascend from 0 to {} rows", values.len());
+    }
+    let dtype = DType::of(values.data_type())?;
+    let mp = min_periods.unwrap_or(0);
+    Ok(crate::with_dtype!(dtype, |T| segments::rolling_segments::<T>(&<T as FromArrow>::column(values)?, bounds, window, mp, agg)))
+}
+
 /// The kernels written for one operation family; `None`: use the generic
 /// block kernel.
 /// `split`: these kernels cut the rows over threads only where their
@@ -357,6 +374,9 @@ pub trait FastNum: Num + LiftSum + PartialOrd {
     /// Rolling sums of a null-free (or null-zeroed) slice, rows split over
     /// up to `threads` threads (same bits for every count).
     fn window_sums(xs: &[Self], window: usize, threads: usize, min_rows: usize) -> Vec<Self::Wide>;
+    /// [`FastNum::window_sums`] on one thread into `out`, with the bits of
+    /// any thread count and the default [`Split`].
+    fn window_sums_into(xs: &[Self], window: usize, out: &mut [Self::Wide]);
     fn wide_f64(s: Self::Wide) -> f64;
     /// The sums as f64, in the same allocation (no fresh pages to fault in).
     fn into_f64s(v: Vec<Self::Wide>) -> Vec<f64>;
@@ -381,6 +401,9 @@ macro_rules! fast_float {
             }
             fn window_sums(xs: &[$t], window: usize, threads: usize, min_rows: usize) -> Vec<f64> {
                 sum::float_sums(xs, window, threads, min_rows)
+            }
+            fn window_sums_into(xs: &[$t], window: usize, out: &mut [f64]) {
+                sum::float_sums_into(xs, window, 1.0, out)
             }
             #[inline(always)]
             fn wide_f64(s: f64) -> f64 {
@@ -411,6 +434,9 @@ macro_rules! fast_int {
             }
             fn window_sums(xs: &[$t], window: usize, threads: usize, _: usize) -> Vec<i64> {
                 sum::int_sums(xs, window, threads)
+            }
+            fn window_sums_into(xs: &[$t], window: usize, out: &mut [i64]) {
+                sum::int_sums_range(xs, window, 0, xs.len(), out)
             }
             #[inline(always)]
             fn wide_f64(s: i64) -> f64 {
@@ -454,7 +480,7 @@ fn window_counts(nulls: &NullBuffer, window: usize) -> Vec<u32> {
 fn validity(n: usize, window: usize, need: usize, counts: Option<&[u32]>) -> Option<NullBuffer> {
     match counts {
         None => {
-            let bad = if need > window { n } else { need.saturating_sub(1).min(n) };
+            let bad = leading_invalid(n, window, need);
             // Two runs, filled a byte at a time (collect_bool's bit per
             // call cost a tenth of the variance kernel on 10M rows).
             (bad > 0).then(|| {
@@ -468,6 +494,24 @@ fn validity(n: usize, window: usize, need: usize, counts: Option<&[u32]>) -> Opt
             let buf = NullBuffer::new(BooleanBuffer::collect_bool(n, |i| c[i] as usize >= need));
             (buf.null_count() > 0).then_some(buf)
         }
+    }
+}
+
+/// Null-free input: the rows before the window holds `need` values.
+fn leading_invalid(n: usize, window: usize, need: usize) -> usize {
+    if need > window { n } else { need.saturating_sub(1).min(n) }
+}
+
+/// [`validity`]'s bits for `n` rows appended to `b` (many segments'
+/// validity in one buffer).
+fn append_validity(b: &mut BooleanBufferBuilder, n: usize, window: usize, need: usize, counts: Option<&[u32]>) {
+    match counts {
+        None => {
+            let bad = leading_invalid(n, window, need);
+            b.append_n(bad, false);
+            b.append_n(n - bad, true);
+        }
+        Some(c) => c[..n].iter().for_each(|&k| b.append(k as usize >= need)),
     }
 }
 

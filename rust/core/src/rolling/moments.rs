@@ -102,6 +102,12 @@ pub(super) fn as_f64<T: Num>(xs: &[T]) -> Option<&[f64]> {
 /// (also the shared pass of `rolling_many`, prefix_moments.rs).
 pub(super) fn finite_filled<T: Num>(col: &Column<T>) -> Vec<f64> {
     let mut out = buffer::<f64>(col.len());
+    finite_filled_into(col, &mut out);
+    out
+}
+
+/// [`finite_filled`] into `out` (`col.len()` rows).
+pub(super) fn finite_filled_into<T: Num>(col: &Column<T>, out: &mut [f64]) {
     match col.nulls {
         None => out.iter_mut().zip(col.values).for_each(|(o, v)| *o = v.to_f64()),
         Some(nb) => {
@@ -123,7 +129,6 @@ pub(super) fn finite_filled<T: Num>(col: &Column<T>) -> Vec<f64> {
             }
         }
     }
-    out
 }
 
 /// [`var_into`] with the null-free fast path's rows split over up to

@@ -7,9 +7,9 @@
 //! which is one add for `s` and one for `c` per row. The column runs as
 //! segments of at most `max(16 window, 2^20)` rows, each started from an
 //! exact sum of the window before it (the first from an empty window at row
-//! 0, a group's first from the previous group's last chain), so error
-//! accumulates over at most two segments; four at a time: the four chains interleave, and on x86-64
-//! with AVX2 (detected at run time) they are the four lanes of one vector.
+//! 0), so error accumulates over one segment only; four at a time: the four
+//! chains interleave, and on x86-64 with AVX2 (detected at run time) they
+//! are the four lanes of one vector.
 //!
 //! Non-finite values: any inf / NaN a segment reads makes its TwoSum
 //! errors, hence `c`, NaN; such a segment is redone by a slower loop that
@@ -103,6 +103,17 @@ pub(super) fn float_sums_scaled<T: Num>(
         post(r0, o);
     });
     out
+}
+
+/// [`float_sums_scaled`] of `x` alone, on this thread, into `out`: the same
+/// jobs, so the bits of any thread count (keyed rolling's short keys,
+/// segments.rs).
+pub(super) fn float_sums_into<T: Num>(x: &[T], window: usize, scale: f64, out: &mut [f64]) {
+    let mut jobs = Vec::new();
+    plan(window, 0, x.len(), x.len() >= super::SPLIT_MIN_ROWS, &mut jobs);
+    for job in &jobs {
+        run_job(x, window, job, scale, &mut out[job.r0..job.r1]);
+    }
 }
 
 /// Rows `[r0, r1)`: a group of four segments of `seg` rows in `mode`, or
@@ -425,19 +436,23 @@ pub(super) fn int_sums<T: Num + Into<i64>>(x: &[T], window: usize, threads: usiz
     let n = x.len();
     let mut out = buffer::<i64>(n);
     let cs = super::cuts(n, threads, |r| Some(r / 8 * 8));
-    super::par_ranges(&mut out[..], &cs, |r0, r1, out| {
-        let mut s = x[r0.saturating_sub(window)..r0].iter().fold(0i64, |a, &v| a.wrapping_add(v.into()));
-        let mid = window.clamp(r0, r1);
-        for (o, &v) in out[..mid - r0].iter_mut().zip(&x[r0..mid]) {
-            s = s.wrapping_add(v.into());
-            *o = s;
-        }
-        for ((o, &a), &b) in out[mid - r0..].iter_mut().zip(&x[mid..r1]).zip(&x[mid - window.min(mid)..]) {
-            s = s.wrapping_add(a.into().wrapping_sub(b.into()));
-            *o = s;
-        }
-    });
+    super::par_ranges(&mut out[..], &cs, |r0, r1, out| int_sums_range(x, window, r0, r1, out));
     out
+}
+
+/// The sums of rows `[r0, r1)` into `out` (those rows), from the wrapping
+/// sum of the window before `r0`.
+pub(super) fn int_sums_range<T: Num + Into<i64>>(x: &[T], window: usize, r0: usize, r1: usize, out: &mut [i64]) {
+    let mut s = x[r0.saturating_sub(window)..r0].iter().fold(0i64, |a, &v| a.wrapping_add(v.into()));
+    let mid = window.clamp(r0, r1);
+    for (o, &v) in out[..mid - r0].iter_mut().zip(&x[r0..mid]) {
+        s = s.wrapping_add(v.into());
+        *o = s;
+    }
+    for ((o, &a), &b) in out[mid - r0..].iter_mut().zip(&x[mid..r1]).zip(&x[mid - window.min(mid)..]) {
+        s = s.wrapping_add(a.into().wrapping_sub(b.into()));
+        *o = s;
+    }
 }
 
 fn sums_of<T: FastNum>(col: &Column<T>, window: usize, split: Split) -> Vec<T::Wide> {

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, Float64Array, Int64Array, StringArray};
+use arrow_array::{Array, ArrayRef, Float32Array, Float64Array, Int32Array, Int64Array, StringArray};
 use proptest::prelude::*;
 use slidewise_core::engine::{AggKind, DType};
 use slidewise_core::fifo::Algorithm;
@@ -423,6 +423,61 @@ proptest! {
             }
             alone
         })?;
+    }
+
+    /// Short keys of sum, mean and the moments run batched, the arithmetic
+    /// restarted at each key: bit for bit one call per key, on values whose
+    /// rounding depends on a chain's history (1e8 beside 1e-3, 1e9 plus
+    /// unit noise), with nulls, NaN, inf and values whose squares overflow,
+    /// in every input dtype; keys shuffled, some longer than the batching
+    /// limit.
+    #[test]
+    fn restarted_short_keys_equal_one_call_per_key(
+        lens in prop::collection::vec(1usize..90, 1..40),
+        seed in any::<u64>(),
+        dtype in 0u8..4,
+        agg in prop::sample::select(vec![AggKind::Sum, AggKind::Mean, AggKind::Var, AggKind::Std, AggKind::VarPop, AggKind::StdPop]),
+        window in 1usize..100,
+        mp in prop::option::of(0usize..4),
+        threads in 1usize..4,
+        short in prop::sample::select(vec![64usize, 1000]),
+        batch in 1usize..400,
+        holes in 0u64..4,
+    ) {
+        let mut st = seed | 1;
+        let mut next = move || { st ^= st << 13; st ^= st >> 7; st ^= st << 17; st };
+        let mut ks: Vec<u32> = lens.iter().enumerate().flat_map(|(k, &l)| std::iter::repeat(k as u32).take(l)).collect();
+        for i in (1..ks.len()).rev() {
+            ks.swap(i, (next() % (i as u64 + 1)) as usize);
+        }
+        let n = ks.len();
+        let raw: Vec<(u64, f64)> = (0..n).map(|_| {
+            let (r, u) = (next(), (next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5);
+            (r, match r % 3 { 0 => 1e8 * u, 1 => 1e-3 * u, _ => 1e9 + u })
+        }).collect();
+        let null = |r: u64| holes > 0 && (r >> 20) % 20 == 0;
+        // holes 3: squares that overflow, which the variance kernel
+        // declines (those keys run one call each)
+        let special = |r: u64| match (holes, (r >> 30) % 60) {
+            (2, 0) => Some(f64::NAN),
+            (2, 1) => Some(f64::INFINITY),
+            (3, 0) => Some(1e300),
+            _ => None,
+        };
+        let v: ArrayRef = match dtype {
+            0 => Arc::new(raw.iter().map(|&(r, x)| (!null(r)).then(|| special(r).unwrap_or(x))).collect::<Float64Array>()),
+            1 => Arc::new(raw.iter().map(|&(r, x)| (!null(r)).then(|| special(r).unwrap_or(x) as f32)).collect::<Float32Array>()),
+            2 => Arc::new(raw.iter().map(|&(r, x)| (!null(r)).then_some(x as i32)).collect::<Int32Array>()),
+            _ => Arc::new(raw.iter().map(|&(r, x)| (!null(r)).then_some((x * 4e9) as i64)).collect::<Int64Array>()),
+        };
+        let k = keys_column(&ks, 1);
+        let mp = mp.map(|m| m.min(window));
+        let run = || rolling_keyed_dyn(k.as_ref(), v.as_ref(), window, agg, mp, Algorithm::Auto, Shape::default());
+        let one = with_tuning(plain(), run).unwrap();
+        let many = with_tuning(forced(threads, short, batch), run).unwrap();
+        let first = (0..n).find(|&i| !same_bits(many.slice(i, 1).as_ref(), one.slice(i, 1).as_ref()));
+        prop_assert!(first.is_none(), "{:?} dtype {} w {} mp {:?}, row {:?}: {:?} vs {:?}", agg, dtype, window, mp, first,
+                     first.map(|i| many.slice(i, 1)), first.map(|i| one.slice(i, 1)));
     }
 
     /// rolling_many, the order statistics and time windows, keyed, on

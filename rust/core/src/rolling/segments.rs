@@ -1,0 +1,126 @@
+//! Many short columns in one call: the rows of keyed rolling's short keys
+//! (keyed.rs), grouped, with the arithmetic restarted at every key's first
+//! row. Sum, mean and the moments carry state from row to row (a
+//! compensated chain, a block's shift), so they cannot run the keys as one
+//! padded column as max / min do: a key's value would depend on the rows of
+//! the keys before it. Here each key runs the same kernel as
+//! [`super::rolling_plain`] on that key alone, into one shared output, so
+//! its bits are those of one call per key, without a call's arrays (the
+//! allocations were most of a 5-row key's time).
+
+use arrow_array::ArrayRef;
+use arrow_buffer::{BooleanBufferBuilder, NullBuffer};
+
+use super::{append_validity, buffer, filled, moments, sum, window_counts, FastNum};
+use crate::engine::{AggKind, Column, ToArrow};
+
+/// `agg` over each segment `bounds[k]..bounds[k + 1]` of `col` alone, as
+/// [`super::rolling_split`]'s `specialised` gives it on that segment (the
+/// window capped to the segment, all null below `mp` rows). `None` for
+/// another aggregation, or where a segment's variance kernel declines
+/// (squares that could overflow): the caller runs one call per key.
+pub(super) fn rolling_segments<T: FastNum>(col: &Column<T>, bounds: &[usize], window: usize, mp: usize, agg: AggKind) -> Option<ArrayRef> {
+    let (ddof, sqrt) = match agg {
+        AggKind::Sum | AggKind::Mean => (0, false),
+        AggKind::Var => (1, false),
+        AggKind::Std => (1, true),
+        AggKind::VarPop => (0, false),
+        AggKind::StdPop => (0, true),
+        _ => return None,
+    };
+    let n = col.len();
+    debug_assert!(bounds.first() == Some(&0) && bounds.last() == Some(&n));
+    let mut valid = BooleanBufferBuilder::new(n);
+    // Each segment: its rows, its window, its nulls (none where it has
+    // none, as a call on it alone sees it) and their counts.
+    let mut each = |f: &mut dyn FnMut(usize, usize, usize, Option<&NullBuffer>, Option<&[u32]>) -> bool| -> bool {
+        for b in bounds.windows(2) {
+            let (lo, hi) = (b[0], b[1]);
+            let w = window.min((hi - lo).max(1));
+            let need = match agg {
+                AggKind::Sum | AggKind::Mean => mp.max(1),
+                _ => mp.max(ddof + 1),
+            };
+            if mp > w {
+                valid.append_n(hi - lo, false);
+                continue;
+            }
+            let nb = col.nulls.map(|nb| nb.slice(lo, hi - lo)).filter(|nb| nb.null_count() > 0);
+            let counts = nb.as_ref().map(|nb| window_counts(nb, w));
+            if !f(lo, hi, w, nb.as_ref(), counts.as_deref()) {
+                return false;
+            }
+            append_validity(&mut valid, hi - lo, w, need, counts.as_deref());
+        }
+        true
+    };
+    let nulls = |mut v: BooleanBufferBuilder| Some(NullBuffer::new(v.finish())).filter(|nb| nb.null_count() > 0);
+    let zeroed: Option<Vec<T>> = col.nulls.map(|_| filled(col, T::default()));
+    let xs = zeroed.as_deref().unwrap_or(col.values);
+    match agg {
+        AggKind::Sum => {
+            let mut out = buffer::<T::Wide>(n);
+            each(&mut |lo, hi, w, _, _| {
+                T::window_sums_into(&xs[lo..hi], w, &mut out[lo..hi]);
+                true
+            });
+            Some(<T::Wide as ToArrow>::to_arrow(out, nulls(valid)))
+        }
+        AggKind::Mean => {
+            let mut out = buffer::<f64>(n);
+            let floats = std::any::TypeId::of::<T::Wide>() == std::any::TypeId::of::<f64>();
+            let mut wide = if floats { Vec::new() } else { buffer::<T::Wide>(n) };
+            each(&mut |lo, hi, w, _, counts| {
+                let o = &mut out[lo..hi];
+                match (counts, floats) {
+                    // As sum::rolling_mean: scaled as stored, the partial
+                    // windows at the start rescaled.
+                    (None, true) => {
+                        sum::float_sums_into(&xs[lo..hi], w, 1.0 / w as f64, o);
+                        for (i, o) in o.iter_mut().take(w).enumerate() {
+                            *o = *o * w as f64 / (i + 1) as f64;
+                        }
+                    }
+                    (Some(c), true) => {
+                        sum::float_sums_into(&xs[lo..hi], w, 1.0, o);
+                        o.iter_mut().zip(c).for_each(|(o, &k)| *o /= k as f64);
+                    }
+                    (_, false) => {
+                        T::window_sums_into(&xs[lo..hi], w, &mut wide[lo..hi]);
+                        for (i, (o, &s)) in o.iter_mut().zip(&wide[lo..hi]).enumerate() {
+                            *o = T::wide_f64(s) / counts.map_or((i + 1).min(w), |c| c[i] as usize) as f64;
+                        }
+                    }
+                }
+                true
+            });
+            Some(f64::to_arrow(out, nulls(valid)))
+        }
+        _ => {
+            // As moments::rolling_var on one segment: f64 values as they
+            // are, others (and nulls) filled per segment, whose leading
+            // nulls take the segment's own first finite value.
+            let mut out = buffer::<f64>(n);
+            let direct = moments::as_f64(col.values);
+            let mut scratch = buffer::<f64>(if direct.is_some() && col.nulls.is_none() { 0 } else { n });
+            let mut weights = Vec::new();
+            let ok = each(&mut |lo, hi, w, nb, _| {
+                let x = match (direct, nb) {
+                    (Some(x), None) => &x[lo..hi],
+                    _ => {
+                        let seg = Column { values: &col.values[lo..hi], nulls: nb };
+                        moments::finite_filled_into(&seg, &mut scratch[lo..hi]);
+                        &scratch[lo..hi]
+                    }
+                };
+                let wt = nb.map(|nb| {
+                    weights.clear();
+                    weights.extend(nb.iter().map(|ok| ok as u8 as f64));
+                    &weights[..]
+                });
+                moments::var_into(x, wt, w, ddof as f64, sqrt, &mut out[lo..hi])
+            });
+            ok.then(|| f64::to_arrow(out, nulls(valid)))
+        }
+    }
+}
