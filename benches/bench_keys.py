@@ -86,6 +86,41 @@ class KeyedRolling:
         self.run()
 
 
+class KeyedRollingMany:
+    """rolling_many keyed: windows 5 / 10 / 50 of max, mean and std (nine
+    features) against polars' nine `rolling_*(w).over(k)` expressions in one
+    select. 400,000 keys are 5 rows per key (batched: max padded, mean and
+    std restarted per key)."""
+
+    params = ([100, 100_000, 400_000], ["slidewise", "polars"])
+    param_names = ["keys", "library"]
+    timeout = 600
+    windows = (5, 10, 50)
+    aggs = ("max", "mean", "std")
+
+    def setup(self, keys, library):
+        import polars as pl
+        import pyarrow as pa
+        import slidewise as sw
+
+        k, v = _data(keys)
+        ka, va = pa.array(k), pa.array(v)
+        mine = lambda: sw.rolling_many(va, list(self.windows), list(self.aggs), keys=ka, min_periods=1)  # noqa: E731
+        df = pl.DataFrame({"k": k, "v": v})
+        exprs = [getattr(pl.col("v"), f"rolling_{a}")(w, min_samples=1).over("k").alias(f"{a}_{w}")
+                 for a in self.aggs for w in self.windows]
+        peer = lambda: df.select(exprs)  # noqa: E731
+        got, want = mine(), peer()
+        for a in self.aggs:
+            for w in self.windows:
+                tol = {"rtol": 0.0} if a == "max" else {"atol": drift(len(v), w * float(np.abs(v).max()))}
+                check(f"KeyedRollingMany({keys}, {a}_{w})", got.column(f"{a}_{w}"), want[f"{a}_{w}"], "polars", **tol)
+        self.run = mine if library == "slidewise" else peer
+
+    def time_keyed_rolling_many(self, keys, library):
+        self.run()
+
+
 class KeyedTimeRolling:
     """Per-row time rolling within each key; rows 1 ms apart (so per key
     ~keys ms apart: 100 keys -> ~100 rows in a 10 s window)."""
@@ -298,6 +333,15 @@ if __name__ == "__main__":
                     print(f"| keyed {kind} {agg}, {keys:,} keys, window {window} | {t['slidewise']*1e3:.0f} "
                           f"| {cell['polars']} | {cell['pandas']} |")
                     sys.stdout.flush()
+    b = KeyedRollingMany()
+    for keys in b.params[0]:
+        t = {}
+        for lib in b.params[1]:
+            b.setup(keys, lib)  # checks slidewise's nine columns against polars'
+            t[lib] = best(b.run, 3)
+        print(f"| keyed rolling_many max / mean / std x windows 5 / 10 / 50, {keys:,} keys | {t['slidewise']*1e3:.0f} "
+              f"| {t['polars'] / t['slidewise']:.1f}x | - |")
+        sys.stdout.flush()
     p = KeyedStreamPush()
     for keys in [] if quick or rolling_only else [100, 100_000]:
         for window in STREAM_KINDS:

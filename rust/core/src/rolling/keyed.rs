@@ -324,10 +324,7 @@ pub fn rolling_keyed_dyn(
                 return Ok(vec![out]);
             }
             // Values the variance kernel declines: one call per key.
-            let each = (s0..s1).map(|s| f(&g.values.slice(b[s], b[s + 1] - b[s]), b[s], b[s + 1]).map(|mut v| v.remove(0)));
-            let each = each.collect::<Result<Vec<ArrayRef>>>()?;
-            let refs: Vec<&dyn Array> = each.iter().map(|a| a.as_ref()).collect();
-            return Ok(vec![arrow_select::concat::concat(&refs).map_err(|e| Error::Invalid(e.to_string()))?]);
+            return one_by_one(&g, s0, s1, 1, &f);
         }
         let w = window.min(longest(&g, s0, s1));
         if min_periods.is_some_and(|m| m > w) {
@@ -358,8 +355,27 @@ fn batchable(agg: AggKind) -> bool {
 /// chain, a block's shift): short keys run batched with the arithmetic
 /// restarted at each key ([`crate::rolling::rolling_segments_dyn`]), the
 /// bits of one call per key.
-fn restarts(agg: AggKind) -> bool {
+pub(crate) fn restarts(agg: AggKind) -> bool {
     matches!(agg, AggKind::Sum | AggKind::Mean | AggKind::Var | AggKind::Std | AggKind::VarPop | AggKind::StdPop)
+}
+
+/// Segments `[s0, s1)` one call of `f` each, as one run: output `o` of
+/// every segment, concatenated (a batch whose values a kernel declined).
+fn one_by_one(
+    g: &Grouped,
+    s0: usize,
+    s1: usize,
+    n_out: usize,
+    f: &dyn Fn(&dyn Array, usize, usize) -> Result<Vec<ArrayRef>>,
+) -> Result<Vec<ArrayRef>> {
+    let b = &g.part.bounds;
+    let each = (s0..s1).map(|s| f(g.values.slice(b[s], b[s + 1] - b[s]).as_ref(), b[s], b[s + 1])).collect::<Result<Vec<_>>>()?;
+    (0..n_out)
+        .map(|o| {
+            let refs: Vec<&dyn Array> = each.iter().map(|outs| outs[o].as_ref()).collect();
+            arrow_select::concat::concat(&refs).map_err(|e| Error::Invalid(e.to_string()))
+        })
+        .collect()
 }
 
 /// The longest segment of `[s0, s1)`.
@@ -467,22 +483,51 @@ pub fn rolling_many_keyed_dyn(
         }
         Ok(outs)
     };
-    // min_periods at most 1: every window capped to the batch's longest
-    // key still admits it (larger ones run key by key).
+    // max / min / range / count through one padded column (min_periods at
+    // most 1: every window capped to the batch's longest key still admits
+    // it); sum, mean and the moments restarted per key, a window at a time,
+    // as rolling_many runs them on a key of at most SHORT_ROWS rows
+    // (many.rs `min_shared`), so longer keys of a batch (tests raise the
+    // limit) go one call each.
+    let n_out = windows.len() * aggs.len();
     let batch = |s0: usize, s1: usize| -> Result<Vec<ArrayRef>> {
+        let b = &g.part.bounds;
         let most = longest(&g, s0, s1);
+        let restarted = aggs.iter().any(|&a| restarts(a));
+        if restarted && most > SHORT_ROWS {
+            return one_by_one(&g, s0, s1, n_out, &f);
+        }
         let ws: Vec<usize> = windows.iter().map(|&w| w.min(most)).collect();
-        let (col, real) = padded(&g, s0, s1, ws.iter().max().expect("a window") - 1)?;
-        let mut outs = Vec::with_capacity(windows.len() * aggs.len());
+        let pad = match aggs.iter().any(|&a| batchable(a)) {
+            true => Some(padded(&g, s0, s1, ws.iter().max().expect("a window") - 1)?),
+            false => None,
+        };
+        let rel: Vec<usize> = b[s0..=s1].iter().map(|&r| r - b[s0]).collect();
+        let run = g.values.slice(b[s0], b[s1] - b[s0]);
+        let mut outs = Vec::with_capacity(n_out);
         for &agg in aggs {
-            for o in crate::rolling::rolling_many_dyn(col.as_ref(), &ws, agg, min_periods, algo)? {
-                outs.push(only(o.as_ref(), &real)?);
+            match &pad {
+                Some((col, real)) if !restarts(agg) => {
+                    for o in crate::rolling::rolling_many_dyn(col.as_ref(), &ws, agg, min_periods, algo)? {
+                        outs.push(only(o.as_ref(), real)?);
+                    }
+                }
+                _ => {
+                    for &w in windows {
+                        match crate::rolling::rolling_segments_dyn(run.as_ref(), &rel, w, agg, min_periods)? {
+                            Some(o) => outs.push(o),
+                            // values the variance kernel declines
+                            None => return one_by_one(&g, s0, s1, n_out, &f),
+                        }
+                    }
+                }
             }
         }
         Ok(outs)
     };
-    let batched = algo == Algorithm::Auto && min_periods.unwrap_or(0) <= 1 && aggs.iter().all(|&a| batchable(a));
-    per_segment_many(&g, windows.len() * aggs.len(), f, batched.then_some(&batch as Batch))
+    let padded_ok = min_periods.unwrap_or(0) <= 1 || !aggs.iter().any(|&a| batchable(a));
+    let batched = algo == Algorithm::Auto && padded_ok && aggs.iter().all(|&a| batchable(a) || restarts(a));
+    per_segment_many(&g, n_out, &f, batched.then_some(&batch as Batch))
 }
 
 /// Per-row time rolling within each key (pandas

@@ -59,10 +59,16 @@ pub fn rolling_many_dyn(
 /// std 1.4-5.5x at 2-8 windows on 100k rows, 0.7-0.8x at 32; on 10M rows,
 /// where `rolling()` splits its rows over threads, sum 1.2-1.3x still at
 /// 16-32 windows, 0.96x at 64. Small columns (a keyed call's segments)
-/// keep one call: there a call's fixed cost is what counts.
+/// keep one call: there a call's fixed cost is what counts. Sum, mean and
+/// the moments on at most `SHORT_ROWS` rows (a short key) run a window at
+/// a time: keyed rolling batches such keys restarted per key with the
+/// single-window kernels (segments.rs), which must give the bits of this
+/// call on the key alone.
 fn min_shared(agg: AggKind, n: usize) -> usize {
     let sums = matches!(agg, AggKind::Sum | AggKind::Mean);
-    if n < 1 << 16 {
+    if n <= super::keyed::SHORT_ROWS && super::keyed::restarts(agg) {
+        usize::MAX
+    } else if n < 1 << 16 {
         2
     } else if matches!(agg, AggKind::Max | AggKind::Min) {
         8

@@ -430,7 +430,7 @@ proptest! {
     /// rounding depends on a chain's history (1e8 beside 1e-3, 1e9 plus
     /// unit noise), with nulls, NaN, inf and values whose squares overflow,
     /// in every input dtype; keys shuffled, some longer than the batching
-    /// limit.
+    /// limit. rolling_many too, beside max's padded column.
     #[test]
     fn restarted_short_keys_equal_one_call_per_key(
         lens in prop::collection::vec(1usize..90, 1..40),
@@ -443,6 +443,8 @@ proptest! {
         short in prop::sample::select(vec![64usize, 1000]),
         batch in 1usize..400,
         holes in 0u64..4,
+        window2 in 1usize..40,
+        with_max in any::<bool>(),
     ) {
         let mut st = seed | 1;
         let mut next = move || { st ^= st << 13; st ^= st >> 7; st ^= st << 17; st };
@@ -478,6 +480,16 @@ proptest! {
         let first = (0..n).find(|&i| !same_bits(many.slice(i, 1).as_ref(), one.slice(i, 1).as_ref()));
         prop_assert!(first.is_none(), "{:?} dtype {} w {} mp {:?}, row {:?}: {:?} vs {:?}", agg, dtype, window, mp, first,
                      first.map(|i| many.slice(i, 1)), first.map(|i| one.slice(i, 1)));
+        // rolling_many: these windows restarted per key beside max's padded
+        // column, against one rolling_many call per key
+        let ws = [window, window2];
+        let aggs = if with_max { vec![agg, AggKind::Max] } else { vec![agg] };
+        let mp = mp.map(|m| m.min(window2));
+        let run = || rolling_many_keyed_dyn(k.as_ref(), v.as_ref(), &ws, &aggs, mp, Algorithm::Auto).unwrap();
+        let (one, many) = (with_tuning(plain(), run), with_tuning(forced(threads, short, batch), run));
+        for (q, (a, b)) in many.iter().zip(&one).enumerate() {
+            prop_assert!(same_bits(a.as_ref(), b.as_ref()), "rolling_many output {}: {:?} vs {:?}", q, a, b);
+        }
     }
 
     /// rolling_many, the order statistics and time windows, keyed, on
