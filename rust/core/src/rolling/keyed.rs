@@ -324,7 +324,7 @@ pub fn rolling_keyed_dyn(
                 return Ok(vec![out]);
             }
             // Values the variance kernel declines: one call per key.
-            return one_by_one(&g, s0, s1, 1, &f);
+            return each_alone(&g, s0, s1, &f);
         }
         let w = window.min(longest(&g, s0, s1));
         if min_periods.is_some_and(|m| m > w) {
@@ -357,25 +357,6 @@ fn batchable(agg: AggKind) -> bool {
 /// bits of one call per key.
 pub(crate) fn restarts(agg: AggKind) -> bool {
     matches!(agg, AggKind::Sum | AggKind::Mean | AggKind::Var | AggKind::Std | AggKind::VarPop | AggKind::StdPop)
-}
-
-/// Segments `[s0, s1)` one call of `f` each, as one run: output `o` of
-/// every segment, concatenated (a batch whose values a kernel declined).
-fn one_by_one(
-    g: &Grouped,
-    s0: usize,
-    s1: usize,
-    n_out: usize,
-    f: &dyn Fn(&dyn Array, usize, usize) -> Result<Vec<ArrayRef>>,
-) -> Result<Vec<ArrayRef>> {
-    let b = &g.part.bounds;
-    let each = (s0..s1).map(|s| f(g.values.slice(b[s], b[s + 1] - b[s]).as_ref(), b[s], b[s + 1])).collect::<Result<Vec<_>>>()?;
-    (0..n_out)
-        .map(|o| {
-            let refs: Vec<&dyn Array> = each.iter().map(|outs| outs[o].as_ref()).collect();
-            arrow_select::concat::concat(&refs).map_err(|e| Error::Invalid(e.to_string()))
-        })
-        .collect()
 }
 
 /// The longest segment of `[s0, s1)`.
@@ -495,7 +476,7 @@ pub fn rolling_many_keyed_dyn(
         let most = longest(&g, s0, s1);
         let restarted = aggs.iter().any(|&a| restarts(a));
         if restarted && most > SHORT_ROWS {
-            return one_by_one(&g, s0, s1, n_out, &f);
+            return each_alone(&g, s0, s1, &f);
         }
         let ws: Vec<usize> = windows.iter().map(|&w| w.min(most)).collect();
         let pad = match aggs.iter().any(|&a| batchable(a)) {
@@ -517,7 +498,7 @@ pub fn rolling_many_keyed_dyn(
                         match crate::rolling::rolling_segments_dyn(run.as_ref(), &rel, w, agg, min_periods)? {
                             Some(o) => outs.push(o),
                             // values the variance kernel declines
-                            None => return one_by_one(&g, s0, s1, n_out, &f),
+                            None => return each_alone(&g, s0, s1, &f),
                         }
                     }
                 }
@@ -563,7 +544,11 @@ pub fn rolling_time_keyed_dyn(
             None => each_alone(&g, s0, s1, &f),
         }
     };
-    let batched = algo == Algorithm::Auto && shape.is_default() && batchable(agg);
+    // Each key's first row finds its window empty (the spacing), and
+    // `auto`'s TwoStacks holds nothing of the rows it evicted (both stacks
+    // empty), so sums and moments keep the bits of one call per key too
+    // (props/time.rs `a_gap_starts_afresh`).
+    let batched = algo == Algorithm::Auto && shape.is_default() && (batchable(agg) || restarts(agg));
     let mut out = per_segment_many(&g, 1, f, batched.then_some(&batch as Batch))?;
     Ok(out.pop().expect("one output"))
 }

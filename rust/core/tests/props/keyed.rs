@@ -430,7 +430,8 @@ proptest! {
     /// rounding depends on a chain's history (1e8 beside 1e-3, 1e9 plus
     /// unit noise), with nulls, NaN, inf and values whose squares overflow,
     /// in every input dtype; keys shuffled, some longer than the batching
-    /// limit. rolling_many too, beside max's padded column.
+    /// limit. rolling_many too, beside max's padded column, and time
+    /// windows (each key's times spaced apart in one call).
     #[test]
     fn restarted_short_keys_equal_one_call_per_key(
         lens in prop::collection::vec(1usize..90, 1..40),
@@ -490,6 +491,18 @@ proptest! {
         for (q, (a, b)) in many.iter().zip(&one).enumerate() {
             prop_assert!(same_bits(a.as_ref(), b.as_ref()), "rolling_many output {}: {:?} vs {:?}", q, a, b);
         }
+        // time windows: each key's times non-decreasing, with gaps longer
+        // than the window (where the frame loop starts afresh)
+        let mut clock: HashMap<u32, i64> = HashMap::new();
+        let ts: ArrayRef = Arc::new(ks.iter().map(|&k| {
+            let c = clock.entry(k).or_insert(k as i64 * 3);
+            *c += (next() % (2 * window as u64 + 2)) as i64;
+            *c
+        }).collect::<Int64Array>());
+        let range = window as i64;
+        let run = || rolling_time_keyed_dyn(k.as_ref(), v.as_ref(), ts.as_ref(), range, agg, mp, Algorithm::Auto, Shape::default()).unwrap();
+        let (one, many) = (with_tuning(plain(), run), with_tuning(forced(threads, short, batch), run));
+        prop_assert!(same_bits(many.as_ref(), one.as_ref()), "time {:?}: {:?} vs {:?}", agg, many, one);
     }
 
     /// rolling_many, the order statistics and time windows, keyed, on
