@@ -45,6 +45,9 @@ pub struct KeyedTuning {
     /// Keys of at most this many rows are batched ([`padded_run`]) where
     /// the aggregation allows (0: never).
     pub short_rows: usize,
+    /// Keys of at most this many rows run restarted per key in one call
+    /// (`rolling` of sum, mean and the moments: [`restarts`]; 0: never).
+    pub restart_rows: usize,
     /// Rows of keys per batch (at least one key).
     pub batch_rows: usize,
 }
@@ -54,12 +57,17 @@ pub struct KeyedTuning {
 /// padded kernel spends on some hundreds of rows, and a batch's padding is
 /// below this per key.
 pub(crate) const SHORT_ROWS: usize = 64;
+/// Keys of up to this many rows run restarted per key, many in one call
+/// (sum, mean and the moments, one window): no padding, so the limit is
+/// where a call's fixed cost (about a microsecond) stops mattering beside
+/// the key's own rows.
+pub(crate) const RESTART_ROWS: usize = 1 << 12;
 /// Rows per batch: the padded column, its validity and output stay in L2.
 pub(crate) const BATCH_ROWS: usize = 1 << 14;
 
 impl Default for KeyedTuning {
     fn default() -> KeyedTuning {
-        KeyedTuning { threads: None, min_rows: KEYED_SPLIT_MIN_ROWS, short_rows: SHORT_ROWS, batch_rows: BATCH_ROWS }
+        KeyedTuning { threads: None, min_rows: KEYED_SPLIT_MIN_ROWS, short_rows: SHORT_ROWS, restart_rows: RESTART_ROWS, batch_rows: BATCH_ROWS }
     }
 }
 
@@ -161,7 +169,7 @@ fn per_segment_many(
     g: &Grouped,
     n_out: usize,
     f: impl Fn(&dyn Array, usize, usize) -> Result<Vec<ArrayRef>> + Sync,
-    batch: Option<Batch>,
+    batch: Option<(Batch, usize)>,
 ) -> Result<Vec<ArrayRef>> {
     let segs = g.part.seg_key.len();
     if segs == 0 {
@@ -170,7 +178,9 @@ fn per_segment_many(
     let bounds = &g.part.bounds;
     let len = |s: usize| bounds[s + 1] - bounds[s];
     let ranges = segment_ranges(bounds, g.threads);
-    let (short, most) = (g.tuning.short_rows, g.tuning.batch_rows.max(1));
+    // `batch` runs keys of at most `short` rows, many per call.
+    let (batch, short) = (batch.map(|b| b.0), batch.map_or(0, |b| b.1));
+    let most = g.tuning.batch_rows.max(1);
     // A thread's units (runs of segments, each one call) and their outputs:
     // `got[k * n_out + o]` is output o of unit k.
     let run = |(s0, s1): (usize, usize)| -> Result<Unit> {
@@ -338,7 +348,8 @@ pub fn rolling_keyed_dyn(
         Ok(vec![only(out.as_ref(), &real)?])
     };
     let batched = algo == Algorithm::Auto && shape.is_default() && (batchable(agg) || restarts(agg));
-    let mut out = per_segment_many(&g, 1, f, batched.then_some(&batch as Batch))?;
+    let short = if restarts(agg) { g.tuning.restart_rows } else { g.tuning.short_rows };
+    let mut out = per_segment_many(&g, 1, f, batched.then_some((&batch as Batch, short)))?;
     Ok(out.pop().expect("one output"))
 }
 
@@ -508,7 +519,7 @@ pub fn rolling_many_keyed_dyn(
     };
     let padded_ok = min_periods.unwrap_or(0) <= 1 || !aggs.iter().any(|&a| batchable(a));
     let batched = algo == Algorithm::Auto && padded_ok && aggs.iter().all(|&a| batchable(a) || restarts(a));
-    per_segment_many(&g, n_out, &f, batched.then_some(&batch as Batch))
+    per_segment_many(&g, n_out, &f, batched.then_some((&batch as Batch, g.tuning.short_rows)))
 }
 
 /// Per-row time rolling within each key (pandas
@@ -549,7 +560,7 @@ pub fn rolling_time_keyed_dyn(
     // empty), so sums and moments keep the bits of one call per key too
     // (props/time.rs `a_gap_starts_afresh`).
     let batched = algo == Algorithm::Auto && shape.is_default() && (batchable(agg) || restarts(agg));
-    let mut out = per_segment_many(&g, 1, f, batched.then_some(&batch as Batch))?;
+    let mut out = per_segment_many(&g, 1, f, batched.then_some((&batch as Batch, g.tuning.short_rows)))?;
     Ok(out.pop().expect("one output"))
 }
 
@@ -645,7 +656,7 @@ pub fn rolling_order_time_keyed_dyn(
             None => each_alone(&g, s0, s1, &f),
         }
     };
-    let mut out = per_segment_many(&g, 1, f, shape.is_default().then_some(&batch as Batch))?;
+    let mut out = per_segment_many(&g, 1, f, shape.is_default().then_some((&batch as Batch, g.tuning.short_rows)))?;
     Ok(out.pop().expect("one output"))
 }
 

@@ -349,7 +349,7 @@ fn same_bits(a: &dyn Array, b: &dyn Array) -> bool {
 /// Forced thread splits on small columns (`min_rows: 0`), keys of up to
 /// `short_rows` rows batched `batch_rows` rows at a time.
 fn forced(threads: usize, short_rows: usize, batch_rows: usize) -> KeyedTuning {
-    KeyedTuning { threads: Some(threads), min_rows: 0, short_rows, batch_rows }
+    KeyedTuning { threads: Some(threads), min_rows: 0, short_rows, restart_rows: short_rows, batch_rows }
 }
 
 /// One thread, every key its own kernel call: the reference.
