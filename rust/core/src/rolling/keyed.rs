@@ -45,8 +45,10 @@ pub struct KeyedTuning {
     /// Keys of at most this many rows are batched ([`padded_run`]) where
     /// the aggregation allows (0: never).
     pub short_rows: usize,
-    /// Keys of at most this many rows run restarted per key in one call
-    /// (`rolling` of sum, mean and the moments: [`restarts`]; 0: never).
+    /// Keys of at most this many rows run many in one call where nothing
+    /// is padded: `rolling` of sum, mean and the moments restarted per key
+    /// ([`restarts`]) and time windows spaced apart ([`spaced_times`]); 0:
+    /// never.
     pub restart_rows: usize,
     /// Rows of keys per batch (at least one key).
     pub batch_rows: usize,
@@ -555,12 +557,13 @@ pub fn rolling_time_keyed_dyn(
             None => each_alone(&g, s0, s1, &f),
         }
     };
-    // Each key's first row finds its window empty (the spacing), and
+    // Spacing pads nothing, so keys batch up to `restart_rows`. Each key's
+    // first row finds its window empty (the spacing), and
     // `auto`'s TwoStacks holds nothing of the rows it evicted (both stacks
     // empty), so sums and moments keep the bits of one call per key too
     // (props/time.rs `a_gap_starts_afresh`).
     let batched = algo == Algorithm::Auto && shape.is_default() && (batchable(agg) || restarts(agg));
-    let mut out = per_segment_many(&g, 1, f, batched.then_some((&batch as Batch, g.tuning.short_rows)))?;
+    let mut out = per_segment_many(&g, 1, f, batched.then_some((&batch as Batch, g.tuning.restart_rows)))?;
     Ok(out.pop().expect("one output"))
 }
 
@@ -656,7 +659,7 @@ pub fn rolling_order_time_keyed_dyn(
             None => each_alone(&g, s0, s1, &f),
         }
     };
-    let mut out = per_segment_many(&g, 1, f, shape.is_default().then_some((&batch as Batch, g.tuning.short_rows)))?;
+    let mut out = per_segment_many(&g, 1, f, shape.is_default().then_some((&batch as Batch, g.tuning.restart_rows)))?;
     Ok(out.pop().expect("one output"))
 }
 
