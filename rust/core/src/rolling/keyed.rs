@@ -15,6 +15,7 @@ use crate::fifo::Algorithm;
 use crate::keys::{batch_ids, describe_key, gather, gather_nulls, partition, Partition};
 use crate::engine::first_decrease;
 use crate::rolling::shape::Shape;
+use crate::rolling::segments::restarts;
 use crate::{invalid, Error, Result};
 
 /// Rows grouped by key, values gathered: the input of a keyed rolling.
@@ -364,14 +365,6 @@ fn batchable(agg: AggKind) -> bool {
     matches!(agg, AggKind::Max | AggKind::Min | AggKind::Range | AggKind::Count)
 }
 
-/// Aggregations whose kernels carry state from row to row (a compensated
-/// chain, a block's shift): short keys run batched with the arithmetic
-/// restarted at each key ([`crate::rolling::rolling_segments_dyn`]), the
-/// bits of one call per key.
-pub(crate) fn restarts(agg: AggKind) -> bool {
-    matches!(agg, AggKind::Sum | AggKind::Mean | AggKind::Var | AggKind::Std | AggKind::VarPop | AggKind::StdPop)
-}
-
 /// The longest segment of `[s0, s1)`.
 fn longest(g: &Grouped, s0: usize, s1: usize) -> usize {
     g.part.bounds[s0..=s1].windows(2).map(|b| b[1] - b[0]).max().unwrap_or(1).max(1)
@@ -480,7 +473,7 @@ pub fn rolling_many_keyed_dyn(
     // max / min / range / count through one padded column (min_periods at
     // most 1: every window capped to the batch's longest key still admits
     // it); sum, mean and the moments restarted per key, a window at a time,
-    // as rolling_many runs them on a key of at most SHORT_ROWS rows
+    // as rolling_many runs them on a key of at most PER_WINDOW_ROWS rows
     // (many.rs `min_shared`), so longer keys of a batch (tests raise the
     // limit) go one call each.
     let n_out = windows.len() * aggs.len();
@@ -488,7 +481,7 @@ pub fn rolling_many_keyed_dyn(
         let b = &g.part.bounds;
         let most = longest(&g, s0, s1);
         let restarted = aggs.iter().any(|&a| restarts(a));
-        if restarted && most > SHORT_ROWS {
+        if restarted && most > crate::rolling::many::PER_WINDOW_ROWS {
             return each_alone(&g, s0, s1, &f);
         }
         let ws: Vec<usize> = windows.iter().map(|&w| w.min(most)).collect();

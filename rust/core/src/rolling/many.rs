@@ -52,6 +52,13 @@ pub fn rolling_many_dyn(
     rolling_many_split(values, windows, agg, min_periods, algo, Tuning::default(), LONG, min)
 }
 
+/// Columns of at most this many rows (a short key) run sum, mean and the
+/// moments a window at a time, on the single-window kernels: keyed
+/// `rolling_many` batches such keys restarted per key (segments.rs), which
+/// must give the bits of this call on the key alone. A short key's fixed
+/// costs, not the shared pass, are what count there.
+pub(crate) const PER_WINDOW_ROWS: usize = 64;
+
 /// Fewest windows a shared pass takes: below it each window runs its own
 /// kernel, which is faster. Measured (Intel Xeon, 2 vCPUs, quiet, shared
 /// pass time / separate `rolling()` calls, windows spread in [16, 32768]):
@@ -60,13 +67,10 @@ pub fn rolling_many_dyn(
 /// where `rolling()` splits its rows over threads, sum 1.2-1.3x still at
 /// 16-32 windows, 0.96x at 64. Small columns (a keyed call's segments)
 /// keep one call: there a call's fixed cost is what counts. Sum, mean and
-/// the moments on at most `SHORT_ROWS` rows (a short key) run a window at
-/// a time: keyed rolling batches such keys restarted per key with the
-/// single-window kernels (segments.rs), which must give the bits of this
-/// call on the key alone.
+/// the moments on at most [`PER_WINDOW_ROWS`] rows run a window at a time.
 fn min_shared(agg: AggKind, n: usize) -> usize {
     let sums = matches!(agg, AggKind::Sum | AggKind::Mean);
-    if n <= super::keyed::SHORT_ROWS && super::keyed::restarts(agg) {
+    if n <= PER_WINDOW_ROWS && super::segments::restarts(agg) {
         usize::MAX
     } else if n < 1 << 16 {
         2

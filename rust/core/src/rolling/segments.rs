@@ -14,6 +14,12 @@ use arrow_buffer::{BooleanBufferBuilder, NullBuffer};
 use super::{append_validity, buffer, filled, moments, sum, window_counts, FastNum};
 use crate::engine::{AggKind, Column, ToArrow};
 
+/// The aggregations [`rolling_segments`] runs: those whose kernels carry
+/// state from row to row (a compensated chain, a block's shift).
+pub(crate) fn restarts(agg: AggKind) -> bool {
+    matches!(agg, AggKind::Sum | AggKind::Mean | AggKind::Var | AggKind::Std | AggKind::VarPop | AggKind::StdPop)
+}
+
 /// `agg` over each segment `bounds[k]..bounds[k + 1]` of `col` alone, as
 /// [`super::rolling_split`]'s `specialised` gives it on that segment (the
 /// window capped to the segment, all null below `mp` rows). `None` for
