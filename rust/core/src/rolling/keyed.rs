@@ -329,10 +329,8 @@ pub fn rolling_keyed_dyn(
         Ok(vec![input_rows(&g, agg, out, lo)])
     };
     let batch = |s0: usize, s1: usize| -> Result<Vec<ArrayRef>> {
-        let b = &g.part.bounds;
         if restarts(agg) {
-            let rel: Vec<usize> = b[s0..=s1].iter().map(|&r| r - b[s0]).collect();
-            let run = g.values.slice(b[s0], b[s1] - b[s0]);
+            let (run, rel) = run_of(&g, s0, s1);
             if let Some(out) = crate::rolling::rolling_segments_dyn(run.as_ref(), &rel, window, agg, min_periods)? {
                 return Ok(vec![out]);
             }
@@ -363,6 +361,13 @@ pub fn rolling_keyed_dyn(
 /// back as the canonical NaN, as in the unkeyed kernel with nulls.)
 fn batchable(agg: AggKind) -> bool {
     matches!(agg, AggKind::Max | AggKind::Min | AggKind::Range | AggKind::Count)
+}
+
+/// Segments `[s0, s1)` as one run of the grouped values and their bounds
+/// within it (for [`crate::rolling::rolling_segments_dyn`]).
+fn run_of(g: &Grouped, s0: usize, s1: usize) -> (ArrayRef, Vec<usize>) {
+    let b = &g.part.bounds;
+    (g.values.slice(b[s0], b[s1] - b[s0]), b[s0..=s1].iter().map(|&r| r - b[s0]).collect())
 }
 
 /// The longest segment of `[s0, s1)`.
@@ -478,7 +483,6 @@ pub fn rolling_many_keyed_dyn(
     // limit) go one call each.
     let n_out = windows.len() * aggs.len();
     let batch = |s0: usize, s1: usize| -> Result<Vec<ArrayRef>> {
-        let b = &g.part.bounds;
         let most = longest(&g, s0, s1);
         let restarted = aggs.iter().any(|&a| restarts(a));
         if restarted && most > crate::rolling::many::PER_WINDOW_ROWS {
@@ -489,8 +493,7 @@ pub fn rolling_many_keyed_dyn(
             true => Some(padded(&g, s0, s1, ws.iter().max().expect("a window") - 1)?),
             false => None,
         };
-        let rel: Vec<usize> = b[s0..=s1].iter().map(|&r| r - b[s0]).collect();
-        let run = g.values.slice(b[s0], b[s1] - b[s0]);
+        let (run, rel) = run_of(&g, s0, s1);
         let mut outs = Vec::with_capacity(n_out);
         for &agg in aggs {
             match &pad {

@@ -50,21 +50,47 @@ pub(super) fn rolling_var<T: FastNum>(col: &Column<T>, window: usize, min_period
     let n = col.len();
     let counts = col.nulls.map(|nb| window_counts(nb, window));
     let mut out = buffer::<f64>(n);
-    let f64s: Option<&[f64]> = if col.nulls.is_none() { as_f64(col.values) } else { None };
-    let owned: Vec<f64>;
-    let x = match f64s {
-        Some(x) => x,
-        None => {
-            owned = finite_filled(col);
-            &owned
-        }
-    };
-    let weights: Option<Vec<f64>> = col.nulls.map(|nb| nb.iter().map(|ok| ok as u8 as f64).collect());
-    if !var_into_split(x, weights.as_deref(), window, ddof as f64, sqrt, &mut out, threads) {
+    let mut filled = if col.nulls.is_none() && as_f64(col.values).is_some() { Vec::new() } else { buffer::<f64>(n) };
+    if !var_column_into(col, window, ddof, sqrt, threads, &mut out, &mut filled, &mut Vec::new()) {
         return None;
     }
     let nulls = validity(n, window, min_periods.max(ddof + 1), counts.as_deref());
     Some(f64::to_arrow(out, nulls))
+}
+
+/// The variance kernel over a column into `out`: f64 values as they are,
+/// others (and columns with nulls) through `filled` ([`finite_filled`]),
+/// null rows weighed 0 through `weights`; both are scratch, kept across
+/// calls (keyed rolling's short keys, segments.rs). False where a square
+/// could overflow ([`var_into`]).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn var_column_into<T: Num>(
+    col: &Column<T>,
+    window: usize,
+    ddof: usize,
+    sqrt: bool,
+    threads: usize,
+    out: &mut [f64],
+    filled: &mut Vec<f64>,
+    weights: &mut Vec<f64>,
+) -> bool {
+    let x = match (col.nulls, as_f64(col.values)) {
+        (None, Some(x)) => x,
+        _ => {
+            if filled.len() != col.len() {
+                filled.clear();
+                filled.resize(col.len(), 0.0);
+            }
+            finite_filled_into(col, filled);
+            &filled[..]
+        }
+    };
+    let wt = col.nulls.map(|nb| {
+        weights.clear();
+        weights.extend(nb.iter().map(|ok| ok as u8 as f64));
+        &weights[..]
+    });
+    var_into_split(x, wt, window, ddof as f64, sqrt, out, threads)
 }
 
 /// Whether every finite value's square (and a difference's) stays finite:

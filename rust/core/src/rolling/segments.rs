@@ -61,70 +61,35 @@ pub(super) fn rolling_segments<T: FastNum>(col: &Column<T>, bounds: &[usize], wi
         true
     };
     let nulls = |mut v: BooleanBufferBuilder| Some(NullBuffer::new(v.finish())).filter(|nb| nb.null_count() > 0);
-    let zeroed: Option<Vec<T>> = col.nulls.map(|_| filled(col, T::default()));
-    let xs = zeroed.as_deref().unwrap_or(col.values);
     match agg {
-        AggKind::Sum => {
-            let mut out = buffer::<T::Wide>(n);
-            each(&mut |lo, hi, w, _, _| {
-                T::window_sums_into(&xs[lo..hi], w, &mut out[lo..hi]);
-                true
-            });
-            Some(<T::Wide as ToArrow>::to_arrow(out, nulls(valid)))
-        }
-        AggKind::Mean => {
-            let mut out = buffer::<f64>(n);
-            let floats = std::any::TypeId::of::<T::Wide>() == std::any::TypeId::of::<f64>();
-            let mut wide = if floats { Vec::new() } else { buffer::<T::Wide>(n) };
+        AggKind::Sum | AggKind::Mean => {
+            // Null slots zeroed once for the run (elementwise, as each key's
+            // own call would).
+            let zeroed: Option<Vec<T>> = col.nulls.map(|_| filled(col, T::default()));
+            let xs = zeroed.as_deref().unwrap_or(col.values);
+            if agg == AggKind::Sum {
+                let mut out = buffer::<T::Wide>(n);
+                each(&mut |lo, hi, w, _, _| {
+                    T::window_sums_into(&xs[lo..hi], w, &mut out[lo..hi]);
+                    true
+                });
+                return Some(<T::Wide as ToArrow>::to_arrow(out, nulls(valid)));
+            }
+            let (mut out, mut wide) = (buffer::<f64>(n), Vec::new());
             each(&mut |lo, hi, w, _, counts| {
-                let o = &mut out[lo..hi];
-                match (counts, floats) {
-                    // As sum::rolling_mean: scaled as stored, the partial
-                    // windows at the start rescaled.
-                    (None, true) => {
-                        sum::float_sums_into(&xs[lo..hi], w, 1.0 / w as f64, o);
-                        for (i, o) in o.iter_mut().take(w).enumerate() {
-                            *o = *o * w as f64 / (i + 1) as f64;
-                        }
-                    }
-                    (Some(c), true) => {
-                        sum::float_sums_into(&xs[lo..hi], w, 1.0, o);
-                        o.iter_mut().zip(c).for_each(|(o, &k)| *o /= k as f64);
-                    }
-                    (_, false) => {
-                        T::window_sums_into(&xs[lo..hi], w, &mut wide[lo..hi]);
-                        for (i, (o, &s)) in o.iter_mut().zip(&wide[lo..hi]).enumerate() {
-                            *o = T::wide_f64(s) / counts.map_or((i + 1).min(w), |c| c[i] as usize) as f64;
-                        }
-                    }
-                }
+                sum::mean_into(&xs[lo..hi], w, counts, &mut out[lo..hi], &mut wide);
                 true
             });
             Some(f64::to_arrow(out, nulls(valid)))
         }
         _ => {
-            // As moments::rolling_var on one segment: f64 values as they
-            // are, others (and nulls) filled per segment, whose leading
-            // nulls take the segment's own first finite value.
+            // As moments::rolling_var on one segment, its scratch kept
+            // across the segments.
             let mut out = buffer::<f64>(n);
-            let direct = moments::as_f64(col.values);
-            let mut scratch = buffer::<f64>(if direct.is_some() && col.nulls.is_none() { 0 } else { n });
-            let mut weights = Vec::new();
+            let (mut filled, mut weights) = (Vec::new(), Vec::new());
             let ok = each(&mut |lo, hi, w, nb, _| {
-                let x = match (direct, nb) {
-                    (Some(x), None) => &x[lo..hi],
-                    _ => {
-                        let seg = Column { values: &col.values[lo..hi], nulls: nb };
-                        moments::finite_filled_into(&seg, &mut scratch[lo..hi]);
-                        &scratch[lo..hi]
-                    }
-                };
-                let wt = nb.map(|nb| {
-                    weights.clear();
-                    weights.extend(nb.iter().map(|ok| ok as u8 as f64));
-                    &weights[..]
-                });
-                moments::var_into(x, wt, w, ddof as f64, sqrt, &mut out[lo..hi])
+                let seg = Column { values: &col.values[lo..hi], nulls: nb };
+                moments::var_column_into(&seg, w, ddof, sqrt, 1, &mut out[lo..hi], &mut filled, &mut weights)
             });
             ok.then(|| f64::to_arrow(out, nulls(valid)))
         }

@@ -476,39 +476,71 @@ pub(super) fn rolling_mean<T: FastNum>(col: &Column<T>, window: usize, min_perio
     if std::any::TypeId::of::<T::Wide>() == std::any::TypeId::of::<f64>() {
         let out = match &counts {
             // Floats without nulls: the kernel scales by 1 / window as it
-            // stores (no second pass); the partial windows at the start
-            // are rescaled (within 3 ulps of sum / count).
-            None => {
-                let w = window as f64;
-                float_sums_scaled(col.values, window, 1.0 / w, th, split.min_rows, |r0, o| {
-                    for (i, o) in (r0..window.min(r0 + o.len())).zip(o.iter_mut()) {
-                        *o = *o * w / (i + 1) as f64;
-                    }
-                })
-            }
+            // stores (no second pass).
+            None => float_sums_scaled(col.values, window, 1.0 / window as f64, th, split.min_rows, |r0, o| rescale_partial(r0, o, window)),
             // Divided in place by each thread (a second output buffer
             // would cost as much in page faults as the sums themselves).
-            Some(c) => float_sums_scaled(&filled(col, T::default()), window, 1.0, th, split.min_rows, |r0, o| {
-                o.iter_mut().zip(&c[r0..]).for_each(|(o, &k)| *o /= k as f64)
-            }),
+            Some(c) => float_sums_scaled(&filled(col, T::default()), window, 1.0, th, split.min_rows, |r0, o| divide_sums(r0, o, window, Some(c))),
         };
         let nulls = validity(col.len(), window, min_periods.max(1), counts.as_deref());
         return f64::to_arrow(out, nulls);
     }
     let mut out = T::into_f64s(sums_of(col, window, split));
-    match &counts {
+    divide_sums(0, &mut out, window, counts.as_deref());
+    let nulls = validity(col.len(), window, min_periods.max(1), counts.as_deref());
+    f64::to_arrow(out, nulls)
+}
+
+/// [`rolling_mean`]'s values of `xs` alone (null slots zeroed, `counts`
+/// their windows' valid rows, `None` without nulls), on this thread, into
+/// `out`; `wide` is scratch for integer sums (keyed rolling's short keys,
+/// segments.rs).
+pub(super) fn mean_into<T: FastNum>(xs: &[T], window: usize, counts: Option<&[u32]>, out: &mut [f64], wide: &mut Vec<T::Wide>) {
+    if std::any::TypeId::of::<T::Wide>() == std::any::TypeId::of::<f64>() {
+        match counts {
+            None => {
+                float_sums_into(xs, window, 1.0 / window as f64, out);
+                rescale_partial(0, out, window);
+            }
+            Some(_) => {
+                float_sums_into(xs, window, 1.0, out);
+                divide_sums(0, out, window, counts);
+            }
+        }
+        return;
+    }
+    wide.clear();
+    wide.resize(xs.len(), T::Wide::default());
+    T::window_sums_into(xs, window, wide);
+    out.iter_mut().zip(wide.iter()).for_each(|(o, &s)| *o = T::wide_f64(s));
+    divide_sums(0, out, window, counts);
+}
+
+/// A float mean's sums stored times `1 / window`, rows `r0..` of the
+/// column: those before `window` rescaled to their partial windows (within
+/// 3 ulps of sum / count).
+fn rescale_partial(r0: usize, o: &mut [f64], window: usize) {
+    let w = window as f64;
+    for (i, o) in (r0..window.min(r0 + o.len())).zip(o.iter_mut()) {
+        *o = *o * w / (i + 1) as f64;
+    }
+}
+
+/// Sums into means, rows `r0..` of the column: divided by their windows'
+/// valid rows (`counts`, the column's), or without nulls by the rows the
+/// window holds.
+fn divide_sums(r0: usize, o: &mut [f64], window: usize, counts: Option<&[u32]>) {
+    match counts {
+        Some(c) => o.iter_mut().zip(&c[r0..]).for_each(|(o, &k)| *o /= k as f64),
         None => {
-            let k = window.min(out.len());
-            for (i, o) in out[..k].iter_mut().enumerate() {
+            let k = window.saturating_sub(r0).min(o.len());
+            for (i, o) in (r0..).zip(o[..k].iter_mut()) {
                 *o /= (i + 1) as f64;
             }
             let w = window as f64;
-            out[k..].iter_mut().for_each(|o| *o /= w);
+            o[k..].iter_mut().for_each(|o| *o /= w);
         }
-        Some(c) => out.iter_mut().zip(c).for_each(|(o, &k)| *o /= k as f64),
     }
-    let nulls = validity(col.len(), window, min_periods.max(1), counts.as_deref());
-    f64::to_arrow(out, nulls)
 }
 
 /// count never is null for lack of rows (an empty window counts 0), only
