@@ -150,12 +150,14 @@ def test_time_windows_equal_pandas(data, span, closed, center, agg):
 
 
 @settings(max_examples=100, deadline=None)
-@given(data=st.data(), window=st.integers(1, 8), closed=st.sampled_from(CLOSED), center=st.booleans(),
+@given(data=st.data(), window=st.one_of(st.integers(1, 8), st.integers(9, 40)), closed=st.sampled_from(CLOSED), center=st.booleans(),
        agg=st.sampled_from(PANDAS_AGGS), time=st.booleans())
 def test_keyed_equals_pandas_groupby_rolling(data, window, closed, center, agg, time):
+    """Short keys run batched (one padded column, or restarted per key);
+    windows up to 40 rows are wider than most keys."""
     xs = data.draw(st.lists(finite, max_size=50), label="xs")
     n = len(xs)
-    ks = data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n), label="keys")
+    ks = data.draw(st.lists(st.integers(0, data.draw(st.sampled_from([3, 12]))), min_size=n, max_size=n), label="keys")
     mp = data.draw(st.integers(1, window), label="min_periods")
     mp, swmp = (0, None) if agg == "count" else (mp, mp)
     x = np.array([np.nan if v is None else v for v in xs], dtype=np.float64)
@@ -353,13 +355,13 @@ def test_time_order_stats_equal_pandas(data, span, closed, center, spec):
 
 
 @settings(max_examples=100, deadline=None)
-@given(data=st.data(), window=st.integers(1, 8), closed=st.sampled_from(CLOSED), center=st.booleans(),
+@given(data=st.data(), window=st.one_of(st.integers(1, 8), st.integers(9, 40)), closed=st.sampled_from(CLOSED), center=st.booleans(),
        spec=st.sampled_from(ORDER), time=st.booleans())
 def test_keyed_order_stats_equal_pandas_groupby_rolling(data, window, closed, center, spec, time):
     agg, q, interp = spec
     xs = data.draw(st.lists(tied, max_size=50), label="xs")
     n = len(xs)
-    ks = data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n), label="keys")
+    ks = data.draw(st.lists(st.integers(0, data.draw(st.sampled_from([3, 12]))), min_size=n, max_size=n), label="keys")
     mp = data.draw(st.integers(1, window), label="min_periods")
     df = pd.DataFrame({"k": ks, "x": np.array([np.nan if v is None else v for v in xs], dtype=np.float64)})
     if time:

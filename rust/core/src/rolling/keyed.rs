@@ -14,7 +14,7 @@ use crate::engine::{AggKind, DType, FromArrow, ToArrow};
 use crate::fifo::Algorithm;
 use crate::keys::{batch_ids, describe_key, gather, gather_nulls, partition, Partition};
 use crate::engine::first_decrease;
-use crate::rolling::shape::Shape;
+use crate::rolling::shape::{self, Shape};
 use crate::rolling::segments::restarts;
 use crate::{invalid, Error, Result};
 
@@ -328,27 +328,46 @@ pub fn rolling_keyed_dyn(
         let out = crate::rolling::rolling_dyn(seg, window, agg, min_periods, algo, shape)?;
         Ok(vec![input_rows(&g, agg, out, lo)])
     };
+    let mp = min_periods.unwrap_or(0);
+    // Short keys in one call: restarted per key (sums, moments) or one
+    // padded column (max / min / range / count).
+    let out_type = crate::engine::out_type(agg, DType::of(g.values.data_type())?);
     let batch = |s0: usize, s1: usize| -> Result<Vec<ArrayRef>> {
-        if restarts(agg) {
-            let (run, rel) = run_of(&g, s0, s1);
-            if let Some(out) = crate::rolling::rolling_segments_dyn(run.as_ref(), &rel, window, agg, min_periods)? {
-                return Ok(vec![out]);
+        let (run, rel) = run_of(&g, s0, s1);
+        let out = if restarts(agg) {
+            // None: values the variance kernel declines
+            let trailing = |c: &dyn Array, b: &[usize], len: usize| crate::rolling::rolling_segments_dyn(c, b, len, agg, min_periods);
+            match shape.is_default() {
+                true => trailing(run.as_ref(), &rel, window)?,
+                false => shape::shaped_segments(run.as_ref(), &rel, shape.row_offsets(window), &out_type, mp, false, &trailing)?,
             }
-            // Values the variance kernel declines: one call per key.
-            return each_alone(&g, s0, s1, &f);
+        } else {
+            // Windows capped to the run's longest key (the same rows of
+            // each key), the keys apart by as many null rows as a window
+            // reaches.
+            let (a, b) = shape.capped_offsets(window, longest(&rel));
+            let len = (b - a + 1) as usize;
+            if mp > len {
+                // no key of the run has enough rows (as rolling_dyn on each)
+                return Ok(vec![arrow_array::new_null_array(&out_type, run.len())]);
+            }
+            let (col, real) = padded(run.as_ref(), &rel, (-a).max(b).max(0) as usize)?;
+            let plain = |c: &dyn Array, _: &[usize], len: usize| crate::rolling::rolling_plain(c, len, agg, min_periods, algo).map(Some);
+            let out = match shape.is_default() {
+                true => plain(col.as_ref(), &[], len)?,
+                false => shape::shaped_segments(col.as_ref(), &[0, col.len()], (a, b), &out_type, mp, true, &plain)?,
+            };
+            match out {
+                Some(o) => Some(only(o.as_ref(), &real)?),
+                None => None,
+            }
+        };
+        match out {
+            Some(o) => Ok(vec![o]),
+            None => each_alone(&g, s0, s1, &f),
         }
-        let w = window.min(longest(&g, s0, s1));
-        if min_periods.is_some_and(|m| m > w) {
-            // no key of the batch has enough rows (as rolling_dyn on each)
-            let dtype = DType::of(g.values.data_type())?;
-            let rows = g.part.bounds[s1] - g.part.bounds[s0];
-            return Ok(vec![arrow_array::new_null_array(&crate::engine::out_type(agg, dtype), rows)]);
-        }
-        let (col, real) = padded(&g, s0, s1, w - 1)?;
-        let out = crate::rolling::rolling_dyn(col.as_ref(), w, agg, min_periods, algo, shape)?;
-        Ok(vec![only(out.as_ref(), &real)?])
     };
-    let batched = algo == Algorithm::Auto && shape.is_default() && (batchable(agg) || restarts(agg));
+    let batched = algo == Algorithm::Auto && (batchable(agg) || restarts(agg));
     let short = if restarts(agg) { g.tuning.restart_rows } else { g.tuning.short_rows };
     let mut out = per_segment_many(&g, 1, f, batched.then_some((&batch as Batch, short)))?;
     Ok(out.pop().expect("one output"))
@@ -370,32 +389,32 @@ fn run_of(g: &Grouped, s0: usize, s1: usize) -> (ArrayRef, Vec<usize>) {
     (g.values.slice(b[s0], b[s1] - b[s0]), b[s0..=s1].iter().map(|&r| r - b[s0]).collect())
 }
 
-/// The longest segment of `[s0, s1)`.
-fn longest(g: &Grouped, s0: usize, s1: usize) -> usize {
-    g.part.bounds[s0..=s1].windows(2).map(|b| b[1] - b[0]).max().unwrap_or(1).max(1)
+/// The longest segment of a run (its bounds).
+fn longest(bounds: &[usize]) -> usize {
+    bounds.windows(2).map(|b| b[1] - b[0]).max().unwrap_or(1).max(1)
 }
 
-/// Segments `[s0, s1)` of the grouped values as one column, `gap` null rows
-/// between consecutive segments, so that a window of at most `gap + 1`
-/// rows never reaches into the segment before: one kernel call for many
-/// short keys instead of one each (DESIGN §3.4). Returns the column and
-/// which of its rows are the segments' (for [`only`]).
-fn padded(g: &Grouped, s0: usize, s1: usize, gap: usize) -> Result<(ArrayRef, arrow_array::BooleanArray)> {
-    let b = &g.part.bounds;
-    let total = b[s1] - b[s0] + gap * (s1 - s0 - 1);
+/// The segments `bounds[k]..bounds[k + 1]` of `values` as one column,
+/// `gap` null rows between consecutive segments, so that a window of at
+/// most `gap + 1` rows never reaches into the segment before: one kernel
+/// call for many short keys instead of one each (DESIGN §3.4). Returns
+/// the column and which of its rows are the segments' (for [`only`]).
+fn padded(values: &dyn Array, bounds: &[usize], gap: usize) -> Result<(ArrayRef, arrow_array::BooleanArray)> {
+    let segs = bounds.len().saturating_sub(1);
+    let total = values.len() + gap * segs.saturating_sub(1);
     let mut idx: Vec<u32> = Vec::with_capacity(total);
     let mut real = arrow_buffer::BooleanBufferBuilder::new(total);
-    for s in s0..s1 {
-        if s > s0 {
+    for (s, b) in bounds.windows(2).enumerate() {
+        if s > 0 {
             idx.resize(idx.len() + gap, 0);
             real.append_n(gap, false);
         }
-        idx.extend(b[s] as u32..b[s + 1] as u32);
-        real.append_n(b[s + 1] - b[s], true);
+        idx.extend(b[0] as u32..b[1] as u32);
+        real.append_n(b[1] - b[0], true);
     }
     let real = real.finish();
     let indices = UInt32Array::new(ScalarBuffer::from(idx), Some(NullBuffer::new(real.clone())));
-    let col = arrow_select::take::take(g.values.as_ref(), &indices, None).map_err(|e| Error::Invalid(e.to_string()))?;
+    let col = arrow_select::take::take(values, &indices, None).map_err(|e| Error::Invalid(e.to_string()))?;
     Ok((col, arrow_array::BooleanArray::new(real, None)))
 }
 
@@ -428,7 +447,50 @@ pub fn rolling_order_keyed_dyn(
     }
     check_no_step(shape)?;
     let g = group_rows(keys, values)?;
-    per_segment_many(&g, windows.len(), |seg, _, _| crate::rolling::rolling_many_order_dyn(seg, windows, stat, min_periods, kernel, shape), None)
+    let f = |seg: &dyn Array, _, _| crate::rolling::rolling_many_order_dyn(seg, windows, stat, min_periods, kernel, shape);
+    // An order statistic is a function of its window's values: short keys
+    // run in one padded column, as max / min. Each window is capped to the
+    // run's longest key (the same rows of each key); rows short of
+    // `min_periods` values are null either way.
+    let float = arrow_schema::DataType::Float64;
+    let trailing = |run: &dyn Array, rel: &[usize], ws: &[usize]| -> Result<Vec<ArrayRef>> {
+        let most = longest(rel);
+        let capped: Vec<usize> = ws.iter().map(|&w| w.min(most)).collect();
+        let ok: Vec<usize> = capped.iter().copied().filter(|&w| min_periods.is_none_or(|m| m <= w)).collect();
+        let got = match ok.iter().max() {
+            Some(&gap) => {
+                let (col, real) = padded(run, rel, gap - 1)?;
+                let outs = crate::rolling::rolling_many_order_dyn(col.as_ref(), &ok, stat, min_periods, kernel, Shape::default())?;
+                outs.iter().map(|o| only(o.as_ref(), &real)).collect::<Result<Vec<_>>>()?
+            }
+            None => Vec::new(),
+        };
+        let mut got = got.into_iter();
+        Ok(capped
+            .iter()
+            .map(|&w| match min_periods.is_none_or(|m| m <= w) {
+                true => got.next().expect("one output per window run"),
+                false => arrow_array::new_null_array(&float, run.len()),
+            })
+            .collect())
+    };
+    let batch = |s0: usize, s1: usize| -> Result<Vec<ArrayRef>> {
+        let (run, rel) = run_of(&g, s0, s1);
+        if shape.is_default() {
+            return trailing(run.as_ref(), &rel, windows);
+        }
+        let one = |col: &dyn Array, b: &[usize], len: usize| Ok(Some(trailing(col, b, &[len])?.remove(0)));
+        let mut outs = Vec::with_capacity(windows.len());
+        for &w in windows {
+            let out = shape::shaped_segments(run.as_ref(), &rel, shape.row_offsets(w), &float, min_periods.unwrap_or(0).max(1), false, &one)?;
+            outs.push(out.expect("the padded kernel runs every window"));
+        }
+        Ok(outs)
+    };
+    // Rank ranks its window's last row: centred, a window cut by its key's
+    // end ends on a padding null in the batch, on the key's last row alone.
+    let batched = stat != crate::rolling::OrderStat::Rank || !shape.center;
+    per_segment_many(&g, windows.len(), f, batched.then_some((&batch as Batch, g.tuning.short_rows)))
 }
 
 /// argmax / argmin report row positions: within a key's segment they count
@@ -483,17 +545,17 @@ pub fn rolling_many_keyed_dyn(
     // limit) go one call each.
     let n_out = windows.len() * aggs.len();
     let batch = |s0: usize, s1: usize| -> Result<Vec<ArrayRef>> {
-        let most = longest(&g, s0, s1);
+        let (run, rel) = run_of(&g, s0, s1);
+        let most = longest(&rel);
         let restarted = aggs.iter().any(|&a| restarts(a));
         if restarted && most > crate::rolling::many::PER_WINDOW_ROWS {
             return each_alone(&g, s0, s1, &f);
         }
         let ws: Vec<usize> = windows.iter().map(|&w| w.min(most)).collect();
         let pad = match aggs.iter().any(|&a| batchable(a)) {
-            true => Some(padded(&g, s0, s1, ws.iter().max().expect("a window") - 1)?),
+            true => Some(padded(run.as_ref(), &rel, ws.iter().max().expect("a window") - 1)?),
             false => None,
         };
-        let (run, rel) = run_of(&g, s0, s1);
         let mut outs = Vec::with_capacity(n_out);
         for &agg in aggs {
             match &pad {

@@ -9,8 +9,11 @@
 //! `b` rows, so it runs the same fast kernel as `rolling` on the values as
 //! they are and shifts the result (one copy of the output: a slice and a
 //! concatenation): `b = -1` puts the empty window first; centred, the last
-//! `b` rows' windows, cut by the end of the data, are the same kernel over
-//! those last rows padded with `b` nulls. Nulls are skipped by every
+//! `b` rows' windows, cut by the end of the data, are prefixes of the
+//! rows they cover reversed: the same kernel over those rows reversed
+//! (argmax / argmin, whose ties go by position: over them followed by `b`
+//! nulls). Keyed rolling runs the same steps over many keys at once
+//! ([`shaped_segments`]). Nulls are skipped by every
 //! aggregation but `first` / `last` (`NULL_IS_ROW`); those, an empty window
 //! (`w = 1, "neither"`), and a `step` much longer than the window (where
 //! the plain kernel would compute rows nobody reads), run [`rolling_frames`]:
@@ -95,6 +98,15 @@ impl Shape {
             return invalid!("step must be a positive number of rows, got 0");
         }
         Ok(())
+    }
+    /// [`Self::row_offsets`] reaching at most `rows` rows either side: over
+    /// segments of at most `rows` rows, each row's window holds the same
+    /// rows of its segment (a window that passed a segment's end or start
+    /// still does), and a run of short keys pads `rows` nulls between
+    /// them, not the window's width.
+    pub(crate) fn capped_offsets(&self, w: usize, rows: usize) -> (isize, isize) {
+        let (a, b) = self.row_offsets(w);
+        (a.max(-(rows as isize)), b.min(rows as isize))
     }
     /// Count window `w`: row `i`'s window is rows `[i + a, i + b]` (clipped),
     /// pandas' `FixedWindowIndexer`.
@@ -204,52 +216,145 @@ pub(crate) fn rolling_shaped(
     if frames {
         return rolling_frames_dyn(values, &Frame::Rows { a, b }, agg, min_periods, algo, shape.step);
     }
-    let cat = |parts: &[&dyn Array]| arrow_select::concat::concat(parts).map_err(|e| Error::Invalid(e.to_string()));
-    let arg = matches!(agg, AggKind::ArgMax | AggKind::ArgMin);
     // The fast kernel over the values as they are (padding them with nulls
-    // would send a null-free column down the kernels' slower null path):
-    // full[j] is the window of `len` rows ending at row j.
-    let full = super::rolling_plain(values, len, agg, min_periods, algo)?;
-    let mut out = if b < 0 {
-        // left / neither, not centred: row i is full[i - 1], row 0's window
-        // is empty (what a window of one null gives).
-        if n == 0 {
-            full
-        } else {
-            let empty = if mp > 0 {
-                arrow_array::new_null_array(full.data_type(), 1)
-            } else {
-                super::rolling_plain(&arrow_array::new_null_array(values.data_type(), 1), 1, agg, None, algo)?
-            };
-            cat(&[empty.as_ref(), full.slice(0, n - 1).as_ref()])?
-        }
-    } else if b == 0 {
-        full
-    } else {
-        // Centred: row i is full[i + b] while i + b < n; the last b rows'
-        // windows are cut by the end of the data: the same kernel over the
-        // rows they cover followed by b nulls (nulls are skipped).
-        let b = b as usize;
-        let m = n.saturating_sub(b);
+    // would send a null-free column down the kernels' slower null path).
+    let trailing = |col: &dyn Array, _: &[usize], len: usize| super::rolling_plain(col, len, agg, min_periods, algo).map(Some);
+    let out_type = crate::engine::out_type(agg, dtype);
+    let arg = matches!(agg, AggKind::ArgMax | AggKind::ArgMin);
+    // Only sums, means and the moments (and count) reverse their cut
+    // tails: the others' ties go by position (max / min keep the earliest
+    // of tied zeros, -0.0 against 0.0).
+    let by_position = !(super::segments::restarts(agg) || agg == AggKind::Count);
+    let mut out = shaped_segments(values, &[0, n], (a, b), &out_type, mp, by_position, &trailing)?.expect("rolling_plain runs every window");
+    if arg && b > 0 {
+        // the rows cut by the end ran over the rows from t0 on: their
+        // positions count from there
+        let m = n.saturating_sub(b as usize);
         let t0 = (m as isize + a).max(0) as usize;
-        let tail_in = cat(&[values.slice(t0, n - t0).as_ref(), arrow_array::new_null_array(values.data_type(), b).as_ref()])?;
-        let tail_full = super::rolling_plain(tail_in.as_ref(), len, agg, min_periods, algo)?;
-        // row i >= m sits at i + b - t0 of the padded tail
-        let mut tail = tail_full.slice(m + b - t0, n - m);
-        if t0 > 0 && arg {
-            tail = shift_indices(tail.as_ref(), -(t0 as i64));
+        if t0 > 0 {
+            let cat = |parts: &[&dyn Array]| arrow_select::concat::concat(parts).map_err(|e| Error::Invalid(e.to_string()));
+            out = cat(&[out.slice(0, m).as_ref(), shift_indices(out.slice(m, n - m).as_ref(), -(t0 as i64)).as_ref()])?;
         }
-        if m == 0 {
-            tail
-        } else {
-            cat(&[full.slice(b, m).as_ref(), tail.as_ref()])?
-        }
-    };
+    }
     if shape.step > 1 {
         let idx = UInt32Array::from_iter_values((0..n).step_by(shape.step).map(|i| i as u32));
         out = arrow_select::take::take(out.as_ref(), &idx, None).map_err(|e| Error::Invalid(e.to_string()))?;
     }
     Ok(out)
+}
+
+/// Count windows of `shape` over each segment `bounds[k]..bounds[k + 1]`
+/// of `values` alone (keyed rolling's keys, or the whole column), from
+/// trailing windows: `trailing(col, bounds, len)` gives the windows of
+/// `len` rows ending at each row of each segment of `col` alone (`None`:
+/// it cannot, and neither can this). Row `i`'s window is the trailing one
+/// ending at row `i + b` (module docs): `b = -1` puts the empty window
+/// first; centred, the last `b` rows of a segment, cut by its end, run
+/// for all segments in one more call, over the rows they cover reversed
+/// (`by_position`: in order, followed by `b` nulls; argmax / argmin
+/// positions of those rows then count from the rows they cover, and the
+/// caller shifts them). `None` also for an empty window (`w = 1,
+/// "neither"`), which has no trailing kernel.
+pub(crate) fn shaped_segments(
+    values: &dyn Array,
+    bounds: &[usize],
+    (a, b): (isize, isize),
+    out_type: &arrow_schema::DataType,
+    mp: usize,
+    by_position: bool,
+    trailing: &dyn Fn(&dyn Array, &[usize], usize) -> Result<Option<ArrayRef>>,
+) -> Result<Option<ArrayRef>> {
+    let n = values.len();
+    let len = (b - a + 1) as usize; // w - 1, w or w + 1
+    if mp > len {
+        // `neither` holds w - 1 rows: never enough values.
+        return Ok(Some(arrow_array::new_null_array(out_type, n)));
+    }
+    if len == 0 {
+        return Ok(None);
+    }
+    let Some(full) = trailing(values, bounds, len)? else { return Ok(None) };
+    if b == 0 || n == 0 {
+        return Ok(Some(full));
+    }
+    let segs = bounds.windows(2).map(|s| (s[0], s[1])).filter(|s| s.1 > s.0);
+    // The result is runs of rows `(part, first, rows)` of `full` (part 0)
+    // and `more` (part 1), laid end to end.
+    let (more, runs): (ArrayRef, Vec<Run>) = match b {
+        b if b < 0 => {
+            // left / neither, not centred: a segment's row j is full[j - 1],
+            // its first row's window is empty (what a window of one null
+            // gives).
+            let empty = if mp > 0 {
+                arrow_array::new_null_array(out_type, 1)
+            } else {
+                let Some(e) = trailing(&arrow_array::new_null_array(values.data_type(), 1), &[0, 1], 1)? else { return Ok(None) };
+                e
+            };
+            let runs = segs.flat_map(|(lo, hi)| [(1, 0, 1), (0, lo, hi - lo - 1)]).collect();
+            (empty, runs)
+        }
+        b => {
+            // Centred: a segment's row j is full[j + b] while j + b is in
+            // it. Its rows j from m on are cut by its end: rows
+            // [max(j + a, 0), end), the segment's rows from t0 on. Those run
+            // reversed (`tail`, one segment per segment), where each is a
+            // prefix, so a trailing window of `len` rows (never shorter):
+            // no padding, so a window far wider than its key costs the key's
+            // rows, not the window's. argmax / argmin break ties by
+            // position, which reversing would flip: their tail is the rows
+            // from t0 on followed by b nulls, where row j's window ends at
+            // j + b (one column: b more rows).
+            let b = b as usize;
+            let (mut take, mut tail_bounds, mut runs, mut at) = (Vec::new(), vec![0], Vec::new(), Vec::new());
+            for (lo, hi) in segs {
+                let nk = hi - lo;
+                let m = nk.saturating_sub(b);
+                let t0 = (m as isize + a).max(0) as usize;
+                runs.extend([(0, lo + b, m), (1, at.len(), nk - m)]);
+                let base = take.len();
+                if by_position {
+                    take.extend((lo + t0..hi).map(|r| Some(r as u32)));
+                    take.extend(std::iter::repeat_n(None, b));
+                    at.extend((m..nk).map(|j| (base + j + b - t0) as u32));
+                } else {
+                    take.extend((lo + t0..hi).rev().map(|r| Some(r as u32)));
+                    // rows [s, nk) are the first nk - s of the reversed tail
+                    at.extend((m..nk).map(|j| (base + nk - (j as isize + a).max(0) as usize - 1) as u32));
+                }
+                tail_bounds.push(take.len());
+            }
+            let err = |e: arrow_schema::ArrowError| Error::Invalid(e.to_string());
+            let tail_in = arrow_select::take::take(values, &UInt32Array::from(take), None).map_err(err)?;
+            let Some(tail) = trailing(tail_in.as_ref(), &tail_bounds, len)? else { return Ok(None) };
+            // the cut rows in segment order, so the result's indices ascend
+            // within each segment
+            (arrow_select::take::take(tail.as_ref(), &UInt32Array::from(at), None).map_err(err)?, runs)
+        }
+    };
+    Ok(Some(assemble(&[full.as_ref(), more.as_ref()], &runs)?))
+}
+
+/// A run of `rows` rows of part `part` from row `first`.
+type Run = (usize, usize, usize);
+
+/// The runs laid end to end: a concatenation of slices where they are few
+/// (one column: two runs), else one gather (keys: runs per key).
+fn assemble(parts: &[&dyn Array], runs: &[Run]) -> Result<ArrayRef> {
+    let err = |e: arrow_schema::ArrowError| Error::Invalid(e.to_string());
+    let runs: Vec<Run> = runs.iter().copied().filter(|r| r.2 > 0).collect();
+    if runs.len() <= 16 {
+        let slices: Vec<ArrayRef> = runs.iter().map(|&(p, f, r)| parts[p].slice(f, r)).collect();
+        let refs: Vec<&dyn Array> = slices.iter().map(|s| s.as_ref()).collect();
+        return match refs.is_empty() {
+            true => Ok(parts[0].slice(0, 0)),
+            false => arrow_select::concat::concat(&refs).map_err(err),
+        };
+    }
+    let base: Vec<usize> = parts.iter().scan(0, |at, p| Some(std::mem::replace(at, *at + p.len()))).collect();
+    let idx: Vec<u32> = runs.iter().flat_map(|&(p, f, r)| (base[p] + f) as u32..(base[p] + f + r) as u32).collect();
+    let all = arrow_select::concat::concat(parts).map_err(err)?;
+    arrow_select::take::take(all.as_ref(), &UInt32Array::from(idx), None).map_err(err)
 }
 
 /// argmax / argmin positions counted from row `by` of the column: rows.

@@ -15,7 +15,7 @@ use slidewise_core::partial::Slicing;
 use slidewise_core::rolling::keyed::{with_tuning, KeyedTuning};
 use slidewise_core::rolling::{
     rolling_dyn, rolling_keyed_dyn, rolling_many_keyed_dyn, rolling_many_order_dyn, rolling_order_keyed_dyn, rolling_order_time_dyn,
-    rolling_order_time_keyed_dyn, rolling_time_dyn, rolling_time_keyed_dyn, OrderKernel, OrderStat, Shape,
+    rolling_order_time_keyed_dyn, rolling_time_dyn, rolling_time_keyed_dyn, Closed, Interpolation, OrderKernel, OrderStat, Shape,
 };
 use slidewise_core::stream::count::CountSpec;
 use slidewise_core::stream::time::TimeSpec;
@@ -404,11 +404,12 @@ proptest! {
             prop::sample::select(vec![AggKind::Max, AggKind::Min, AggKind::Range, AggKind::Count]),
         ],
         center in any::<bool>(),
+        closed in prop::sample::select(vec![Closed::Right, Closed::Left, Closed::Both, Closed::Neither]),
     ) {
         let ks = keys_of(mode, &draws, xs.len());
         let (k, v) = (keys_column(&ks, kind), column(&xs));
         let mp = mp.map(|m| m.min(window));
-        let shape = Shape { center, ..Shape::default() };
+        let shape = Shape { center, closed, ..Shape::default() };
         let run = || rolling_keyed_dyn(k.as_ref(), v.as_ref(), window, agg, mp, Algorithm::Auto, shape);
         let one = with_tuning(plain(), run).unwrap();
         let many = with_tuning(forced(threads, short, batch), run).unwrap();
@@ -446,6 +447,8 @@ proptest! {
         holes in 0u64..4,
         window2 in 1usize..40,
         with_max in any::<bool>(),
+        center in any::<bool>(),
+        closed in prop::sample::select(vec![Closed::Right, Closed::Left, Closed::Both, Closed::Neither]),
     ) {
         let mut st = seed | 1;
         let mut next = move || { st ^= st << 13; st ^= st >> 7; st ^= st << 17; st };
@@ -480,6 +483,15 @@ proptest! {
         let many = with_tuning(forced(threads, short, batch), run).unwrap();
         let first = (0..n).find(|&i| !same_bits(many.slice(i, 1).as_ref(), one.slice(i, 1).as_ref()));
         prop_assert!(first.is_none(), "{:?} dtype {} w {} mp {:?}, row {:?}: {:?} vs {:?}", agg, dtype, window, mp, first,
+                     first.map(|i| many.slice(i, 1)), first.map(|i| one.slice(i, 1)));
+        // the same keys under closed= / center= (each key's trailing
+        // windows and its cut tail, restarted per key in two calls)
+        let shape = Shape { center, closed, ..Shape::default() };
+        let run = || rolling_keyed_dyn(k.as_ref(), v.as_ref(), window, agg, mp, Algorithm::Auto, shape);
+        let one = with_tuning(plain(), run).unwrap();
+        let many = with_tuning(forced(threads, short, batch), run).unwrap();
+        let first = (0..n).find(|&i| !same_bits(many.slice(i, 1).as_ref(), one.slice(i, 1).as_ref()));
+        prop_assert!(first.is_none(), "{:?} {:?} dtype {} w {} mp {:?}, row {:?}: {:?} vs {:?}", shape, agg, dtype, window, mp, first,
                      first.map(|i| many.slice(i, 1)), first.map(|i| one.slice(i, 1)));
         // rolling_many: these windows restarted per key beside max's padded
         // column, against one rolling_many call per key
@@ -522,7 +534,9 @@ proptest! {
             prop::sample::subsequence(vec![AggKind::Max, AggKind::Sum, AggKind::Mean, AggKind::Std, AggKind::Count, AggKind::ArgMin], 1..3),
             prop::sample::subsequence(vec![AggKind::Max, AggKind::Min, AggKind::Count, AggKind::Range], 1..4),
         ],
-        stat in prop::sample::select(vec![OrderStat::Median, OrderStat::Rank]),
+        stat in prop::sample::select(vec![OrderStat::Median, OrderStat::Rank, OrderStat::Quantile { q: 0.3, interpolation: Interpolation::Linear }]),
+        center in any::<bool>(),
+        closed in prop::sample::select(vec![Closed::Right, Closed::Left, Closed::Both, Closed::Neither]),
     ) {
         let draws: Vec<u32> = rows.iter().map(|r| r.0).collect();
         let ks = keys_of(mode, &draws, rows.len());
@@ -552,11 +566,15 @@ proptest! {
                 rolling_dyn(column(&take_f64(&xs, rows)).as_ref(), w, agg, mp, Algorithm::Auto, Shape::default()).unwrap()
             })?;
         }
-        let got = both(&|| rolling_order_keyed_dyn(k.as_ref(), v.as_ref(), &windows, stat, None, OrderKernel::Auto, Shape::default()).unwrap())?;
-        for (i, &w) in windows.iter().enumerate() {
-            check_per_key(got[i].as_ref(), &ks, false, |rows| {
-                rolling_many_order_dyn(column(&take_f64(&xs, rows)).as_ref(), &[w], stat, None, OrderKernel::Auto, Shape::default()).unwrap().remove(0)
-            })?;
+        // short keys batched in one padded column, any shape (a centred
+        // rank: one call per key)
+        for shape in [Shape::default(), Shape { center, closed, ..Shape::default() }] {
+            let got = both(&|| rolling_order_keyed_dyn(k.as_ref(), v.as_ref(), &windows, stat, mp, OrderKernel::Auto, shape).unwrap())?;
+            for (i, &w) in windows.iter().enumerate() {
+                check_per_key(got[i].as_ref(), &ks, true, |rows| {
+                    rolling_many_order_dyn(column(&take_f64(&xs, rows)).as_ref(), &[w], stat, mp, OrderKernel::Auto, shape).unwrap().remove(0)
+                })?;
+            }
         }
         let key_ts = |rows: &[usize]| Int64Array::from(rows.iter().map(|&i| ts[i]).collect::<Vec<_>>());
         for &agg in &aggs {

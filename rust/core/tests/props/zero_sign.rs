@@ -23,7 +23,7 @@ use slidewise_core::general::{self, LateAlgorithm};
 use slidewise_core::ops::reduce::{available, PaneReduce};
 use slidewise_core::ops::{Max, Min, Num};
 use slidewise_core::rolling::{
-    extreme_values_at, rolling_dyn, rolling_keyed_dyn, rolling_many_tuned, rolling_time_dyn, Shape, Tuning,
+    extreme_values_at, rolling_dyn, rolling_keyed_dyn, rolling_many_tuned, rolling_time_dyn, Closed, Shape, Tuning,
 };
 use slidewise_core::stream::count::CountSpec;
 use slidewise_core::{AggOp, Monoid};
@@ -178,6 +178,39 @@ proptest! {
             };
             let out = rolling_keyed_dyn(&keys, &col, w, agg, None, Algorithm::Auto, Shape::default()).unwrap();
             check_rows(&format!("keyed {}", agg.name()), &out, want)?;
+        }
+    }
+
+    /// closed= / center=: a centred window cut by the end of the data (or
+    /// of its key) keeps the earliest of its tied zeros too, unkeyed and
+    /// keyed (short keys batched in one padded column).
+    #[test]
+    fn shaped_windows(
+        xs in prop::collection::vec(zvalue(), 0..120),
+        ks in prop::collection::vec(0i64..4, 120),
+        w in prop_oneof![1usize..8, 1usize..60],
+        center in any::<bool>(),
+        closed in prop::sample::select(vec![Closed::Right, Closed::Left, Closed::Both, Closed::Neither]),
+    ) {
+        let n = xs.len();
+        let shape = Shape { center, closed, ..Shape::default() };
+        let (a, b) = shape.row_offsets(w);
+        // rows [i + a, i + b] of `rows`, clipped
+        let frame = |rows: &[usize], i: usize| -> Vec<Option<f64>> {
+            let (s, e) = ((i as isize + a).max(0) as usize, (i as isize + b + 1).clamp(0, rows.len() as isize) as usize);
+            rows[s.min(e)..e].iter().map(|&j| xs[j]).collect()
+        };
+        let keys: ArrayRef = Arc::new(Int64Array::from(ks[..n].to_vec()));
+        let col = column(&xs, false);
+        let all: Vec<usize> = (0..n).collect();
+        for (agg, max) in aggs() {
+            let Ok(out) = rolling_dyn(&col, w, agg, None, Algorithm::Auto, shape) else { continue };
+            check_rows(&format!("{} {shape:?} w={w}", agg.name()), &out, |i| oracle(max, &frame(&all, i)))?;
+            let out = rolling_keyed_dyn(&keys, &col, w, agg, None, Algorithm::Auto, shape).unwrap();
+            check_rows(&format!("keyed {} {shape:?} w={w}", agg.name()), &out, |i| {
+                let mine: Vec<usize> = (0..n).filter(|&j| ks[j] == ks[i]).collect();
+                oracle(max, &frame(&mine, mine.iter().position(|&j| j == i).unwrap()))
+            })?;
         }
     }
 
