@@ -86,6 +86,46 @@ class KeyedRolling:
         self.run()
 
 
+class KeyedRollingShaped:
+    """Keyed rolling median / quantile (0.9, linear) and centred windows
+    (`center=True`) against polars' `rolling_*(w, center=...).over(k)`.
+    Short keys run batched: order statistics in one padded column, centred
+    windows as trailing ones shifted, the cut tails of sums and moments
+    restarted per key and reversed."""
+
+    params = (["median", "quantile", "max centred", "sum centred", "std centred", "median centred"],
+              [100, 100_000, 400_000], [10, 1000], ["slidewise", "polars"])
+    param_names = ["case", "keys", "window", "library"]
+    timeout = 600
+
+    def setup(self, case, keys, window, library):
+        import polars as pl
+        import pyarrow as pa
+        import slidewise as sw
+
+        agg, center = case.split(" ")[0], case.endswith("centred")
+        kw = {"q": 0.9} if agg == "quantile" else {}
+        k, v = _data(keys)
+        ka, va = pa.array(k), pa.array(v)
+        mine = lambda: sw.rolling(va, window, agg, keys=ka, min_periods=1, center=center, **kw)  # noqa: E731
+        df = pl.DataFrame({"k": k, "v": v})
+        if agg == "quantile":
+            e = pl.col("v").rolling_quantile(0.9, "linear", window_size=window, min_samples=1, center=center)
+        else:
+            e = getattr(pl.col("v"), f"rolling_{agg}")(window, min_samples=1, center=center)
+        peer = lambda: df.select(e.over("k"))  # noqa: E731
+        name = f"KeyedRollingShaped({case}, {keys}, {window})"
+        if agg in ("median", "quantile"):
+            # two values interpolated: (a + b) / 2 against a + (b - a) / 2
+            check(name, mine(), peer().to_series(), "polars", rtol=1e-12, atol=1e-15)
+        else:
+            _check_keyed(name, agg, v, window, mine, peer, "polars")
+        self.run = mine if library == "slidewise" else peer
+
+    def time_keyed_rolling_shaped(self, case, keys, window, library):
+        self.run()
+
+
 class KeyedRollingMany:
     """rolling_many keyed: windows 5 / 10 / 50 of max, mean and std (nine
     features) against polars' nine `rolling_*(w).over(k)` expressions in one
@@ -333,6 +373,17 @@ if __name__ == "__main__":
                     print(f"| keyed {kind} {agg}, {keys:,} keys, window {window} | {t['slidewise']*1e3:.0f} "
                           f"| {cell['polars']} | {cell['pandas']} |")
                     sys.stdout.flush()
+    b = KeyedRollingShaped()
+    for case in b.params[0]:
+        for keys in b.params[1]:
+            for window in b.params[2]:
+                t = {}
+                for lib in b.params[3]:
+                    b.setup(case, keys, window, lib)  # checks slidewise against polars
+                    t[lib] = best(b.run, 3)
+                print(f"| keyed rolling {case}, {keys:,} keys, window {window} | {t['slidewise']*1e3:.0f} "
+                      f"| {t['polars'] / t['slidewise']:.1f}x | - |")
+                sys.stdout.flush()
     b = KeyedRollingMany()
     for keys in b.params[0]:
         t = {}

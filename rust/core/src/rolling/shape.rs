@@ -273,9 +273,19 @@ pub(crate) fn shaped_segments(
     if len == 0 {
         return Ok(None);
     }
-    let Some(full) = trailing(values, bounds, len)? else { return Ok(None) };
-    if b == 0 || n == 0 {
-        return Ok(Some(full));
+    let segs_all = bounds.windows(2).map(|s| (s[0], s[1]));
+    // Centred with every segment no longer than b rows (a window far wider
+    // than its keys): every row is cut by its segment's end, none reads
+    // the trailing windows.
+    let full = match b > 0 && n > 0 && segs_all.clone().all(|(lo, hi)| hi - lo <= b as usize) {
+        true => None,
+        false => match trailing(values, bounds, len)? {
+            Some(f) => Some(f),
+            None => return Ok(None),
+        },
+    };
+    if let (Some(f), true) = (&full, b == 0 || n == 0) {
+        return Ok(Some(f.clone()));
     }
     let segs = bounds.windows(2).map(|s| (s[0], s[1])).filter(|s| s.1 > s.0);
     // The result is runs of rows `(part, first, rows)` of `full` (part 0)
@@ -332,6 +342,7 @@ pub(crate) fn shaped_segments(
             (arrow_select::take::take(tail.as_ref(), &UInt32Array::from(at), None).map_err(err)?, runs)
         }
     };
+    let full = full.unwrap_or_else(|| more.slice(0, 0));
     Ok(Some(assemble(&[full.as_ref(), more.as_ref()], &runs)?))
 }
 
