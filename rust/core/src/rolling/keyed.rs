@@ -619,17 +619,18 @@ pub fn rolling_time_keyed_dyn(
     // first row finds its window empty (the spacing), and
     // `auto`'s TwoStacks holds nothing of the rows it evicted (both stacks
     // empty), so sums and moments keep the bits of one call per key too
-    // (props/time.rs `a_gap_starts_afresh`).
-    let batched = algo == Algorithm::Auto && shape.is_default() && (batchable(agg) || restarts(agg));
+    // (props/time.rs `a_gap_starts_afresh`); shaped windows run the frame
+    // loop, which drops what it holds where a frame starts past it.
+    let batched = algo == Algorithm::Auto && (batchable(agg) || restarts(agg));
     let mut out = per_segment_many(&g, 1, f, batched.then_some((&batch as Batch, g.tuning.restart_rows)))?;
     Ok(out.pop().expect("one output"))
 }
 
 /// The times of segments `[s0, s1)` moved so that each segment starts
-/// `range` after the one before it ends (its times minus its first, plus
-/// a base): a time window `(t - range, t]` then holds rows of its own
-/// segment only, and within a segment the differences, so the windows, are
-/// the same. One kernel call for many short keys (DESIGN §3.4). `None`
+/// `range + 1` after the one before it ends (its times minus its first,
+/// plus a base): a time window `(t - range, t]`, closed at either end or
+/// centred, then holds rows of its own segment only, and within a segment
+/// the differences, so the windows, are the same. One kernel call for many short keys (DESIGN §3.4). `None`
 /// where the bases would overflow.
 fn spaced_times(g: &Grouped, ts: &PrimitiveArray<Int64Type>, s0: usize, s1: usize, range: i64) -> Option<PrimitiveArray<Int64Type>> {
     let (b, t) = (&g.part.bounds, ts.values());
@@ -643,7 +644,9 @@ fn spaced_times(g: &Grouped, ts: &PrimitiveArray<Int64Type>, s0: usize, s1: usiz
         // `[0, span]`: each moved time fits when `base + span` does.
         let end = base.checked_add(span)?;
         out.extend(seg.iter().map(|&x| x - first + base));
-        base = end.checked_add(range)?;
+        // `range + 1`: a left-closed window `[t - range, t]` of the next
+        // key's first row stops short of this key's last time
+        base = end.checked_add(range)?.checked_add(1)?;
     }
     Some(PrimitiveArray::new(ScalarBuffer::from(out), None))
 }
@@ -717,7 +720,7 @@ pub fn rolling_order_time_keyed_dyn(
             None => each_alone(&g, s0, s1, &f),
         }
     };
-    let mut out = per_segment_many(&g, 1, f, shape.is_default().then_some((&batch as Batch, g.tuning.restart_rows)))?;
+    let mut out = per_segment_many(&g, 1, f, Some((&batch as Batch, g.tuning.restart_rows)))?;
     Ok(out.pop().expect("one output"))
 }
 

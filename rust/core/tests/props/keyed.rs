@@ -512,9 +512,11 @@ proptest! {
             *c
         }).collect::<Int64Array>());
         let range = window as i64;
-        let run = || rolling_time_keyed_dyn(k.as_ref(), v.as_ref(), ts.as_ref(), range, agg, mp, Algorithm::Auto, Shape::default()).unwrap();
-        let (one, many) = (with_tuning(plain(), run), with_tuning(forced(threads, short, batch), run));
-        prop_assert!(same_bits(many.as_ref(), one.as_ref()), "time {:?}: {:?} vs {:?}", agg, many, one);
+        for shape in [Shape::default(), shape] {
+            let run = || rolling_time_keyed_dyn(k.as_ref(), v.as_ref(), ts.as_ref(), range, agg, mp, Algorithm::Auto, shape).unwrap();
+            let (one, many) = (with_tuning(plain(), run), with_tuning(forced(threads, short, batch), run));
+            prop_assert!(same_bits(many.as_ref(), one.as_ref()), "time {:?} {:?}: {:?} vs {:?}", agg, shape, many, one);
+        }
     }
 
     /// rolling_many, the order statistics and time windows, keyed, on
@@ -577,18 +579,22 @@ proptest! {
             }
         }
         let key_ts = |rows: &[usize]| Int64Array::from(rows.iter().map(|&i| ts[i]).collect::<Vec<_>>());
-        for &agg in &aggs {
-            let got = both(&|| vec![rolling_time_keyed_dyn(k.as_ref(), v.as_ref(), tcol.as_ref(), range, agg, None, Algorithm::Auto, Shape::default()).unwrap()])?;
-            if agg != AggKind::ArgMin {
-                check_per_key(got[0].as_ref(), &ks, false, |rows| {
-                    rolling_time_dyn(column(&take_f64(&xs, rows)).as_ref(), &key_ts(rows), range, agg, None, Algorithm::Auto, Shape::default()).unwrap()
-                })?;
+        // time windows: each key's times spaced apart in one call, any shape
+        let shaped = Shape { center, closed, ..Shape::default() };
+        for shape in [Shape::default(), shaped] {
+            for &agg in &aggs {
+                let got = both(&|| vec![rolling_time_keyed_dyn(k.as_ref(), v.as_ref(), tcol.as_ref(), range, agg, None, Algorithm::Auto, shape).unwrap()])?;
+                if agg != AggKind::ArgMin {
+                    check_per_key(got[0].as_ref(), &ks, false, |rows| {
+                        rolling_time_dyn(column(&take_f64(&xs, rows)).as_ref(), &key_ts(rows), range, agg, None, Algorithm::Auto, shape).unwrap()
+                    })?;
+                }
             }
+            let got = both(&|| vec![rolling_order_time_keyed_dyn(k.as_ref(), v.as_ref(), tcol.as_ref(), range, stat, None, shape).unwrap()])?;
+            check_per_key(got[0].as_ref(), &ks, true, |rows| {
+                rolling_order_time_dyn(column(&take_f64(&xs, rows)).as_ref(), &key_ts(rows), range, stat, None, shape).unwrap()
+            })?;
         }
-        let got = both(&|| vec![rolling_order_time_keyed_dyn(k.as_ref(), v.as_ref(), tcol.as_ref(), range, stat, None, Shape::default()).unwrap()])?;
-        check_per_key(got[0].as_ref(), &ks, false, |rows| {
-            rolling_order_time_dyn(column(&take_f64(&xs, rows)).as_ref(), &key_ts(rows), range, stat, None, Shape::default()).unwrap()
-        })?;
     }
 }
 
