@@ -394,6 +394,32 @@ fn longest(bounds: &[usize]) -> usize {
     bounds.windows(2).map(|b| b[1] - b[0]).max().unwrap_or(1).max(1)
 }
 
+/// One array per window of `ws` (`rows` rows each): `many` runs the
+/// windows capped to a run's longest key (`most` rows), which hold the
+/// same rows of every key, and that admit `min_periods`; a capped window
+/// short of `min_periods` rows leaves every row null (no key has that
+/// many values), as a call on each key would.
+fn capped_windows(
+    ws: &[usize],
+    most: usize,
+    min_periods: Option<usize>,
+    rows: usize,
+    out_type: &arrow_schema::DataType,
+    many: impl FnOnce(&[usize]) -> Result<Vec<ArrayRef>>,
+) -> Result<Vec<ArrayRef>> {
+    let admits = |w: &usize| min_periods.is_none_or(|m| m <= *w);
+    let capped: Vec<usize> = ws.iter().map(|&w| w.min(most)).collect();
+    let ok: Vec<usize> = capped.iter().copied().filter(admits).collect();
+    let mut got = if ok.is_empty() { Vec::new() } else { many(&ok)? }.into_iter();
+    Ok(capped
+        .iter()
+        .map(|w| match admits(w) {
+            true => got.next().expect("one output per window run"),
+            false => arrow_array::new_null_array(out_type, rows),
+        })
+        .collect())
+}
+
 /// The segments `bounds[k]..bounds[k + 1]` of `values` as one column,
 /// `gap` null rows between consecutive segments, so that a window of at
 /// most `gap + 1` rows never reaches into the segment before: one kernel
@@ -454,25 +480,11 @@ pub fn rolling_order_keyed_dyn(
     // `min_periods` values are null either way.
     let float = arrow_schema::DataType::Float64;
     let trailing = |run: &dyn Array, rel: &[usize], ws: &[usize]| -> Result<Vec<ArrayRef>> {
-        let most = longest(rel);
-        let capped: Vec<usize> = ws.iter().map(|&w| w.min(most)).collect();
-        let ok: Vec<usize> = capped.iter().copied().filter(|&w| min_periods.is_none_or(|m| m <= w)).collect();
-        let got = match ok.iter().max() {
-            Some(&gap) => {
-                let (col, real) = padded(run, rel, gap - 1)?;
-                let outs = crate::rolling::rolling_many_order_dyn(col.as_ref(), &ok, stat, min_periods, kernel, Shape::default())?;
-                outs.iter().map(|o| only(o.as_ref(), &real)).collect::<Result<Vec<_>>>()?
-            }
-            None => Vec::new(),
-        };
-        let mut got = got.into_iter();
-        Ok(capped
-            .iter()
-            .map(|&w| match min_periods.is_none_or(|m| m <= w) {
-                true => got.next().expect("one output per window run"),
-                false => arrow_array::new_null_array(&float, run.len()),
-            })
-            .collect())
+        capped_windows(ws, longest(rel), min_periods, run.len(), &float, |ok| {
+            let (col, real) = padded(run, rel, ok.iter().max().expect("a window") - 1)?;
+            let outs = crate::rolling::rolling_many_order_dyn(col.as_ref(), ok, stat, min_periods, kernel, Shape::default())?;
+            outs.iter().map(|o| only(o.as_ref(), &real)).collect()
+        })
     };
     let batch = |s0: usize, s1: usize| -> Result<Vec<ArrayRef>> {
         let (run, rel) = run_of(&g, s0, s1);
@@ -537,9 +549,8 @@ pub fn rolling_many_keyed_dyn(
         }
         Ok(outs)
     };
-    // max / min / range / count through one padded column (min_periods at
-    // most 1: every window capped to the batch's longest key still admits
-    // it); sum, mean and the moments restarted per key, a window at a time,
+    // max / min / range / count through one padded column (windows capped
+    // to the run's longest key, [`capped_windows`]); sum, mean and the moments restarted per key, a window at a time,
     // as rolling_many runs them on a key of at most PER_WINDOW_ROWS rows
     // (many.rs `min_shared`), so longer keys of a batch (tests raise the
     // limit) go one call each.
@@ -551,18 +562,20 @@ pub fn rolling_many_keyed_dyn(
         if restarted && most > crate::rolling::many::PER_WINDOW_ROWS {
             return each_alone(&g, s0, s1, &f);
         }
-        let ws: Vec<usize> = windows.iter().map(|&w| w.min(most)).collect();
+        let gap = windows.iter().map(|&w| w.min(most)).max().expect("a window") - 1;
         let pad = match aggs.iter().any(|&a| batchable(a)) {
-            true => Some(padded(run.as_ref(), &rel, ws.iter().max().expect("a window") - 1)?),
+            true => Some(padded(run.as_ref(), &rel, gap)?),
             false => None,
         };
         let mut outs = Vec::with_capacity(n_out);
         for &agg in aggs {
             match &pad {
                 Some((col, real)) if !restarts(agg) => {
-                    for o in crate::rolling::rolling_many_dyn(col.as_ref(), &ws, agg, min_periods, algo)? {
-                        outs.push(only(o.as_ref(), real)?);
-                    }
+                    let out_type = crate::engine::out_type(agg, DType::of(g.values.data_type())?);
+                    outs.extend(capped_windows(windows, most, min_periods, run.len(), &out_type, |ok| {
+                        let got = crate::rolling::rolling_many_dyn(col.as_ref(), ok, agg, min_periods, algo)?;
+                        got.iter().map(|o| only(o.as_ref(), real)).collect()
+                    })?);
                 }
                 _ => {
                     for &w in windows {
@@ -577,8 +590,7 @@ pub fn rolling_many_keyed_dyn(
         }
         Ok(outs)
     };
-    let padded_ok = min_periods.unwrap_or(0) <= 1 || !aggs.iter().any(|&a| batchable(a));
-    let batched = algo == Algorithm::Auto && padded_ok && aggs.iter().all(|&a| batchable(a) || restarts(a));
+    let batched = algo == Algorithm::Auto && aggs.iter().all(|&a| batchable(a) || restarts(a));
     per_segment_many(&g, n_out, &f, batched.then_some((&batch as Batch, g.tuning.short_rows)))
 }
 
