@@ -7,6 +7,7 @@
 //! ([`error::SwError`]). The Python package (python/slidewise) normalises
 //! inputs first.
 
+mod alloc;
 mod error;
 mod optimizer;
 mod raw;
@@ -19,6 +20,9 @@ use pyo3_arrow::PyArray;
 
 use slidewise_core::engine::AggKind;
 use slidewise_core::fifo::Algorithm;
+
+#[global_allocator]
+static ALLOC: alloc::Retain = alloc::Retain;
 
 /// A core result as a Python one (for helpers returning `PyResult`).
 fn core<T>(r: slidewise_core::Result<T>) -> PyResult<T> {
