@@ -329,6 +329,7 @@ pub fn rolling_keyed_dyn(
         Ok(vec![input_rows(&g, agg, out, lo)])
     };
     let mp = min_periods.unwrap_or(0);
+    let arg = matches!(agg, AggKind::ArgMax | AggKind::ArgMin);
     // Short keys in one call: restarted per key (sums, moments) or one
     // padded column (max / min / range / count).
     let out_type = crate::engine::out_type(agg, DType::of(g.values.data_type())?);
@@ -351,13 +352,15 @@ pub fn rolling_keyed_dyn(
                 // no key of the run has enough rows (as rolling_dyn on each)
                 return Ok(vec![arrow_array::new_null_array(&out_type, run.len())]);
             }
-            let (col, real) = padded(run.as_ref(), &rel, (-a).max(b).max(0) as usize)?;
+            let gap = (-a).max(b).max(0) as usize;
+            let (col, real) = padded(run.as_ref(), &rel, gap)?;
             let plain = |c: &dyn Array, _: &[usize], len: usize| crate::rolling::rolling_plain(c, len, agg, min_periods, algo).map(Some);
             let out = match shape.is_default() {
                 true => plain(col.as_ref(), &[], len)?,
                 false => shape::shaped_segments(col.as_ref(), &[0, col.len()], (a, b), &out_type, mp, true, &plain)?,
             };
             match out {
+                Some(o) if arg => Some(padded_rows(&g, s0, &rel, gap, only(o.as_ref(), &real)?)),
                 Some(o) => Some(only(o.as_ref(), &real)?),
                 None => None,
             }
@@ -367,10 +370,30 @@ pub fn rolling_keyed_dyn(
             None => each_alone(&g, s0, s1, &f),
         }
     };
-    let batched = algo == Algorithm::Auto && (batchable(agg) || restarts(agg));
+    // argmax / argmin: positions, in the padded column of the default
+    // shape only (a shaped one's cut tail counts from where it starts).
+    let batched = algo == Algorithm::Auto && (batchable(agg) || restarts(agg) || arg && shape.is_default());
     let short = if restarts(agg) { g.tuning.restart_rows } else { g.tuning.short_rows };
     let mut out = per_segment_many(&g, 1, f, batched.then_some((&batch as Batch, short)))?;
     Ok(out.pop().expect("one output"))
+}
+
+/// argmax / argmin positions in a [`padded`] column of the segments
+/// `rel` (run-relative bounds of the segments from `s0` on, `gap` rows
+/// between them), one per segment row, as input rows: a row's window lies
+/// in its own segment, so its position is `gap` rows on per segment before.
+fn padded_rows(g: &Grouped, s0: usize, rel: &[usize], gap: usize, out: ArrayRef) -> ArrayRef {
+    let a = out.as_primitive::<Int64Type>();
+    let base = g.part.bounds[s0];
+    let mut rows = Vec::with_capacity(a.len());
+    for (s, b) in rel.windows(2).enumerate() {
+        for &q in &a.values()[b[0]..b[1]] {
+            // a null row's position is arbitrary: kept in the segment
+            let r = (q.max(0) as usize).saturating_sub(s * gap).clamp(b[0], b[1] - 1);
+            rows.push(g.part.perm[base + r] as i64);
+        }
+    }
+    Arc::new(PrimitiveArray::<Int64Type>::new(ScalarBuffer::from(rows), a.nulls().cloned()))
 }
 
 /// Aggregations whose value at a row depends only on the non-null values
