@@ -96,7 +96,7 @@ def main() -> None:
         a.rows, a.keys, a.repeat, a.over_rows = 20_000, 2_000, 1, 20_000
     if a.time:
         print(machine("polars' pool and slidewise: 1 call each"))
-        return time_windows(a.rows, a.keys, a.repeat)
+        return windows_by_time(a.rows, a.keys, a.repeat)
     df = frame(a.rows, a.keys)
     small = frame(a.over_rows, a.keys * a.over_rows // a.rows)
     print(machine("polars' pool and slidewise: 1 call each"))
@@ -122,7 +122,7 @@ def main() -> None:
               f"{t['ns over='] / t['pyarrow']:.2f} | {t_over:.2f} |")
 
 
-def time_windows(rows: int, keys: int, repeat: int) -> None:
+def windows_by_time(rows: int, keys: int, repeat: int) -> None:
     """``--time``: 10 s windows over strictly increasing datetime[ns] (one
     hour), sum, keyed and not, against polars' rolling_sum_by (.over)."""
     rng = np.random.default_rng(0)

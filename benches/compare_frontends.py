@@ -18,9 +18,12 @@ import pyarrow as pa
 
 import slidewise as sw
 import slidewise.pandas  # noqa: F401
-from _check import cpu_model
+if __package__:  # asv imports the benches package (and finds no benchmark here)
+    from ._check import cpu_model
+else:  # python benches/compare_frontends.py
+    from _check import cpu_model
 
-N = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+N = int(sys.argv[1]) if __name__ == "__main__" and len(sys.argv) > 1 else 1_000_000
 W = 100
 REPS = 15
 

@@ -15,9 +15,12 @@ import pandas as pd
 import pyarrow as pa
 
 import slidewise as sw
-from _check import check, cpu_model, drift
+if __package__:  # asv imports the benches package (and finds no benchmark here)
+    from ._check import check, cpu_model, drift
+else:  # python benches/compare_shape.py
+    from _check import check, cpu_model, drift
 
-N = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000_000
+N = int(sys.argv[1]) if __name__ == "__main__" and len(sys.argv) > 1 else 10_000_000
 W = 1024
 REPS = 5
 

@@ -18,10 +18,11 @@ import time
 import numpy as np
 import pyarrow as pa
 
-sys.path.insert(0, sys.argv[1] if len(sys.argv) > 1 else "target/base_pkg")
-import slidewise as new  # noqa: E402
-import slidewise_base as old  # noqa: E402
-from _check import cpu_model  # noqa: E402
+if __name__ == "__main__":  # a script only: asv imports this module too, without a base build
+    sys.path.insert(0, sys.argv[1] if len(sys.argv) > 1 else "target/base_pkg")
+    import slidewise as new  # noqa: E402
+    import slidewise_base as old  # noqa: E402
+    from _check import cpu_model  # noqa: E402
 
 N, REPS = 10_000_000, 9
 
