@@ -402,7 +402,9 @@ fn padded_rows(g: &Grouped, s0: usize, rel: &[usize], gap: usize, out: ArrayRef)
 /// ([`padded`]). (A NaN tied with a null row's NaN filler in `min` comes
 /// back as the canonical NaN, as in the unkeyed kernel with nulls.)
 fn batchable(agg: AggKind) -> bool {
-    matches!(agg, AggKind::Max | AggKind::Min | AggKind::Range | AggKind::Count)
+    // first / last_ignore_nulls skip nulls too, and a key's rows keep their
+    // order in the padded column (first / last see a null row: not these)
+    matches!(agg, AggKind::Max | AggKind::Min | AggKind::Range | AggKind::Count | AggKind::FirstNonNull | AggKind::LastNonNull)
 }
 
 /// Segments `[s0, s1)` as one run of the grouped values and their bounds

@@ -401,7 +401,7 @@ proptest! {
         agg in prop_oneof![
             prop::sample::select(vec![AggKind::Sum, AggKind::Mean, AggKind::Var, AggKind::Std, AggKind::ArgMax, AggKind::ArgMin,
                                       AggKind::First, AggKind::Last, AggKind::Collect]),
-            prop::sample::select(vec![AggKind::Max, AggKind::Min, AggKind::Range, AggKind::Count]),
+            prop::sample::select(vec![AggKind::Max, AggKind::Min, AggKind::Range, AggKind::Count, AggKind::FirstNonNull, AggKind::LastNonNull]),
         ],
         center in any::<bool>(),
         closed in prop::sample::select(vec![Closed::Right, Closed::Left, Closed::Both, Closed::Neither]),
@@ -414,7 +414,7 @@ proptest! {
         let one = with_tuning(plain(), run).unwrap();
         let many = with_tuning(forced(threads, short, batch), run).unwrap();
         prop_assert!(same_bits(many.as_ref(), one.as_ref()), "{} threads, short {} batch {}: {:?} vs {:?}", threads, short, batch, many, one);
-        let exact = matches!(agg, AggKind::Max | AggKind::Min | AggKind::Range | AggKind::Count);
+        let exact = matches!(agg, AggKind::Max | AggKind::Min | AggKind::Range | AggKind::Count | AggKind::FirstNonNull | AggKind::LastNonNull);
         check_per_key(many.as_ref(), &ks, exact, |rows| {
             // the whole window: a centred one capped would move its centre
             let mut alone = rolling_dyn(column(&take_f64(&xs, rows)).as_ref(), window, agg, mp, Algorithm::Auto, shape).unwrap();
