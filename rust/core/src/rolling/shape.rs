@@ -11,8 +11,8 @@
 //! concatenation): `b = -1` puts the empty window first; centred, the last
 //! `b` rows' windows, cut by the end of the data, are prefixes of the
 //! rows they cover reversed: the same kernel over those rows reversed
-//! (argmax / argmin, whose ties go by position: over them followed by `b`
-//! nulls). Keyed rolling runs the same steps over many keys at once
+//! (where ties go by position — argmax / argmin, collect, max / min's
+//! earliest zero — over them in order followed by `b` nulls). Keyed rolling runs the same steps over many keys at once
 //! ([`shaped_segments`]). Nulls are skipped by every
 //! aggregation but `first` / `last` (`NULL_IS_ROW`); those, an empty window
 //! (`w = 1, "neither"`), and a `step` much longer than the window (where
@@ -273,21 +273,18 @@ pub(crate) fn shaped_segments(
     if len == 0 {
         return Ok(None);
     }
-    let segs_all = bounds.windows(2).map(|s| (s[0], s[1]));
+    let segs = bounds.windows(2).map(|s| (s[0], s[1])).filter(|s| s.1 > s.0);
     // Centred with every segment no longer than b rows (a window far wider
     // than its keys): every row is cut by its segment's end, none reads
     // the trailing windows.
-    let full = match b > 0 && n > 0 && segs_all.clone().all(|(lo, hi)| hi - lo <= b as usize) {
+    let full = match b > 0 && n > 0 && segs.clone().all(|(lo, hi)| hi - lo <= b as usize) {
         true => None,
         false => match trailing(values, bounds, len)? {
+            Some(f) if b == 0 || n == 0 => return Ok(Some(f)),
             Some(f) => Some(f),
             None => return Ok(None),
         },
     };
-    if let (Some(f), true) = (&full, b == 0 || n == 0) {
-        return Ok(Some(f.clone()));
-    }
-    let segs = bounds.windows(2).map(|s| (s[0], s[1])).filter(|s| s.1 > s.0);
     // The result is runs of rows `(part, first, rows)` of `full` (part 0)
     // and `more` (part 1), laid end to end.
     let (more, runs): (ArrayRef, Vec<Run>) = match b {
@@ -311,10 +308,9 @@ pub(crate) fn shaped_segments(
             // reversed (`tail`, one segment per segment), where each is a
             // prefix, so a trailing window of `len` rows (never shorter):
             // no padding, so a window far wider than its key costs the key's
-            // rows, not the window's. argmax / argmin break ties by
-            // position, which reversing would flip: their tail is the rows
-            // from t0 on followed by b nulls, where row j's window ends at
-            // j + b (one column: b more rows).
+            // rows, not the window's. `by_position` (ties go by position,
+            // which reversing would flip): the rows from t0 on followed by
+            // b nulls, where row j's window ends at j + b.
             let b = b as usize;
             let (mut take, mut tail_bounds, mut runs, mut at) = (Vec::new(), vec![0], Vec::new(), Vec::new());
             for (lo, hi) in segs {
