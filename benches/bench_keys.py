@@ -88,12 +88,14 @@ class KeyedRolling:
 
 class KeyedRollingShaped:
     """Keyed rolling median / quantile (0.9, linear) and centred windows
-    (`center=True`) against polars' `rolling_*(w, center=...).over(k)`.
-    Short keys run batched: order statistics in one padded column, centred
-    windows as trailing ones shifted, the cut tails of sums and moments
-    restarted per key and reversed."""
+    (`center=True`) against polars' `rolling_*(w, center=...).over(k)`;
+    first (Spark's `first` over the frame) against what a polars user
+    writes for it, `shift(w - 1).fill_null(first())` per key (the data has
+    no nulls). Short keys run batched: order statistics in one padded
+    column, centred windows as trailing ones shifted, the cut tails of sums
+    and moments restarted per key and reversed, first / last as a gather."""
 
-    params = (["median", "quantile", "max centred", "sum centred", "std centred", "median centred"],
+    params = (["median", "quantile", "max centred", "sum centred", "std centred", "median centred", "first"],
               [100, 100_000, 400_000], [10, 1000], ["slidewise", "polars"])
     param_names = ["case", "keys", "window", "library"]
     timeout = 600
@@ -111,11 +113,15 @@ class KeyedRollingShaped:
         df = pl.DataFrame({"k": k, "v": v})
         if agg == "quantile":
             e = pl.col("v").rolling_quantile(0.9, "linear", window_size=window, min_samples=1, center=center)
+        elif agg == "first":
+            e = pl.col("v").shift(window - 1).fill_null(pl.col("v").first())
         else:
             e = getattr(pl.col("v"), f"rolling_{agg}")(window, min_samples=1, center=center)
         peer = lambda: df.select(e.over("k"))  # noqa: E731
         name = f"KeyedRollingShaped({case}, {keys}, {window})"
-        if agg in ("median", "quantile"):
+        if agg == "first":
+            check(name, mine(), peer().to_series(), "polars", rtol=0.0)
+        elif agg in ("median", "quantile"):
             # two values interpolated: (a + b) / 2 against a + (b - a) / 2
             check(name, mine(), peer().to_series(), "polars", rtol=1e-12, atol=1e-15)
         else:

@@ -15,6 +15,7 @@ use crate::fifo::Algorithm;
 use crate::keys::{batch_ids, describe_key, gather, gather_nulls, partition, Partition};
 use crate::engine::first_decrease;
 use crate::rolling::shape::{self, Shape};
+use crate::rolling::ends::{is_end, rolling_ends};
 use crate::rolling::segments::restarts;
 use crate::{invalid, Error, Result};
 
@@ -335,6 +336,10 @@ pub fn rolling_keyed_dyn(
     let out_type = crate::engine::out_type(agg, DType::of(g.values.data_type())?);
     let batch = |s0: usize, s1: usize| -> Result<Vec<ArrayRef>> {
         let (run, rel) = run_of(&g, s0, s1);
+        if is_end(agg) {
+            // a gather within each key: no padding, any shape
+            return Ok(vec![rolling_ends(run.as_ref(), &rel, shape.row_offsets(window), agg, mp, 1)?]);
+        }
         let out = if restarts(agg) {
             // None: values the variance kernel declines
             let trailing = |c: &dyn Array, b: &[usize], len: usize| crate::rolling::rolling_segments_dyn(c, b, len, agg, min_periods);
@@ -372,7 +377,7 @@ pub fn rolling_keyed_dyn(
     };
     // argmax / argmin: positions, in the padded column of the default
     // shape only (a shaped one's cut tail counts from where it starts).
-    let batched = algo == Algorithm::Auto && (batchable(agg) || restarts(agg) || arg && shape.is_default());
+    let batched = algo == Algorithm::Auto && (batchable(agg) || restarts(agg) || is_end(agg) || arg && shape.is_default());
     let short = if restarts(agg) { g.tuning.restart_rows } else { g.tuning.short_rows };
     let mut out = per_segment_many(&g, 1, f, batched.then_some((&batch as Batch, short)))?;
     Ok(out.pop().expect("one output"))
@@ -402,9 +407,9 @@ fn padded_rows(g: &Grouped, s0: usize, rel: &[usize], gap: usize, out: ArrayRef)
 /// ([`padded`]). (A NaN tied with a null row's NaN filler in `min` comes
 /// back as the canonical NaN, as in the unkeyed kernel with nulls.)
 fn batchable(agg: AggKind) -> bool {
-    // first / last_ignore_nulls skip nulls too, and a key's rows keep their
-    // order in the padded column (first / last see a null row: not these)
-    matches!(agg, AggKind::Max | AggKind::Min | AggKind::Range | AggKind::Count | AggKind::FirstNonNull | AggKind::LastNonNull)
+    // collect skips nulls too, and a key's rows keep their order in the
+    // padded column; the counts of the max / min are exact integers
+    matches!(agg, AggKind::Max | AggKind::Min | AggKind::Range | AggKind::Count | AggKind::Collect | AggKind::MaxCount | AggKind::MinCount)
 }
 
 /// Segments `[s0, s1)` as one run of the grouped values and their bounds
@@ -595,6 +600,11 @@ pub fn rolling_many_keyed_dyn(
         let mut outs = Vec::with_capacity(n_out);
         for &agg in aggs {
             match &pad {
+                _ if is_end(agg) => {
+                    for &w in windows {
+                        outs.push(rolling_ends(run.as_ref(), &rel, (1 - w as isize, 0), agg, min_periods.unwrap_or(0), 1)?);
+                    }
+                }
                 Some((col, real)) if !restarts(agg) => {
                     let out_type = crate::engine::out_type(agg, DType::of(g.values.data_type())?);
                     outs.extend(capped_windows(windows, most, min_periods, run.len(), &out_type, |ok| {
@@ -615,7 +625,7 @@ pub fn rolling_many_keyed_dyn(
         }
         Ok(outs)
     };
-    let batched = algo == Algorithm::Auto && aggs.iter().all(|&a| batchable(a) || restarts(a));
+    let batched = algo == Algorithm::Auto && aggs.iter().all(|&a| batchable(a) || restarts(a) || is_end(a));
     per_segment_many(&g, n_out, &f, batched.then_some((&batch as Batch, g.tuning.short_rows)))
 }
 
@@ -648,17 +658,22 @@ pub fn rolling_time_keyed_dyn(
     let batch = |s0: usize, s1: usize| -> Result<Vec<ArrayRef>> {
         let (lo, hi) = (g.part.bounds[s0], g.part.bounds[s1]);
         match spaced_times(&g, &ts_arr, s0, s1, range) {
-            Some(t) => Ok(vec![crate::rolling::time::rolling_time_dyn(&g.values.slice(lo, hi - lo), &t, range, agg, min_periods, algo, shape)?]),
+            Some(t) => {
+                let out = crate::rolling::time::rolling_time_dyn(&g.values.slice(lo, hi - lo), &t, range, agg, min_periods, algo, shape)?;
+                Ok(vec![input_rows(&g, agg, out, lo)])
+            }
             None => each_alone(&g, s0, s1, &f),
         }
     };
-    // Spacing pads nothing, so keys batch up to `restart_rows`. Each key's
-    // first row finds its window empty (the spacing), and
-    // `auto`'s TwoStacks holds nothing of the rows it evicted (both stacks
-    // empty), so sums and moments keep the bits of one call per key too
-    // (props/time.rs `a_gap_starts_afresh`); shaped windows run the frame
-    // loop, which drops what it holds where a frame starts past it.
-    let batched = algo == Algorithm::Auto && (batchable(agg) || restarts(agg));
+    // Spacing pads nothing, so keys batch up to `restart_rows`, whatever
+    // the aggregation. Each key's first row finds its window empty (the
+    // spacing), and `auto`'s TwoStacks holds nothing of the rows it
+    // evicted (both stacks empty), so sums, moments and geomean keep the
+    // bits of one call per key too (props/time.rs `a_gap_starts_afresh`);
+    // shaped windows run the frame loop, which drops what it holds where a
+    // frame starts past it. argmax / argmin positions count from the run's
+    // first row.
+    let batched = algo == Algorithm::Auto;
     let mut out = per_segment_many(&g, 1, f, batched.then_some((&batch as Batch, g.tuning.restart_rows)))?;
     Ok(out.pop().expect("one output"))
 }

@@ -11,6 +11,8 @@
 //! The `auto` kernels (docs/DESIGN.md "Performance notes"):
 //! * [`block`]: any monoid, TwoStacks' flip done block by block (van Herk /
 //!   Gil-Werman): about three combines per row; collect copies its windows.
+//! * [`ends`]: first / last (and ignoring nulls): a gather of each
+//!   window's end row.
 //! * [`extreme`]: max / min / range on the raw values (a NaN-aware compare
 //!   where a NaN is near), ties to the earliest row (-0.0 vs 0.0 as Spark).
 //! * [`sum`]: sum / mean / count: compensated Subtract-on-Evict restarted
@@ -28,6 +30,7 @@
 //!   structures: [`sorted_buffer`], [`median_sort`], [`fenwick_rank`].
 
 mod block;
+mod ends;
 mod extreme;
 mod fenwick_rank;
 pub mod keyed;
@@ -245,6 +248,9 @@ pub fn rolling_split(
     if mp > window {
         // Never enough values: all null, of the type the aggregate has.
         return Ok(arrow_array::new_null_array(&out_type, n));
+    }
+    if algo == Algorithm::Auto && ends::is_end(agg) {
+        return ends::rolling_ends(values, &[0, n], (1 - window as isize, 0), agg, mp, 1);
     }
     if algo == Algorithm::Auto {
         let out = crate::with_dtype!(dtype, |T| specialised::<T>(&<T as FromArrow>::column(values)?, window, mp, agg, split));

@@ -209,9 +209,13 @@ pub(crate) fn rolling_shaped(
         // `neither` holds w - 1 rows: never enough values.
         return Ok(arrow_array::new_null_array(&crate::engine::out_type(agg, dtype), out_rows));
     }
-    // first / last see a padding null as a row; an empty window has no
-    // kernel; a step far longer than the window would compute rows no one
-    // reads: the FIFO over the frames.
+    if algo == Algorithm::Auto && super::ends::is_end(agg) {
+        // a gather, whatever the shape and step
+        return super::ends::rolling_ends(values, &[0, n], (a, b), agg, mp, shape.step);
+    }
+    // first / last (a named algorithm) see a padding null as a row; an
+    // empty window has no kernel; a step far longer than the window would
+    // compute rows no one reads: the FIFO over the frames.
     let frames = len == 0 || matches!(agg, AggKind::First | AggKind::Last) || shape.step >= 8 * len;
     if frames {
         return rolling_frames_dyn(values, &Frame::Rows { a, b }, agg, min_periods, algo, shape.step);

@@ -268,7 +268,8 @@ proptest! {
     fn keyed_time_rolling_equals_each_key_alone(
         rows in prop::collection::vec((0u8..5, 0i64..4, prop_oneof![8 => (-20i32..20).prop_map(|x| Some(x as f64)), 1 => Just(None)]), 0..300),
         range in 1i64..15,
-        agg in prop::sample::select(vec![AggKind::Sum, AggKind::Max, AggKind::Count, AggKind::Var]),
+        agg in prop::sample::select(vec![AggKind::Sum, AggKind::Max, AggKind::Count, AggKind::Var, AggKind::Geomean, AggKind::ArgMax,
+                                          AggKind::First, AggKind::Last, AggKind::LastNonNull, AggKind::Collect, AggKind::MinCount]),
     ) {
         let mut clock: HashMap<u8, i64> = HashMap::new();
         let ks: Vec<u8> = rows.iter().map(|r| r.0).collect();
@@ -278,9 +279,15 @@ proptest! {
         let got = rolling_time_keyed_dyn(key_column(&ks, false).as_ref(), column(&xs).as_ref(), tcol.as_ref(), range, agg, None, Algorithm::Auto, Shape::default()).unwrap();
         for (_, rows) in rows_of(&ks) {
             let kts = Int64Array::from(rows.iter().map(|&i| ts[i]).collect::<Vec<_>>());
-            let alone = rolling_time_dyn(column(&take_f64(&xs, &rows)).as_ref(), &kts, range, agg, None, Algorithm::Auto, Shape::default()).unwrap();
+            let mut alone = rolling_time_dyn(column(&take_f64(&xs, &rows)).as_ref(), &kts, range, agg, None, Algorithm::Auto, Shape::default()).unwrap();
+            if agg == AggKind::ArgMax {
+                // positions within the key map to input rows
+                let a = alone.as_any().downcast_ref::<Int64Array>().unwrap();
+                alone = Arc::new(a.iter().map(|p| p.map(|p| rows[p as usize] as i64)).collect::<Int64Array>());
+            }
             for (j, &i) in rows.iter().enumerate() {
-                prop_assert!(same(got.slice(i, 1).as_ref(), alone.slice(j, 1).as_ref()));
+                // bit for bit: a batch of keys runs the kernel afresh at each key
+                prop_assert!(same_bits(got.slice(i, 1).as_ref(), alone.slice(j, 1).as_ref()), "{:?} row {}: {:?} vs {:?}", agg, i, got.slice(i, 1), alone.slice(j, 1));
             }
         }
     }
@@ -400,8 +407,9 @@ proptest! {
         // the batched ones (max / min / range / count) half the time
         agg in prop_oneof![
             prop::sample::select(vec![AggKind::Sum, AggKind::Mean, AggKind::Var, AggKind::Std, AggKind::ArgMax, AggKind::ArgMin,
-                                      AggKind::First, AggKind::Last, AggKind::Collect]),
-            prop::sample::select(vec![AggKind::Max, AggKind::Min, AggKind::Range, AggKind::Count, AggKind::FirstNonNull, AggKind::LastNonNull]),
+                                      AggKind::Geomean, AggKind::First, AggKind::Last]),
+            prop::sample::select(vec![AggKind::Max, AggKind::Min, AggKind::Range, AggKind::Count, AggKind::FirstNonNull, AggKind::LastNonNull,
+                                      AggKind::Collect, AggKind::MaxCount]),
         ],
         center in any::<bool>(),
         closed in prop::sample::select(vec![Closed::Right, Closed::Left, Closed::Both, Closed::Neither]),
@@ -414,7 +422,8 @@ proptest! {
         let one = with_tuning(plain(), run).unwrap();
         let many = with_tuning(forced(threads, short, batch), run).unwrap();
         prop_assert!(same_bits(many.as_ref(), one.as_ref()), "{} threads, short {} batch {}: {:?} vs {:?}", threads, short, batch, many, one);
-        let exact = matches!(agg, AggKind::Max | AggKind::Min | AggKind::Range | AggKind::Count | AggKind::FirstNonNull | AggKind::LastNonNull);
+        let exact = matches!(agg, AggKind::Max | AggKind::Min | AggKind::Range | AggKind::Count | AggKind::FirstNonNull | AggKind::LastNonNull
+                                  | AggKind::First | AggKind::Last | AggKind::Collect | AggKind::MaxCount);
         check_per_key(many.as_ref(), &ks, exact, |rows| {
             // the whole window: a centred one capped would move its centre
             let mut alone = rolling_dyn(column(&take_f64(&xs, rows)).as_ref(), window, agg, mp, Algorithm::Auto, shape).unwrap();
@@ -535,6 +544,8 @@ proptest! {
         aggs in prop_oneof![
             prop::sample::subsequence(vec![AggKind::Max, AggKind::Sum, AggKind::Mean, AggKind::Std, AggKind::Count, AggKind::ArgMin], 1..3),
             prop::sample::subsequence(vec![AggKind::Max, AggKind::Min, AggKind::Count, AggKind::Range], 1..4),
+            prop::sample::subsequence(vec![AggKind::First, AggKind::Last, AggKind::FirstNonNull, AggKind::LastNonNull, AggKind::Collect,
+                                           AggKind::Max, AggKind::Sum], 1..4),
         ],
         stat in prop::sample::select(vec![OrderStat::Median, OrderStat::Rank, OrderStat::Quantile { q: 0.3, interpolation: Interpolation::Linear }]),
         center in any::<bool>(),
@@ -563,7 +574,8 @@ proptest! {
             if agg == AggKind::ArgMin {
                 continue; // positions: rolling_keyed's own test maps them
             }
-            let exact = matches!(agg, AggKind::Max | AggKind::Min | AggKind::Range | AggKind::Count);
+            let exact = matches!(agg, AggKind::Max | AggKind::Min | AggKind::Range | AggKind::Count | AggKind::First | AggKind::Last
+                                      | AggKind::FirstNonNull | AggKind::LastNonNull | AggKind::Collect);
             check_per_key(got[i].as_ref(), &ks, exact, |rows| {
                 rolling_dyn(column(&take_f64(&xs, rows)).as_ref(), w, agg, mp, Algorithm::Auto, Shape::default()).unwrap()
             })?;
