@@ -53,12 +53,6 @@ fn exact_sum<T: Num>(xs: &[T]) -> (f64, f64) {
     (ss, cc)
 }
 
-fn all_finite<T: Num>(xs: &[T]) -> bool {
-    // Branch-free fold per chunk (vectorises); `x - x` is NaN exactly for
-    // inf and NaN.
-    xs.chunks(512).all(|c| c.iter().fold(true, |a, v| a & { let f = v.to_f64(); (f - f) == 0.0 }))
-}
-
 /// Rolling sums of a null-free (or null-zeroed) float column, as f64.
 ///
 /// The column runs in groups of four segments, each segment a chain
@@ -90,9 +84,12 @@ pub(super) fn float_sums_scaled<T: Num>(
     post: impl Fn(usize, &mut [f64]) + Sync,
 ) -> Vec<f64> {
     let n = x.len();
-    let mut out = buffer::<f64>(n);
     let mut jobs = Vec::new();
     plan(window, 0, n, n >= min_rows, &mut jobs);
+    // The jobs cover every row once: the output need not be zeroed first.
+    debug_assert!(jobs.first().map_or(n == 0, |j| j.r0 == 0) && jobs.last().is_none_or(|j| j.r1 == n));
+    debug_assert!(jobs.windows(2).all(|p| p[0].r1 == p[1].r0));
+    let mut out = super::buffer_to_fill(n);
     let starts: Vec<usize> = jobs.iter().map(|j| j.r0).collect();
     let cs = super::cuts(n, threads, |r| super::nearest(&starts, r));
     super::par_ranges(&mut out[..], &cs, |r0, r1, o| {
@@ -176,9 +173,7 @@ fn plan(window: usize, r0: usize, r1: usize, long: bool, jobs: &mut Vec<Job>) {
 fn run_job<T: Num>(x: &[T], window: usize, job: &Job, scale: f64, out: &mut [f64]) {
     let (b0, seg) = (job.r0, job.seg);
     if seg == 0 {
-        if all_finite(&x[b0.saturating_sub(window)..job.r1]) {
-            finite_block(x, window, b0, job.r1, scale, out);
-        } else {
+        if !finite_block(x, window, b0, job.r1, scale, out) {
             counted_block(x, window, b0, job.r1, scale, out);
         }
         return;
@@ -388,9 +383,13 @@ mod avx2 {
     }
 }
 
+/// Rows `[b0, b1)` on one chain from the exact sum of the window before
+/// `b0`: whether it stayed finite (an inf / NaN makes the compensation
+/// NaN; the caller redoes the rows with [`counted_block`]), so a finite
+/// column is read once.
 #[inline(always)]
-fn finite_block<T: Num>(x: &[T], window: usize, b0: usize, b1: usize, scale: f64, out: &mut [f64]) {
-    let (mut s, mut c) = exact_sum(&x[b0.saturating_sub(window)..b0]);
+fn finite_block<T: Num>(x: &[T], window: usize, b0: usize, b1: usize, scale: f64, out: &mut [f64]) -> bool {
+    let (mut s, mut c) = start_state(x, window, b0);
     // Rows before `window` only insert (partial windows at the start).
     let mid = window.clamp(b0, b1);
     for (o, v) in out[..mid - b0].iter_mut().zip(&x[b0..mid]) {
@@ -400,7 +399,7 @@ fn finite_block<T: Num>(x: &[T], window: usize, b0: usize, b1: usize, scale: f64
         *o = (s + c) * scale;
     }
     if mid == b1 {
-        return;
+        return s.is_finite() && c.is_finite();
     }
     let new = &x[mid..b1];
     let old = &x[mid - window..b1 - window];
@@ -411,6 +410,7 @@ fn finite_block<T: Num>(x: &[T], window: usize, b0: usize, b1: usize, scale: f64
         c += e1 + e2;
         *o = (s + c) * scale;
     }
+    s.is_finite() && c.is_finite()
 }
 
 /// The same with non-finite values counted apart (`FSum`), per row.
@@ -590,3 +590,4 @@ mod tests {
         }
     }
 }
+
