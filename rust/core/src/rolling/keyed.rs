@@ -365,7 +365,10 @@ pub fn rolling_keyed_dyn(
                 false => shape::shaped_segments(col.as_ref(), &[0, col.len()], (a, b), &out_type, mp, true, &plain)?,
             };
             match out {
-                Some(o) if arg => Some(padded_rows(&g, s0, &rel, gap, only(o.as_ref(), &real)?)),
+                Some(o) if arg => {
+                    let o = shape::positions_from_start(o, (a, b))?;
+                    Some(padded_rows(&g, s0, &rel, gap, only(o.as_ref(), &real)?))
+                }
                 Some(o) => Some(only(o.as_ref(), &real)?),
                 None => None,
             }
@@ -375,9 +378,10 @@ pub fn rolling_keyed_dyn(
             None => each_alone(&g, s0, s1, &f),
         }
     };
-    // argmax / argmin: positions, in the padded column of the default
-    // shape only (a shaped one's cut tail counts from where it starts).
-    let batched = algo == Algorithm::Auto && (batchable(agg) || restarts(agg) || is_end(agg) || arg && shape.is_default());
+    // argmax / argmin: positions in the padded column, mapped back to
+    // input rows (a shaped one's cut tail first counted from the column's
+    // start).
+    let batched = algo == Algorithm::Auto && (batchable(agg) || restarts(agg) || is_end(agg) || arg);
     let short = if restarts(agg) { g.tuning.restart_rows } else { g.tuning.short_rows };
     let mut out = per_segment_many(&g, 1, f, batched.then_some((&batch as Batch, short)))?;
     Ok(out.pop().expect("one output"))

@@ -230,15 +230,8 @@ pub(crate) fn rolling_shaped(
     // of tied zeros, -0.0 against 0.0).
     let by_position = !(super::segments::restarts(agg) || agg == AggKind::Count);
     let mut out = shaped_segments(values, &[0, n], (a, b), &out_type, mp, by_position, &trailing)?.expect("rolling_plain runs every window");
-    if arg && b > 0 {
-        // the rows cut by the end ran over the rows from t0 on: their
-        // positions count from there
-        let m = n.saturating_sub(b as usize);
-        let t0 = (m as isize + a).max(0) as usize;
-        if t0 > 0 {
-            let cat = |parts: &[&dyn Array]| arrow_select::concat::concat(parts).map_err(|e| Error::Invalid(e.to_string()));
-            out = cat(&[out.slice(0, m).as_ref(), shift_indices(out.slice(m, n - m).as_ref(), -(t0 as i64)).as_ref()])?;
-        }
+    if arg {
+        out = positions_from_start(out, (a, b))?;
     }
     if shape.step > 1 {
         let idx = UInt32Array::from_iter_values((0..n).step_by(shape.step).map(|i| i as u32));
@@ -369,6 +362,20 @@ fn assemble(parts: &[&dyn Array], runs: &[Run]) -> Result<ArrayRef> {
 }
 
 /// argmax / argmin positions counted from row `by` of the column: rows.
+/// argmax / argmin positions of [`shaped_segments`] over one column
+/// (`by_position`), all counted from the column's start: the rows cut by
+/// the end ran over the rows from `t0` on, so theirs count from there.
+pub(crate) fn positions_from_start(out: ArrayRef, (a, b): (isize, isize)) -> Result<ArrayRef> {
+    let n = out.len();
+    let m = n.saturating_sub(b.max(0) as usize);
+    let t0 = (m as isize + a).max(0) as usize;
+    if b <= 0 || t0 == 0 {
+        return Ok(out);
+    }
+    let cat = |parts: &[&dyn Array]| arrow_select::concat::concat(parts).map_err(|e| Error::Invalid(e.to_string()));
+    cat(&[out.slice(0, m).as_ref(), shift_indices(out.slice(m, n - m).as_ref(), -(t0 as i64)).as_ref()])
+}
+
 fn shift_indices(a: &dyn Array, by: i64) -> ArrayRef {
     let a = a.as_any().downcast_ref::<PrimitiveArray<Int64Type>>().expect("arg* gives int64");
     let vals: Vec<i64> = a.values().iter().map(|&p| p - by).collect();
