@@ -520,10 +520,26 @@ pub fn rolling_order_keyed_dyn(
             outs.iter().map(|o| only(o.as_ref(), &real)).collect()
         })
     };
+    let rank_cut = stat == crate::rolling::OrderStat::Rank && shape.center;
     let batch = |s0: usize, s1: usize| -> Result<Vec<ArrayRef>> {
         let (run, rel) = run_of(&g, s0, s1);
         if shape.is_default() {
             return trailing(run.as_ref(), &rel, windows);
+        }
+        if rank_cut {
+            // Rank ranks its window's last row: centred, a window cut by
+            // its key's end ends on the key's last row, which a padded
+            // column would follow with a null. The sorted-window frame
+            // loop over the run, each window clipped to its key, instead.
+            let (keys, nulls) = crate::rolling::order::keys_of(run.as_ref())?;
+            let need = min_periods.unwrap_or(0).max(1);
+            return Ok(windows
+                .iter()
+                .map(|&w| {
+                    let (a, b) = shape.row_offsets(w);
+                    crate::rolling::order::order_frames(&keys, nulls.as_ref(), &shape::Frame::RowsIn { a, b, bounds: &rel }, need, stat, 1)
+                })
+                .collect());
         }
         let one = |col: &dyn Array, b: &[usize], len: usize| Ok(Some(trailing(col, b, &[len])?.remove(0)));
         let mut outs = Vec::with_capacity(windows.len());
@@ -533,10 +549,7 @@ pub fn rolling_order_keyed_dyn(
         }
         Ok(outs)
     };
-    // Rank ranks its window's last row: centred, a window cut by its key's
-    // end ends on a padding null in the batch, on the key's last row alone.
-    let batched = stat != crate::rolling::OrderStat::Rank || !shape.center;
-    per_segment_many(&g, windows.len(), f, batched.then_some((&batch as Batch, g.tuning.short_rows)))
+    per_segment_many(&g, windows.len(), f, Some((&batch as Batch, g.tuning.short_rows)))
 }
 
 /// argmax / argmin report row positions: within a key's segment they count

@@ -121,6 +121,9 @@ impl Shape {
 pub(crate) enum Frame<'a> {
     /// Rows `[i + a, i + b]`, clipped.
     Rows { a: isize, b: isize },
+    /// The same, clipped to row `i`'s segment `bounds[k]..bounds[k + 1]`
+    /// (ascending from 0 to n): many keys' windows in one pass.
+    RowsIn { a: isize, b: isize, bounds: &'a [usize] },
     /// A time span over non-decreasing `ts` (module docs).
     Time { ts: &'a [i64], range: i64, closed: Closed, center: bool },
 }
@@ -133,6 +136,12 @@ impl Frame<'_> {
         match *self {
             Frame::Rows { a, b } => {
                 let clip = |x: isize| x.clamp(0, n as isize) as usize;
+                let (s, e) = (clip(i as isize + a), clip(i as isize + b + 1));
+                (s, e.max(s))
+            }
+            Frame::RowsIn { a, b, bounds } => {
+                let k = bounds.partition_point(|&x| x <= i) - 1;
+                let clip = |x: isize| x.clamp(bounds[k] as isize, bounds[k + 1] as isize) as usize;
                 let (s, e) = (clip(i as isize + a), clip(i as isize + b + 1));
                 (s, e.max(s))
             }
@@ -425,7 +434,7 @@ where
 {
     let n = col.len();
     let cap = match *frame {
-        Frame::Rows { a, b } => crate::fifo::capacity_hint(((b - a + 1).max(1) as usize).min(n + 1)),
+        Frame::Rows { a, b } | Frame::RowsIn { a, b, .. } => crate::fifo::capacity_hint(((b - a + 1).max(1) as usize).min(n + 1)),
         Frame::Time { .. } => 64,
     };
     let mut agg = A::new_with_capacity(cap)?;
