@@ -183,6 +183,36 @@ def test_keyed_equals_pandas_groupby_rolling(data, window, closed, center, agg, 
     _cmp(got, want, f"{agg} w={window} {closed} center={center} time={time} mp={mp}", agg)
 
 
+@pytest.mark.parametrize("agg", sw.MONOID_AGGS)
+@settings(max_examples=25, deadline=None)
+@given(data=st.data(), window=st.one_of(st.integers(1, 6), st.integers(7, 30)), closed=st.sampled_from(CLOSED),
+       center=st.booleans())
+def test_keyed_shape_matches_pandas_bounds_per_key(data, agg, window, closed, center):
+    """Every aggregation, keyed, against pandas' own bounds over each
+    key's rows and the naive oracle: short keys run batched (a padded
+    column, restarted per key, first / last gathered, a centred rank
+    clipped to its key), nulls and NaN included; argmax / argmin give
+    input rows."""
+    xs = data.draw(st.lists(elements(agg, "float64"), max_size=45), label="xs")
+    n = len(xs)
+    ks = data.draw(st.lists(st.integers(0, data.draw(st.sampled_from([2, 9]))), min_size=n, max_size=n), label="keys")
+    mp = data.draw(st.one_of(st.none(), st.integers(0, window)), label="min_periods")
+    got = sw.rolling(pa.array(xs, type=pa.float64()), window, agg, keys=ks, min_periods=mp, closed=closed,
+                     center=center).to_pylist()
+    want = [None] * n
+    for k in set(ks):
+        rows = [i for i, x in enumerate(ks) if x == k]
+        vals = [xs[i] for i in rows]
+        alone = oracle(vals, count_bounds(len(vals), window, closed, center, 1), agg, mp)
+        for j, i in enumerate(rows):
+            w = alone[j]
+            if agg in ("argmax", "argmin") and w is not None:
+                w = rows[w]  # positions within the key are input rows
+            want[i] = w
+    assert_same_list(got, want, rel=1e-6 if agg == "geomean" else 1e-9, abs_=1e-9,
+                     what=f"{agg} w={window} {closed} center={center} mp={mp}")
+
+
 def test_keyed_argmax_gives_input_rows_with_a_shape():
     x = [5.0, 1.0, 7.0, 2.0, 6.0, 3.0]
     k = [0, 1, 0, 1, 0, 1]

@@ -550,14 +550,33 @@ fn filled<T: Copy + Default>(col: &Column<T>, fill: T) -> Vec<T> {
 /// anything reads it: not zeroed. A large block the extension's allocator
 /// kept (DESIGN §6) would be memset first, a whole pass over the output
 /// for nothing (10M rows: ~1 ms of a 5-8 ms rolling mean, measured).
+/// Debug builds (every test) fill it with [`UNWRITTEN`] instead, and the
+/// callers check with [`assert_filled`] that no row kept it.
 pub(crate) fn buffer_to_fill(n: usize) -> Vec<f64> {
     let mut v = Vec::with_capacity(n);
-    // SAFETY: the capacity is n; f64 has no invalid bit patterns, and the
-    // callers (sum.rs `float_sums_scaled`) write every row before the
-    // vector is read or returned.
-    unsafe { v.set_len(n) };
+    if cfg!(debug_assertions) {
+        v.resize(n, f64::from_bits(UNWRITTEN));
+    } else {
+        // SAFETY: the capacity is n; f64 has no invalid bit patterns, and
+        // the callers write every row before the vector is read or
+        // returned (checked in debug builds, `assert_filled`).
+        unsafe { v.set_len(n) };
+    }
     advise_huge_pages(&mut v);
     v
+}
+
+/// A signalling NaN: arithmetic never yields it (an operation on it
+/// gives the quiet NaN), so a row that holds it was never written.
+const UNWRITTEN: u64 = 0x7FF4_DEAD_BEEF_0001;
+
+/// Debug builds: every row of a [`buffer_to_fill`] output was written.
+pub(crate) fn assert_filled(v: &[f64]) {
+    if cfg!(debug_assertions) {
+        if let Some(i) = v.iter().position(|x| x.to_bits() == UNWRITTEN) {
+            panic!("row {i} of {} of an output was never written", v.len());
+        }
+    }
 }
 
 pub(crate) fn buffer<T: Copy + Default>(n: usize) -> Vec<T> {

@@ -39,7 +39,7 @@
 
 use arrow_array::ArrayRef;
 
-use super::{buffer, validity, window_counts, FastNum};
+use super::{validity, window_counts, FastNum};
 use crate::engine::{Column, ToArrow};
 use crate::ops::Num;
 
@@ -49,11 +49,15 @@ use crate::ops::Num;
 pub(super) fn rolling_var<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize, ddof: usize, sqrt: bool, threads: usize) -> Option<ArrayRef> {
     let n = col.len();
     let counts = col.nulls.map(|nb| window_counts(nb, window));
-    let mut out = buffer::<f64>(n);
-    let mut filled = if col.nulls.is_none() && as_f64(col.values).is_some() { Vec::new() } else { buffer::<f64>(n) };
+    // Both written in full (`filled` by `finite_filled_into`, `out` by the
+    // kernel, the rows below `ddof + 1` values with garbage the validity
+    // masks): neither is zeroed first (`buffer_to_fill`).
+    let mut out = super::buffer_to_fill(n);
+    let mut filled = if col.nulls.is_none() && as_f64(col.values).is_some() { Vec::new() } else { super::buffer_to_fill(n) };
     if !var_column_into(col, window, ddof, sqrt, threads, &mut out, &mut filled, &mut Vec::new()) {
         return None;
     }
+    super::assert_filled(&out);
     let nulls = validity(n, window, min_periods.max(ddof + 1), counts.as_deref());
     Some(f64::to_arrow(out, nulls))
 }
@@ -127,8 +131,9 @@ pub(super) fn as_f64<T: Num>(xs: &[T]) -> Option<&[f64]> {
 /// keeps `0 * y` 0, and a filler near the data keeps the shift near it
 /// (also the shared pass of `rolling_many`, prefix_moments.rs).
 pub(super) fn finite_filled<T: Num>(col: &Column<T>) -> Vec<f64> {
-    let mut out = buffer::<f64>(col.len());
+    let mut out = super::buffer_to_fill(col.len());
     finite_filled_into(col, &mut out);
+    super::assert_filled(&out);
     out
 }
 

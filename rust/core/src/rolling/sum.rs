@@ -99,6 +99,7 @@ pub(super) fn float_sums_scaled<T: Num>(
         }
         post(r0, o);
     });
+    super::assert_filled(&out);
     out
 }
 
@@ -561,6 +562,16 @@ pub(super) fn rolling_count<T: FastNum>(col: &Column<T>, window: usize, min_peri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Debug builds mark an unzeroed output's rows, so a kernel that
+    /// leaves one unwritten fails every test that reaches it.
+    #[test]
+    #[should_panic(expected = "row 2 of 4 of an output was never written")]
+    fn an_unwritten_row_is_caught() {
+        let mut v = crate::rolling::buffer_to_fill(4);
+        (v[0], v[1], v[3]) = (1.0, f64::NAN, 0.0);
+        crate::rolling::assert_filled(&v);
+    }
 
     /// Several groups (the carried start state), with inf / NaN in
     /// segments and start windows, against the counted loop.
