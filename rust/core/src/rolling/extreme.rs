@@ -23,7 +23,7 @@
 
 use arrow_array::ArrayRef;
 
-use super::{buffer, filled, validity, window_counts, FastNum};
+use super::{filled, validity, window_counts, FastNum};
 use crate::engine::{Column, ToArrow};
 use crate::ops::reduce::{detected, Level};
 
@@ -528,10 +528,12 @@ pub(super) fn extreme_values<T: FastNum, const MAX: bool>(x: &[T], window: usize
 pub(super) fn extreme_values_split<T: FastNum, const MAX: bool>(x: &[T], window: usize, threads: usize) -> Vec<T> {
     let level = detected();
     let n = x.len();
-    let mut out = buffer::<T>(n);
+    // every row written by its range (not zeroed first: `buffer_to_fill`)
+    let mut out = super::buffer_to_fill::<T>(n);
     let unit = if window >= TWO_LEVEL_FROM { SUB } else { 8 };
     let cs = super::cuts(n, threads, |r| Some(r / unit * unit).filter(|&c| c >= window));
     super::par_ranges(&mut out[..], &cs, |r0, r1, o| extreme_rows_at::<T, MAX>(level, x, window, r0, r1, o));
+    super::assert_filled(&out);
     out
 }
 
@@ -651,7 +653,7 @@ fn two_level_rows<T: FastNum, S: Scan, const MAX: bool>(x: &[T], window: usize, 
 /// [`extreme_values`] compiled for `level` (capped to what the CPU has):
 /// tests run every level, benchmarks compare them.
 pub fn extreme_values_at<T: FastNum, const MAX: bool>(level: Level, x: &[T], window: usize) -> Vec<T> {
-    let mut out = buffer::<T>(x.len());
+    let mut out = super::buffer_to_fill::<T>(x.len());
     match level {
         // SAFETY: a level runs only when `detected()` found the CPU
         // feature.
@@ -665,6 +667,7 @@ pub fn extreme_values_at<T: FastNum, const MAX: bool>(level: Level, x: &[T], win
         #[cfg(not(target_arch = "x86_64"))]
         _ => kernel::<T, Scalar, MAX>(x, window, &mut out),
     }
+    super::assert_filled(&out);
     out
 }
 

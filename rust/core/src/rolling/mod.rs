@@ -386,10 +386,15 @@ pub trait FastNum: Num + LiftSum + PartialOrd {
     fn wide_f64(s: Self::Wide) -> f64;
     /// The sums as f64, in the same allocation (no fresh pages to fault in).
     fn into_f64s(v: Vec<Self::Wide>) -> Vec<f64>;
+    /// What debug builds fill an unzeroed output with ([`buffer_to_fill`]):
+    /// a signalling NaN for floats (arithmetic never yields one), a value
+    /// far from any test's data for integers.
+    const UNWRITTEN: Self;
+    fn is_unwritten(self) -> bool;
 }
 
 macro_rules! fast_float {
-    ($t:ty) => {
+    ($t:ty, $mark:expr) => {
         impl FastNum for $t {
             const LOWEST: $t = <$t>::NEG_INFINITY;
             const HIGHEST: $t = <$t>::INFINITY;
@@ -418,11 +423,16 @@ macro_rules! fast_float {
             fn into_f64s(v: Vec<f64>) -> Vec<f64> {
                 v
             }
+            const UNWRITTEN: $t = <$t>::from_bits($mark);
+            #[inline(always)]
+            fn is_unwritten(self) -> bool {
+                self.to_bits() == $mark
+            }
         }
     };
 }
-fast_float!(f64);
-fast_float!(f32);
+fast_float!(f64, 0x7FF4_DEAD_BEEF_0001u64);
+fast_float!(f32, 0x7FA0_BEEFu32);
 
 macro_rules! fast_int {
     ($t:ty) => {
@@ -451,6 +461,11 @@ macro_rules! fast_int {
             fn into_f64s(v: Vec<i64>) -> Vec<f64> {
                 // Same size and alignment: collect reuses the allocation.
                 v.into_iter().map(|s| s as f64).collect()
+            }
+            const UNWRITTEN: $t = <$t>::MIN + 0x5EED;
+            #[inline(always)]
+            fn is_unwritten(self) -> bool {
+                self == Self::UNWRITTEN
             }
         }
     };
@@ -546,34 +561,30 @@ fn filled<T: Copy + Default>(col: &Column<T>, fill: T) -> Vec<T> {
 /// (calloc), and the first write to each page faults; with 4 KiB pages that
 /// costs as much as the kernel itself, so ask for transparent huge pages
 /// before touching them (numpy does the same for its arrays).
-/// An f64 output of `n` rows that its caller writes in full before
-/// anything reads it: not zeroed. A large block the extension's allocator
-/// kept (DESIGN §6) would be memset first, a whole pass over the output
-/// for nothing (10M rows: ~1 ms of a 5-8 ms rolling mean, measured).
-/// Debug builds (every test) fill it with [`UNWRITTEN`] instead, and the
-/// callers check with [`assert_filled`] that no row kept it.
-pub(crate) fn buffer_to_fill(n: usize) -> Vec<f64> {
+/// An output of `n` rows that its caller writes in full before anything
+/// reads it: not zeroed. A large block the extension's allocator kept
+/// (DESIGN §6) would be memset first, a whole pass over the output for
+/// nothing (10M rows: ~1 ms of a 5-8 ms rolling mean, measured). Debug
+/// builds (every test) fill it with [`FastNum::UNWRITTEN`] instead, and
+/// the callers check with [`assert_filled`] that no row kept it.
+pub(crate) fn buffer_to_fill<T: FastNum>(n: usize) -> Vec<T> {
     let mut v = Vec::with_capacity(n);
     if cfg!(debug_assertions) {
-        v.resize(n, f64::from_bits(UNWRITTEN));
+        v.resize(n, T::UNWRITTEN);
     } else {
-        // SAFETY: the capacity is n; f64 has no invalid bit patterns, and
-        // the callers write every row before the vector is read or
-        // returned (checked in debug builds, `assert_filled`).
+        // SAFETY: the capacity is n; the numeric types have no invalid
+        // bit patterns, and the callers write every row before the vector
+        // is read or returned (checked in debug builds, `assert_filled`).
         unsafe { v.set_len(n) };
     }
     advise_huge_pages(&mut v);
     v
 }
 
-/// A signalling NaN: arithmetic never yields it (an operation on it
-/// gives the quiet NaN), so a row that holds it was never written.
-const UNWRITTEN: u64 = 0x7FF4_DEAD_BEEF_0001;
-
 /// Debug builds: every row of a [`buffer_to_fill`] output was written.
-pub(crate) fn assert_filled(v: &[f64]) {
+pub(crate) fn assert_filled<T: FastNum>(v: &[T]) {
     if cfg!(debug_assertions) {
-        if let Some(i) = v.iter().position(|x| x.to_bits() == UNWRITTEN) {
+        if let Some(i) = v.iter().position(|x| x.is_unwritten()) {
             panic!("row {i} of {} of an output was never written", v.len());
         }
     }
