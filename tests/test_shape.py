@@ -213,6 +213,27 @@ def test_keyed_shape_matches_pandas_bounds_per_key(data, agg, window, closed, ce
                      what=f"{agg} w={window} {closed} center={center} mp={mp}")
 
 
+def test_huge_windows_equal_a_window_past_every_row():
+    """A window longer than the column (up to 2^63 - 1 rows) gives what a
+    window reaching past every row gives, for every aggregation, shape and
+    key layout: no crash (a centred tail once padded `window / 2` rows), no
+    overflow of the offsets, nothing sized by the window."""
+    x = pa.array([1.0, None, 3.0, 2.0, 5.0, float("nan")])
+    k = [0, 0, 1, 0, 1, 1]
+    shapes = [{}, {"center": True}, {"closed": "left"}, {"closed": "both", "center": True},
+              {"closed": "neither", "center": True}, {"step": 2}]
+    for w in (2**40, 2**63 - 1):
+        for kw in shapes + [dict(s, keys=k) for s in shapes if "step" not in s]:
+            for agg in sw.MONOID_AGGS + ("median", "rank"):
+                for mp in (None, 2):
+                    want = sw.rolling(x, 2 * len(x) + 1, agg, min_periods=mp, **kw).to_pylist()
+                    got = sw.rolling(x, w, agg, min_periods=mp, **kw).to_pylist()
+                    assert str(got) == str(want), (w, kw, agg, mp)
+        many = sw.rolling_many(x, [w, 3], ["first", "sum", "max"], keys=k)
+        ref = sw.rolling_many(x, [2 * len(x) + 1, 3], ["first", "sum", "max"], keys=k)
+        assert [str(c.to_pylist()) for c in many.columns] == [str(c.to_pylist()) for c in ref.columns]
+
+
 def test_keyed_argmax_gives_input_rows_with_a_shape():
     x = [5.0, 1.0, 7.0, 2.0, 6.0, 3.0]
     k = [0, 1, 0, 1, 0, 1]

@@ -619,7 +619,7 @@ pub fn rolling_many_keyed_dyn(
             match &pad {
                 _ if is_end(agg) => {
                     for &w in windows {
-                        outs.push(rolling_ends(run.as_ref(), &rel, (1 - w as isize, 0), agg, min_periods.unwrap_or(0), 1)?);
+                        outs.push(rolling_ends(run.as_ref(), &rel, Shape::default().row_offsets(w), agg, min_periods.unwrap_or(0), 1)?);
                     }
                 }
                 Some((col, real)) if !restarts(agg) => {

@@ -289,7 +289,8 @@ pub(crate) fn order_count_shaped(
 ) -> Result<ArrayRef> {
     shape.check()?;
     let n = keys.len();
-    let (a, b) = shape.row_offsets(window);
+    // capped to the column: the same windows (shape.rs `rolling_shaped`)
+    let (a, b) = shape.capped_offsets(window, n.max(1));
     let len = (b - a + 1) as usize; // w - 1, w or w + 1
     let rows = n.div_ceil(shape.step);
     if need > len {

@@ -111,7 +111,9 @@ impl Shape {
     /// Count window `w`: row `i`'s window is rows `[i + a, i + b]` (clipped),
     /// pandas' `FixedWindowIndexer`.
     pub fn row_offsets(&self, w: usize) -> (isize, isize) {
-        let w = w as isize;
+        // A window longer than any column clips as 2^60 rows does; capped,
+        // the offsets and `i + offset` cannot overflow.
+        let w = w.min(1 << 60) as isize;
         let off = if self.center { (w - 1) / 2 } else { 0 };
         (off + 1 - w - self.closed.left() as isize, off - !self.closed.right() as isize)
     }
@@ -210,8 +212,10 @@ pub(crate) fn rolling_shaped(
     shape.check()?;
     let n = values.len();
     let dtype = DType::of(values.data_type())?;
-    let (a, b) = shape.row_offsets(window);
-    let len = (b - a + 1) as usize; // w - 1, w or w + 1
+    // Offsets capped to the column (the same windows): a centred tail's
+    // `b` padding rows, or a window's buffers, never follow a huge window.
+    let (a, b) = shape.capped_offsets(window, n.max(1));
+    let len = (b - a + 1) as usize; // w - 1, w or w + 1 (or capped)
     let mp = min_periods.unwrap_or(0);
     let out_rows = n.div_ceil(shape.step);
     if mp > len {
@@ -370,7 +374,6 @@ fn assemble(parts: &[&dyn Array], runs: &[Run]) -> Result<ArrayRef> {
     arrow_select::take::take(all.as_ref(), &UInt32Array::from(idx), None).map_err(err)
 }
 
-/// argmax / argmin positions counted from row `by` of the column: rows.
 /// argmax / argmin positions of [`shaped_segments`] over one column
 /// (`by_position`), all counted from the column's start: the rows cut by
 /// the end ran over the rows from `t0` on, so theirs count from there.
@@ -385,6 +388,7 @@ pub(crate) fn positions_from_start(out: ArrayRef, (a, b): (isize, isize)) -> Res
     cat(&[out.slice(0, m).as_ref(), shift_indices(out.slice(m, n - m).as_ref(), -(t0 as i64)).as_ref()])
 }
 
+/// argmax / argmin positions counted from row `by` of the column: rows.
 fn shift_indices(a: &dyn Array, by: i64) -> ArrayRef {
     let a = a.as_any().downcast_ref::<PrimitiveArray<Int64Type>>().expect("arg* gives int64");
     let vals: Vec<i64> = a.values().iter().map(|&p| p - by).collect();
