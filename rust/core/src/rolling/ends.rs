@@ -117,5 +117,5 @@ fn ends<P: ArrowPrimitiveType>(arr: &PrimitiveArray<P>, bounds: &[usize], (a, b)
         }
     }
     let keep = NullBuffer::new(keep.finish());
-    Arc::new(PrimitiveArray::<P>::new(ScalarBuffer::from(out), Some(keep).filter(|k| k.null_count() > 0)).with_data_type(arr.data_type().clone()))
+    Arc::new(PrimitiveArray::<P>::new(ScalarBuffer::from(out), Some(keep).filter(|k| k.null_count() > 0)))
 }

@@ -561,6 +561,12 @@ fn filled<T: Copy + Default>(col: &Column<T>, fill: T) -> Vec<T> {
 /// (calloc), and the first write to each page faults; with 4 KiB pages that
 /// costs as much as the kernel itself, so ask for transparent huge pages
 /// before touching them (numpy does the same for its arrays).
+pub(crate) fn buffer<T: Copy + Default>(n: usize) -> Vec<T> {
+    let mut v = vec![T::default(); n];
+    advise_huge_pages(&mut v);
+    v
+}
+
 /// An output of `n` rows that its caller writes in full before anything
 /// reads it: not zeroed. A large block the extension's allocator kept
 /// (DESIGN §6) would be memset first, a whole pass over the output for
@@ -588,12 +594,6 @@ pub(crate) fn assert_filled<T: FastNum>(v: &[T]) {
             panic!("row {i} of {} of an output was never written", v.len());
         }
     }
-}
-
-pub(crate) fn buffer<T: Copy + Default>(n: usize) -> Vec<T> {
-    let mut v = vec![T::default(); n];
-    advise_huge_pages(&mut v);
-    v
 }
 
 #[cfg(target_os = "linux")]
