@@ -272,7 +272,7 @@ pub fn rolling_split(
 /// alone (ascending, from 0 to `values.len()`), in one output: each
 /// segment's rows as [`rolling_plain`] with `Algorithm::Auto` gives them on
 /// that segment, bit for bit. Keyed rolling's short keys (keyed.rs).
-/// `None`: not one of sum, mean, var, std, var_pop, std_pop, or a segment's
+/// `None`: not one of sum, mean, geomean, var, std, var_pop, std_pop, or a segment's
 /// values would overflow the variance kernel's squares; run one call each.
 pub(crate) fn rolling_segments_dyn(values: &dyn Array, bounds: &[usize], window: usize, agg: AggKind, min_periods: Option<usize>) -> Result<Option<ArrayRef>> {
     check_window(window, min_periods)?;
@@ -296,6 +296,7 @@ fn specialised<T: FastNum>(col: &Column<T>, window: usize, mp: usize, agg: AggKi
         AggKind::Range => extreme::rolling_range::<T>(col, window, mp, th),
         AggKind::Sum => sum::rolling_sum::<T>(col, window, mp, split),
         AggKind::Mean => sum::rolling_mean::<T>(col, window, mp, split),
+        AggKind::Geomean => sum::rolling_geomean::<T>(col, window, mp, split),
         AggKind::Count => sum::rolling_count(col, window, mp),
         // Values whose squares could overflow take Chan's merge (`block`):
         // the kernel says so (`None`) rather than a pass over the column

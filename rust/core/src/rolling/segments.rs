@@ -1,6 +1,6 @@
 //! Many short columns in one call: the rows of keyed rolling's short keys
 //! (keyed.rs), grouped, with the arithmetic restarted at every key's first
-//! row. Sum, mean and the moments carry state from row to row (a
+//! row. Sum, mean, geomean and the moments carry state from row to row (a
 //! compensated chain, a block's shift), so they cannot run the keys as one
 //! padded column as max / min do: a key's value would depend on the rows of
 //! the keys before it. Here each key runs the same kernel as
@@ -17,7 +17,7 @@ use crate::engine::{AggKind, Column, ToArrow};
 /// The aggregations [`rolling_segments`] runs: those whose kernels carry
 /// state from row to row (a compensated chain, a block's shift).
 pub(crate) fn restarts(agg: AggKind) -> bool {
-    matches!(agg, AggKind::Sum | AggKind::Mean | AggKind::Var | AggKind::Std | AggKind::VarPop | AggKind::StdPop)
+    matches!(agg, AggKind::Sum | AggKind::Mean | AggKind::Geomean | AggKind::Var | AggKind::Std | AggKind::VarPop | AggKind::StdPop)
 }
 
 /// `agg` over each segment `bounds[k]..bounds[k + 1]` of `col` alone, as
@@ -27,7 +27,7 @@ pub(crate) fn restarts(agg: AggKind) -> bool {
 /// (squares that could overflow): the caller runs one call per key.
 pub(super) fn rolling_segments<T: FastNum>(col: &Column<T>, bounds: &[usize], window: usize, mp: usize, agg: AggKind) -> Option<ArrayRef> {
     let (ddof, sqrt) = match agg {
-        AggKind::Sum | AggKind::Mean => (0, false),
+        AggKind::Sum | AggKind::Mean | AggKind::Geomean => (0, false),
         AggKind::Var => (1, false),
         AggKind::Std => (1, true),
         AggKind::VarPop => (0, false),
@@ -44,7 +44,7 @@ pub(super) fn rolling_segments<T: FastNum>(col: &Column<T>, bounds: &[usize], wi
             let (lo, hi) = (b[0], b[1]);
             let w = window.min((hi - lo).max(1));
             let need = match agg {
-                AggKind::Sum | AggKind::Mean => mp.max(1),
+                AggKind::Sum | AggKind::Mean | AggKind::Geomean => mp.max(1),
                 _ => mp.max(ddof + 1),
             };
             if mp > w {
@@ -78,6 +78,17 @@ pub(super) fn rolling_segments<T: FastNum>(col: &Column<T>, bounds: &[usize], wi
             let (mut out, mut wide) = (buffer::<f64>(n), Vec::new());
             each(&mut |lo, hi, w, _, counts| {
                 sum::mean_into(&xs[lo..hi], w, counts, &mut out[lo..hi], &mut wide);
+                true
+            });
+            Some(f64::to_arrow(out, nulls(valid)))
+        }
+        AggKind::Geomean => {
+            // The logarithms once for the run (elementwise, as each key's
+            // own call takes them), the mean's kernel per key.
+            let logs = sum::logs_of(col, 1);
+            let mut out = buffer::<f64>(n);
+            each(&mut |lo, hi, w, _, counts| {
+                sum::geomean_into(&logs[lo..hi], w, counts, &mut out[lo..hi]);
                 true
             });
             Some(f64::to_arrow(out, nulls(valid)))

@@ -1,4 +1,4 @@
-//! Rolling sum / mean / count.
+//! Rolling sum / mean / count, and geomean (the mean of logarithms).
 //!
 //! Floats: Subtract-on-Evict (SlideSide paper §2) with every step
 //! error-free: `new - old = d + e1` and `s + d = s' + e2` (TwoSum), the
@@ -541,6 +541,59 @@ fn divide_sums(r0: usize, o: &mut [f64], window: usize, counts: Option<&[u32]>) 
             o[k..].iter_mut().for_each(|o| *o /= w);
         }
     }
+}
+
+/// Rolling geometric mean, `exp(mean(ln x))` ([`crate::ops::Geomean`]):
+/// the mean kernel above over the values' logarithms. Its sums are exact
+/// and restart only where [`plan`] puts them, so a key's bits are those of
+/// one call on it alone (keyed rolling batches short keys, segments.rs),
+/// where the generic block kernel's rounding moved with its blocks. A 0
+/// gives `ln 0 = -inf` and a negative value NaN, counted apart as `FSum`
+/// does: the window's geomean is then 0 or NaN (scipy's `gmean`).
+pub(super) fn rolling_geomean<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize, split: Split) -> ArrayRef {
+    let n = col.len();
+    let th = split.threads(n);
+    let counts = col.nulls.map(|nb| window_counts(nb, window));
+    let logs = logs_of(col, th);
+    let out = match &counts {
+        None => float_sums_scaled(&logs, window, 1.0 / window as f64, th, split.min_rows, |r0, o| {
+            rescale_partial(r0, o, window);
+            exp_all(o);
+        }),
+        Some(c) => float_sums_scaled(&logs, window, 1.0, th, split.min_rows, |r0, o| {
+            divide_sums(r0, o, window, Some(c));
+            exp_all(o);
+        }),
+    };
+    let nulls = validity(n, window, min_periods.max(1), counts.as_deref());
+    f64::to_arrow(out, nulls)
+}
+
+/// `ln x` per row, 0 in null slots (a null is no row of the sum; its
+/// window's count leaves it out), over up to `threads` threads.
+pub(super) fn logs_of<T: Num>(col: &Column<T>, threads: usize) -> Vec<f64> {
+    let n = col.len();
+    let mut logs = super::buffer_to_fill(n);
+    super::par_ranges(&mut logs[..], &super::cuts(n, threads, Some), |r0, r1, o| {
+        o.iter_mut().zip(&col.values[r0..r1]).for_each(|(l, v)| *l = v.to_f64().ln());
+        if let Some(nb) = col.nulls {
+            o.iter_mut().zip(nb.slice(r0, r1 - r0).iter()).filter(|(_, ok)| !ok).for_each(|(l, _)| *l = 0.0);
+        }
+    });
+    super::assert_filled(&logs);
+    logs
+}
+
+/// Means of logarithms into geometric means, in place.
+pub(super) fn exp_all(o: &mut [f64]) {
+    o.iter_mut().for_each(|v| *v = v.exp());
+}
+
+/// [`rolling_geomean`]'s values of `logs` ([`logs_of`], one segment) alone,
+/// on this thread, into `out`: the mean's, exponentiated.
+pub(super) fn geomean_into(logs: &[f64], window: usize, counts: Option<&[u32]>, out: &mut [f64]) {
+    mean_into(logs, window, counts, out, &mut Vec::new());
+    exp_all(out);
 }
 
 /// count never is null for lack of rows (an empty window counts 0), only

@@ -435,7 +435,7 @@ proptest! {
         })?;
     }
 
-    /// Short keys of sum, mean and the moments run batched, the arithmetic
+    /// Short keys of sum, mean, geomean and the moments run batched, the arithmetic
     /// restarted at each key: bit for bit one call per key, on values whose
     /// rounding depends on a chain's history (1e8 beside 1e-3, 1e9 plus
     /// unit noise), with nulls, NaN, inf and values whose squares overflow,
@@ -447,7 +447,7 @@ proptest! {
         lens in prop::collection::vec(1usize..90, 1..40),
         seed in any::<u64>(),
         dtype in 0u8..4,
-        agg in prop::sample::select(vec![AggKind::Sum, AggKind::Mean, AggKind::Var, AggKind::Std, AggKind::VarPop, AggKind::StdPop]),
+        agg in prop::sample::select(vec![AggKind::Sum, AggKind::Mean, AggKind::Geomean, AggKind::Var, AggKind::Std, AggKind::VarPop, AggKind::StdPop]),
         window in 1usize..100,
         mp in prop::option::of(0usize..4),
         threads in 1usize..4,
@@ -468,7 +468,9 @@ proptest! {
         let n = ks.len();
         let raw: Vec<(u64, f64)> = (0..n).map(|_| {
             let (r, u) = (next(), (next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5);
-            (r, match r % 3 { 0 => 1e8 * u, 1 => 1e-3 * u, _ => 1e9 + u })
+            let x = match r % 3 { 0 => 1e8 * u, 1 => 1e-3 * u, _ => 1e9 + u };
+            // geomean: mostly positive (a negative value makes its windows NaN)
+            (r, if agg == AggKind::Geomean && r % 7 != 0 { x.abs() } else { x })
         }).collect();
         let null = |r: u64| holes > 0 && (r >> 20) % 20 == 0;
         // holes 3: squares that overflow, which the variance kernel
