@@ -79,6 +79,23 @@ def warm_up(f, seconds: float = 1.0) -> None:
         k += 1
 
 
+def timed(fs: dict, repeat: int) -> dict:
+    """Best of `repeat` for each call, the calls interleaved (each once per
+    round): this shared VM's speed drifts between and within processes, and
+    a drift then hits slidewise and its peers alike, so their ratio holds
+    where back-to-back bests did not (mean at window 1M on the AMD EPYC:
+    1.0-1.8x bottleneck across runs)."""
+    import time
+
+    best = {k: float("inf") for k in fs}
+    for _ in range(repeat):
+        for k, f in fs.items():
+            t0 = time.perf_counter()
+            f()
+            best[k] = min(best[k], time.perf_counter() - t0)
+    return best
+
+
 def drift(rows: int, scale: float) -> float:
     """Absolute error a running update (bottleneck's move_*, pandas' rolling
     var/std) may carry after ``rows`` updates of values up to ``scale``: each

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 import pyarrow as pa
@@ -32,9 +31,9 @@ import slidewise as sw
 from slidewise import _slidewise
 
 if __package__:
-    from ._check import Mismatch, check, machine, warm_up
+    from ._check import Mismatch, check, machine, timed, warm_up
 else:
-    from _check import Mismatch, check, machine, warm_up
+    from _check import Mismatch, check, machine, timed, warm_up
 
 # pandas at every window is minutes; bottleneck's move_rank is O(window) a row.
 PANDAS_MAX = 1000
@@ -72,17 +71,6 @@ def ours(arr, agg, w, kernel="auto"):
 
 def public(arr, agg, w):
     return sw.rolling(arr, w, agg, **({"q": 0.9} if agg == "quantile" else {}))
-
-
-def timed(fs: dict, repeat: int) -> dict:
-    """Best of `repeat` for each call, the calls interleaved."""
-    best = {k: float("inf") for k in fs}
-    for _ in range(repeat):
-        for k, f in fs.items():
-            t0 = time.perf_counter()
-            f()
-            best[k] = min(best[k], time.perf_counter() - t0)
-    return best
 
 
 def main():

@@ -1,5 +1,6 @@
 """Per-row rolling on 10M float64: slidewise against bottleneck, polars and
-pandas, all measured in this one run (best of `--repeat`), printed as a
+pandas, all measured in this one run (best of `--repeat`, the calls
+interleaved), printed as a
 markdown table of Mrows/s and ratios under a line naming the CPU. Before
 each case is timed, every peer's result is checked against slidewise's on
 the same data; a difference stops the script, naming the case. Also checks
@@ -15,7 +16,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import time
 
 import numpy as np
 import pyarrow as pa
@@ -23,20 +23,11 @@ import pyarrow as pa
 import slidewise as sw
 
 if __package__:  # imported from the benches package (asv discovers every module)
-    from ._check import Mismatch, check, drift, machine, warm_up
+    from ._check import Mismatch, check, drift, machine, timed, warm_up
 else:  # python benches/compare_rolling.py
-    from _check import Mismatch, check, drift, machine, warm_up
+    from _check import Mismatch, check, drift, machine, timed, warm_up
 
 AGGS = ("max", "min", "sum", "mean", "std", "var", "std_pop")
-
-
-def best(f, repeat):
-    t = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        f()
-        t = min(t, time.perf_counter() - t0)
-    return t
 
 
 def peers(x, agg, w):
@@ -202,9 +193,9 @@ def main():
             for name, f in runs.items():
                 check(f"rolling {agg}, window {w:,}, {a.rows:,} rows", got, f(), name, **tolerance(agg, name, x, w))
             del got
-            t_sw = best(lambda: sw.rolling(arr, w, agg), a.repeat)
-            r = {k: a.rows / best(f, a.repeat) / 1e6 for k, f in runs.items()}
-            mine = a.rows / t_sw / 1e6
+            t = timed({"slidewise": lambda: sw.rolling(arr, w, agg), **runs}, a.repeat)
+            r = {k: a.rows / t[k] / 1e6 for k in runs}
+            mine = a.rows / t["slidewise"] / 1e6
             cells = [f"{r[k]:.0f}" if k in r else "-" for k in ("bottleneck", "polars", "pandas")]
             ratios = [f"{mine / r[k]:.1f}x" if k in r else "-" for k in ("bottleneck", "polars", "pandas")]
             print(f"| {agg} | {w:,} | {mine:.0f} | " + " | ".join(cells + ratios) + " |", flush=True)
