@@ -89,12 +89,13 @@ pub(super) fn float_sums_scaled<T: Num>(
     // The jobs cover every row once: the output need not be zeroed first
     // (checked in debug builds by `assert_filled` below).
     let mut out = super::buffer_to_fill(n);
+    let stream = super::streams::<f64>(n);
     let starts: Vec<usize> = jobs.iter().map(|j| j.r0).collect();
     let cs = super::cuts(n, threads, |r| super::nearest(&starts, r));
     super::par_ranges(&mut out[..], &cs, |r0, r1, o| {
         let first = starts.partition_point(|&s| s < r0);
         for job in jobs[first..].iter().take_while(|j| j.r0 < r1) {
-            run_job(x, window, job, scale, &mut o[job.r0 - r0..job.r1 - r0]);
+            run_job(x, window, job, scale, stream, &mut o[job.r0 - r0..job.r1 - r0]);
         }
         post(r0, o);
     });
@@ -109,7 +110,7 @@ pub(super) fn float_sums_into<T: Num>(x: &[T], window: usize, scale: f64, out: &
     let mut jobs = Vec::new();
     plan(window, 0, x.len(), x.len() >= super::SPLIT_MIN_ROWS, &mut jobs);
     for job in &jobs {
-        run_job(x, window, job, scale, &mut out[job.r0..job.r1]);
+        run_job(x, window, job, scale, false, &mut out[job.r0..job.r1]);
     }
 }
 
@@ -169,8 +170,9 @@ fn plan(window: usize, r0: usize, r1: usize, long: bool, jobs: &mut Vec<Job>) {
 }
 
 /// One job into `out` (its rows). Every segment starts from the exact sum
-/// of the window before it, whatever ran before.
-fn run_job<T: Num>(x: &[T], window: usize, job: &Job, scale: f64, out: &mut [f64]) {
+/// of the window before it, whatever ran before. `stream`: the group's
+/// rows go out by non-temporal stores ([`super::streams`]).
+fn run_job<T: Num>(x: &[T], window: usize, job: &Job, scale: f64, stream: bool, out: &mut [f64]) {
     let (b0, seg) = (job.r0, job.seg);
     if seg == 0 {
         if !finite_block(x, window, b0, job.r1, scale, out) {
@@ -179,7 +181,7 @@ fn run_job<T: Num>(x: &[T], window: usize, job: &Job, scale: f64, out: &mut [f64
         return;
     }
     let st: [(f64, f64); 4] = std::array::from_fn(|k| start_state(x, window, b0 + k * seg));
-    let ok = group(x, window, b0, seg, job.mode, st, scale, out);
+    let ok = group(x, window, b0, seg, job.mode, st, scale, stream, out);
     for (k, good) in ok.into_iter().enumerate() {
         let s0 = b0 + k * seg;
         if !good {
@@ -198,6 +200,7 @@ const PAD0: u8 = 2;
 /// Four segments `[b0 + k seg, b0 + (k+1) seg)` from start states `st`,
 /// into `out` (those rows): per segment, whether it stayed finite (else its
 /// rows are garbage and must be redone).
+#[allow(clippy::too_many_arguments)]
 fn group<T: Num>(
     x: &[T],
     window: usize,
@@ -206,6 +209,7 @@ fn group<T: Num>(
     mode: u8,
     st: [(f64, f64); 4],
     scale: f64,
+    stream: bool,
     out: &mut [f64],
 ) -> [bool; 4] {
     assert!(b0 + 4 * seg <= x.len() && out.len() == 4 * seg);
@@ -223,9 +227,9 @@ fn group<T: Num>(
             let xf = unsafe { std::slice::from_raw_parts(x.as_ptr() as *const f64, x.len()) };
             let ok = unsafe {
                 match mode {
-                    SLIDE => avx2::group::<SLIDE>(xf, window, b0, seg, st, scale, out),
-                    INSERT => avx2::group::<INSERT>(xf, window, b0, seg, st, scale, out),
-                    _ => avx2::group::<PAD0>(xf, window, b0, seg, st, scale, out),
+                    SLIDE => avx2::group::<SLIDE>(xf, window, b0, seg, st, scale, stream, out),
+                    INSERT => avx2::group::<INSERT>(xf, window, b0, seg, st, scale, stream, out),
+                    _ => avx2::group::<PAD0>(xf, window, b0, seg, st, scale, stream, out),
                 }
             };
             return [0, 1, 2, 3].map(|k| ok[k] && fin[k]);
@@ -318,6 +322,7 @@ mod avx2 {
     }
 
     /// Bounds are the caller's (`super::group` asserts them).
+    #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn group<const MODE: u8>(
         x: &[f64],
@@ -326,6 +331,7 @@ mod avx2 {
         seg: usize,
         st: [(f64, f64); 4],
         scale: f64,
+        stream: bool,
         out: &mut [f64],
     ) -> [bool; 4] {
         let s0 = st.map(|v| v.0);
@@ -335,6 +341,9 @@ mod avx2 {
         let sc = _mm256_set1_pd(scale);
         let xin = x.as_ptr().add(b0);
         let o = out.as_mut_ptr();
+        // Non-temporal stores need 16-byte aligned rows: every store's row
+        // is `o`'s plus a multiple of 2 (`seg` and `j` step by 4).
+        let stream = stream && (o as usize) % 16 == 0;
         let mut j = 0;
         while j < seg {
             let a = tile(xin.add(j), seg);
@@ -372,10 +381,21 @@ mod avx2 {
                 r[t] = _mm256_mul_pd(_mm256_add_pd(s, c), sc);
             }
             let r = transpose(r);
-            for (k, v) in r.into_iter().enumerate() {
-                _mm256_storeu_pd(o.add(k * seg + j), v);
+            if stream {
+                for (k, v) in r.into_iter().enumerate() {
+                    super::super::stream4(o.add(k * seg + j), v);
+                }
+            } else {
+                for (k, v) in r.into_iter().enumerate() {
+                    _mm256_storeu_pd(o.add(k * seg + j), v);
+                }
             }
             j += 4;
+        }
+        if stream {
+            // Non-temporal stores are weakly ordered: drain them before
+            // another thread may read the rows.
+            _mm_sfence();
         }
         let mut cf = [0.0; 4];
         _mm256_storeu_pd(cf.as_mut_ptr(), c);
