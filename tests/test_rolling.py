@@ -130,16 +130,39 @@ def test_int64_sums_wrap_modulo_2_64():
         assert want[:3] == np.cumsum(np.array(vals[:3], dtype=np.int64)).tolist()  # numpy wraps alike
 
 
-@pytest.mark.xfail(strict=True, reason="int64 mean divides the wrapped int64 sum by n: "
-                   "mean([2**62] * 3) gives -2**62/3 instead of 2**62 (library bug; fixed with issue #15, exact mean)")
-@pytest.mark.parametrize("algo", ["auto", "recalc", "two_stacks", "soe"])
-def test_int64_mean_is_exact_not_a_wrapped_sum(algo):
+@pytest.mark.parametrize("algo", valid_algos("mean"))
+@pytest.mark.parametrize("keyed", [False, True])
+def test_int64_mean_is_exact_not_a_wrapped_sum(algo, keyed):
     # Spark (avg of a long is a double sum) and pandas (float64) both give
-    # the exact mean here; a mean is not an int64 result and must not wrap.
-    x = pa.array([2**62, 2**62, 2**62, 2**63 - 1, -(2**63)], pa.int64())
-    got = sw.rolling(x, 3, "mean", algorithm=algo).to_pylist()
-    want = [2.0**62, 2.0**62, 2.0**62, (2**62 * 2 + 2**63 - 1) / 3, (2**62 + 2**63 - 1 - 2**63) / 3]
-    assert got == pytest.approx(want, rel=1e-12), got
+    # the exact mean here; a mean is not an int64 result and must not wrap
+    # (an exact i128 sum, rounded once, then divided: Python's int / int).
+    vals = [2**62, 2**62, 2**62, 2**63 - 1, -(2**63), None, 2**63 - 1, 2**63 - 1]
+    x = pa.array(vals, pa.int64())
+    keys = pa.array([1] * len(vals)) if keyed else None
+    got = sw.rolling(x, 3, "mean", algorithm=algo, keys=keys).to_pylist()
+    want = []
+    for i in range(len(vals)):
+        w = [v for v in vals[max(0, i - 2):i + 1] if v is not None]
+        want.append(sum(w) / len(w))
+    assert got == want, (algo, got)
+    # int32 means were exact in int64 already; the sum still wraps (see above)
+    assert sw.rolling(x, 3, "sum").to_pylist()[2] == wrap64(3 * 2**62)
+
+
+@pytest.mark.parametrize("keyed", [False, True])
+def test_int64_mean_at_the_edges_of_the_fast_path(keyed):
+    # `auto` sums in i64 where no window can reach 2^63 (largest |x| times
+    # the window), else in i128: both sides of that line, and window 1 with
+    # the type's limits (where an incoming minus an outgoing value passes
+    # 2^63), all exact.
+    lo, hi = -(2**63), 2**63 - 1
+    third = (2**63 - 1) // 3
+    for vals, w in [([hi, lo, hi, lo, 0, hi], 1), ([third] * 6 + [-third] * 3, 3), ([third + 1] * 6, 3), ([hi, hi, 1, lo], 2)]:
+        x = pa.array(vals, pa.int64())
+        keys = pa.array([7] * len(vals)) if keyed else None
+        got = sw.rolling(x, w, "mean", keys=keys).to_pylist()
+        want = [sum(vals[max(0, i - w + 1):i + 1]) / len(vals[max(0, i - w + 1):i + 1]) for i in range(len(vals))]
+        assert got == want, (vals, w, got, want)
 
 
 _CHAN_XFAIL = pytest.mark.xfail(

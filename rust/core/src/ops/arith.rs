@@ -47,6 +47,52 @@ impl SumAcc for ISum {
     }
 }
 
+/// Exact integer sum in i128 and count: the mean's accumulator for integer
+/// inputs. A mean is not an int64 result and must not wrap (Spark averages
+/// longs in double, pandas in float64: both give `2^62` for three rows of
+/// `2^62`, where a wrapped i64 sum gives `-2^62 / 3`). Exact for any window
+/// of fewer than 2^64 rows, so its inverse is exact too.
+#[derive(Clone, Copy, Default, Debug, PartialEq)]
+pub struct WideSum {
+    pub s: i128,
+    pub n: i64,
+}
+
+impl SumAcc for WideSum {
+    #[inline(always)]
+    fn n(&self) -> i64 {
+        self.n
+    }
+    #[inline(always)]
+    fn add(&self, o: &Self) -> Self {
+        WideSum { s: self.s + o.s, n: self.n + o.n }
+    }
+    #[inline(always)]
+    fn sub(&self, o: &Self) -> Self {
+        WideSum { s: self.s - o.s, n: self.n - o.n }
+    }
+    #[inline(always)]
+    fn as_f64(&self) -> f64 {
+        // rounded once (`as` rounds to nearest)
+        self.s as f64
+    }
+}
+
+/// The exact sum of integers as i128: each split into its high and low 32
+/// bits, each half summed in i64 lanes, which cannot overflow below 2^31
+/// values per chunk (so the loop vectorises).
+pub fn wide_sum<T: Copy + Into<i64>>(xs: &[T]) -> WideSum {
+    let mut s: i128 = 0;
+    for c in xs.chunks(1 << 30) {
+        let (hi, lo) = c.iter().fold((0i64, 0i64), |(h, l), &v| {
+            let v: i64 = v.into();
+            (h + (v >> 32), l + (v & 0xFFFF_FFFF))
+        });
+        s += ((hi as i128) << 32) + lo as i128;
+    }
+    WideSum { s, n: xs.len() as i64 }
+}
+
 /// Compensated float sum: `s + c` is the sum of the finite inputs; `nan`,
 /// `pinf`, `ninf` count the non-finite ones; `n` counts non-null rows.
 #[derive(Clone, Copy, Default, Debug, PartialEq)]
@@ -142,12 +188,26 @@ impl SumAcc for FSum {
     }
 }
 
-/// Lift a value of any dtype into its sum accumulator.
+/// Lift a value of any dtype into its sum accumulator, and into its mean's
+/// (the sum's for floats; [`WideSum`] for integers).
 pub trait LiftSum: Num {
+    type MeanAcc: SumAcc;
     fn lift_sum(self) -> Self::Acc;
     fn lower_sum(a: &Self::Acc) -> Self::Wide;
+    fn lift_mean(self) -> Self::MeanAcc;
+    /// A pane's rows folded into one mean accumulator.
+    fn pane_mean(xs: &[Self]) -> Self::MeanAcc;
 }
 impl LiftSum for f64 {
+    type MeanAcc = FSum;
+    #[inline(always)]
+    fn lift_mean(self) -> FSum {
+        self.lift_sum()
+    }
+    #[inline]
+    fn pane_mean(xs: &[f64]) -> FSum {
+        Self::pane_sum(xs)
+    }
     #[inline(always)]
     fn lift_sum(self) -> FSum {
         FSum::lift(self)
@@ -158,6 +218,15 @@ impl LiftSum for f64 {
     }
 }
 impl LiftSum for f32 {
+    type MeanAcc = FSum;
+    #[inline(always)]
+    fn lift_mean(self) -> FSum {
+        self.lift_sum()
+    }
+    #[inline]
+    fn pane_mean(xs: &[f32]) -> FSum {
+        Self::pane_sum(xs)
+    }
     #[inline(always)]
     fn lift_sum(self) -> FSum {
         FSum::lift(self as f64)
@@ -168,6 +237,15 @@ impl LiftSum for f32 {
     }
 }
 impl LiftSum for i32 {
+    type MeanAcc = WideSum;
+    #[inline(always)]
+    fn lift_mean(self) -> WideSum {
+        WideSum { s: self as i128, n: 1 }
+    }
+    #[inline]
+    fn pane_mean(xs: &[i32]) -> WideSum {
+        wide_sum(xs)
+    }
     #[inline(always)]
     fn lift_sum(self) -> ISum {
         ISum { s: self as i64, n: 1 }
@@ -178,6 +256,15 @@ impl LiftSum for i32 {
     }
 }
 impl LiftSum for i64 {
+    type MeanAcc = WideSum;
+    #[inline(always)]
+    fn lift_mean(self) -> WideSum {
+        WideSum { s: self as i128, n: 1 }
+    }
+    #[inline]
+    fn pane_mean(xs: &[i64]) -> WideSum {
+        wide_sum(xs)
+    }
     #[inline(always)]
     fn lift_sum(self) -> ISum {
         ISum { s: self, n: 1 }
@@ -266,20 +353,20 @@ impl<T: LiftSum> AggOp for Sum<T> {
 /// Arithmetic mean as f64.
 pub struct Mean<T>(PhantomData<T>);
 impl<T: LiftSum> Monoid for Mean<T> {
-    type Agg = T::Acc;
+    type Agg = T::MeanAcc;
     const NAME: &'static str = "mean";
     const COMMUTATIVE: bool = true;
     const INVERTIBLE: bool = true;
     #[inline(always)]
-    fn identity() -> T::Acc {
-        T::Acc::default()
+    fn identity() -> T::MeanAcc {
+        T::MeanAcc::default()
     }
     #[inline(always)]
-    fn combine(a: &T::Acc, b: &T::Acc) -> T::Acc {
+    fn combine(a: &T::MeanAcc, b: &T::MeanAcc) -> T::MeanAcc {
         a.add(b)
     }
     #[inline(always)]
-    fn inverse(acc: &T::Acc, old: &T::Acc) -> T::Acc {
+    fn inverse(acc: &T::MeanAcc, old: &T::MeanAcc) -> T::MeanAcc {
         acc.sub(old)
     }
 }
@@ -287,16 +374,16 @@ impl<T: LiftSum> AggOp for Mean<T> {
     type In = T;
     type Out = f64;
     #[inline(always)]
-    fn lift(x: T, _: i64) -> T::Acc {
-        x.lift_sum()
+    fn lift(x: T, _: i64) -> T::MeanAcc {
+        x.lift_mean()
     }
     #[inline(always)]
-    fn lower(a: &T::Acc) -> Option<f64> {
+    fn lower(a: &T::MeanAcc) -> Option<f64> {
         (a.n() > 0).then(|| a.as_f64() / a.n() as f64)
     }
     #[inline]
-    fn fold_rows(acc: &mut T::Acc, xs: &[T], _: i64) {
-        Self::combine_into(acc, &T::pane_sum(xs));
+    fn fold_rows(acc: &mut T::MeanAcc, xs: &[T], _: i64) {
+        Self::combine_into(acc, &T::pane_mean(xs));
     }
 }
 
@@ -337,6 +424,35 @@ impl<T: Num> AggOp for Geomean<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The pane fold of integer means is the exact sum, at the types'
+    /// limits too (where an i64 sum wraps).
+    #[test]
+    fn wide_sum_is_exact() {
+        let mut st = 0x9E37_79B9_7F4A_7C15u64;
+        for len in [0usize, 1, 2, 7, 64, 1000] {
+            let xs: Vec<i64> = (0..len)
+                .map(|i| {
+                    st ^= st << 13;
+                    st ^= st >> 7;
+                    st ^= st << 17;
+                    match i % 4 {
+                        0 => i64::MAX,
+                        1 => i64::MIN,
+                        2 => st as i64,
+                        _ => (st % 100) as i64 - 50,
+                    }
+                })
+                .collect();
+            let want: i128 = xs.iter().map(|&x| x as i128).sum();
+            assert_eq!(wide_sum(&xs), WideSum { s: want, n: len as i64 }, "len {len}");
+            let small: Vec<i32> = xs.iter().map(|&x| x as i32).collect();
+            assert_eq!(wide_sum(&small).s, small.iter().map(|&x| x as i128).sum::<i128>());
+        }
+        // the mean of three 2^62 is 2^62, not a wrapped sum over 3
+        let m = WideSum { s: 3 * (1i128 << 62), n: 3 };
+        assert_eq!(Mean::<i64>::lower(&m), Some(2f64.powi(62)));
+    }
 
     #[test]
     fn evicting_infinities_and_nan_restores_the_finite_sum() {

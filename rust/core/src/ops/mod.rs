@@ -17,7 +17,7 @@ pub mod moments;
 pub mod order;
 pub mod reduce;
 
-pub use arith::{Count, FSum, Geomean, ISum, Mean, Sum, SumAcc};
+pub use arith::{Count, FSum, Geomean, ISum, Mean, Sum, SumAcc, WideSum};
 pub use list::{Collect, First, FirstNonNull, Last, LastNonNull};
 pub use moments::{Moments, Var};
 pub use order::{ArgMax, ArgMin, Max, MaxCount, Min, MinCount, Range};
@@ -223,4 +223,5 @@ mod tests {
 // Checkpoint layout of the partials (docs/DESIGN.md §4): field by field.
 crate::codec_struct!(crate::ops::FSum { s, c, n, nan, pinf, ninf });
 crate::codec_struct!(crate::ops::ISum { s, n });
+crate::codec_struct!(crate::ops::WideSum { s, n });
 crate::codec_struct!(crate::ops::Moments { n, mean, m2, bad });

@@ -384,6 +384,10 @@ pub trait FastNum: Num + LiftSum + PartialOrd {
     /// [`FastNum::window_sums`] on one thread into `out`, with the bits of
     /// any thread count and the default [`Split`].
     fn window_sums_into(xs: &[Self], window: usize, out: &mut [Self::Wide]);
+    /// Integers: the exact (i128) window sums of rows `[r0, r1)` as f64, a
+    /// mean's (`sum::exact_int_sums_range`). Floats take the compensated
+    /// kernel instead and never call this.
+    fn exact_sums_range(xs: &[Self], window: usize, r0: usize, r1: usize, out: &mut [f64]);
     fn wide_f64(s: Self::Wide) -> f64;
     /// The sums as f64, in the same allocation (no fresh pages to fault in).
     fn into_f64s(v: Vec<Self::Wide>) -> Vec<f64>;
@@ -416,6 +420,9 @@ macro_rules! fast_float {
             }
             fn window_sums_into(xs: &[$t], window: usize, out: &mut [f64]) {
                 sum::float_sums_into(xs, window, 1.0, out)
+            }
+            fn exact_sums_range(_: &[$t], _: usize, _: usize, _: usize, _: &mut [f64]) {
+                unreachable!("float means take the compensated kernel")
             }
             #[inline(always)]
             fn wide_f64(s: f64) -> f64 {
@@ -454,6 +461,9 @@ macro_rules! fast_int {
             }
             fn window_sums_into(xs: &[$t], window: usize, out: &mut [i64]) {
                 sum::int_sums_range(xs, window, 0, xs.len(), out)
+            }
+            fn exact_sums_range(xs: &[$t], window: usize, r0: usize, r1: usize, out: &mut [f64]) {
+                sum::exact_int_sums_range(xs, window, r0, r1, out)
             }
             #[inline(always)]
             fn wide_f64(s: i64) -> f64 {

@@ -75,9 +75,9 @@ pub(super) fn rolling_segments<T: FastNum>(col: &Column<T>, bounds: &[usize], wi
                 });
                 return Some(<T::Wide as ToArrow>::to_arrow(out, nulls(valid)));
             }
-            let (mut out, mut wide) = (buffer::<f64>(n), Vec::new());
+            let mut out = buffer::<f64>(n);
             each(&mut |lo, hi, w, _, counts| {
-                sum::mean_into(&xs[lo..hi], w, counts, &mut out[lo..hi], &mut wide);
+                sum::mean_into(&xs[lo..hi], w, counts, &mut out[lo..hi]);
                 true
             });
             Some(f64::to_arrow(out, nulls(valid)))

@@ -463,15 +463,51 @@ pub(super) fn int_sums<T: Num + Into<i64>>(x: &[T], window: usize, threads: usiz
 /// The sums of rows `[r0, r1)` into `out` (those rows), from the wrapping
 /// sum of the window before `r0`.
 pub(super) fn int_sums_range<T: Num + Into<i64>>(x: &[T], window: usize, r0: usize, r1: usize, out: &mut [i64]) {
-    let mut s = x[r0.saturating_sub(window)..r0].iter().fold(0i64, |a, &v| a.wrapping_add(v.into()));
+    int_running(x, window, r0, r1, out, 0i64, |s, v| s.wrapping_add(v), |s, a, b| s.wrapping_add(a.wrapping_sub(b)), |s| s);
+}
+
+/// The exact sums of rows `[r0, r1)` (i128: no window of fewer than 2^64
+/// rows can overflow it), rounded once to f64, into `out`: a mean's, which
+/// must not wrap (`crate::ops::WideSum`).
+pub(super) fn exact_int_sums_range<T: Num + Into<i64>>(x: &[T], window: usize, r0: usize, r1: usize, out: &mut [f64]) {
+    // Where no window of these rows can reach 2^63 in magnitude, the i64
+    // sums are exact already (and 1.6x faster than i128 here); the same
+    // integers, so the same bits either way.
+    let rows = &x[r0.saturating_sub(window)..r1];
+    let most = rows.iter().fold(0u64, |m, &v| m.max(v.into().unsigned_abs()));
+    if (most as u128) * (window as u128) < 1u128 << 63 {
+        // (wrapping: `a - b` alone may pass 2^63; the sums it leads to do not)
+        int_running(x, window, r0, r1, out, 0i64, |s, v| s.wrapping_add(v), |s, a, b| s.wrapping_add(a.wrapping_sub(b)), |s| s as f64);
+    } else {
+        int_running(x, window, r0, r1, out, 0i128, |s, v| s + v as i128, |s, a, b| s + (a as i128 - b as i128), |s| s as f64);
+    }
+}
+
+/// Subtract-on-Evict over integers with the state `W`: `push` folds in a
+/// row, `slide` folds in one and takes out another; each row's state goes
+/// out through `emit`. Starts from the window before `r0`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn int_running<T: Num + Into<i64>, W: Copy, O>(
+    x: &[T],
+    window: usize,
+    r0: usize,
+    r1: usize,
+    out: &mut [O],
+    zero: W,
+    push: impl Fn(W, i64) -> W,
+    slide: impl Fn(W, i64, i64) -> W,
+    emit: impl Fn(W) -> O,
+) {
+    let mut s = x[r0.saturating_sub(window)..r0].iter().fold(zero, |a, &v| push(a, v.into()));
     let mid = window.clamp(r0, r1);
     for (o, &v) in out[..mid - r0].iter_mut().zip(&x[r0..mid]) {
-        s = s.wrapping_add(v.into());
-        *o = s;
+        s = push(s, v.into());
+        *o = emit(s);
     }
     for ((o, &a), &b) in out[mid - r0..].iter_mut().zip(&x[mid..r1]).zip(&x[mid - window.min(mid)..]) {
-        s = s.wrapping_add(a.into().wrapping_sub(b.into()));
-        *o = s;
+        s = slide(s, a.into(), b.into());
+        *o = emit(s);
     }
 }
 
@@ -505,17 +541,26 @@ pub(super) fn rolling_mean<T: FastNum>(col: &Column<T>, window: usize, min_perio
         let nulls = validity(col.len(), window, min_periods.max(1), counts.as_deref());
         return f64::to_arrow(out, nulls);
     }
-    let mut out = T::into_f64s(sums_of(col, window, split));
-    divide_sums(0, &mut out, window, counts.as_deref());
-    let nulls = validity(col.len(), window, min_periods.max(1), counts.as_deref());
+    // Integers: exact i128 window sums (a mean must not wrap), divided by
+    // each thread; exact, so any cut gives the bits of one thread.
+    let zeroed: Option<Vec<T>> = col.nulls.map(|_| filled(col, T::default()));
+    let xs = zeroed.as_deref().unwrap_or(col.values);
+    let n = col.len();
+    let mut out = super::buffer_to_fill(n);
+    let c = counts.as_deref();
+    super::par_ranges(&mut out[..], &super::cuts(n, th, Some), |r0, r1, o| {
+        T::exact_sums_range(xs, window, r0, r1, o);
+        divide_sums(r0, o, window, c);
+    });
+    super::assert_filled(&out);
+    let nulls = validity(n, window, min_periods.max(1), c);
     f64::to_arrow(out, nulls)
 }
 
 /// [`rolling_mean`]'s values of `xs` alone (null slots zeroed, `counts`
 /// their windows' valid rows, `None` without nulls), on this thread, into
-/// `out`; `wide` is scratch for integer sums (keyed rolling's short keys,
-/// segments.rs).
-pub(super) fn mean_into<T: FastNum>(xs: &[T], window: usize, counts: Option<&[u32]>, out: &mut [f64], wide: &mut Vec<T::Wide>) {
+/// `out` (keyed rolling's short keys, segments.rs).
+pub(super) fn mean_into<T: FastNum>(xs: &[T], window: usize, counts: Option<&[u32]>, out: &mut [f64]) {
     if std::any::TypeId::of::<T::Wide>() == std::any::TypeId::of::<f64>() {
         match counts {
             None => {
@@ -529,10 +574,7 @@ pub(super) fn mean_into<T: FastNum>(xs: &[T], window: usize, counts: Option<&[u3
         }
         return;
     }
-    wide.clear();
-    wide.resize(xs.len(), T::Wide::default());
-    T::window_sums_into(xs, window, wide);
-    out.iter_mut().zip(wide.iter()).for_each(|(o, &s)| *o = T::wide_f64(s));
+    T::exact_sums_range(xs, window, 0, xs.len(), out);
     divide_sums(0, out, window, counts);
 }
 
@@ -612,7 +654,7 @@ pub(super) fn exp_all(o: &mut [f64]) {
 /// [`rolling_geomean`]'s values of `logs` ([`logs_of`], one segment) alone,
 /// on this thread, into `out`: the mean's, exponentiated.
 pub(super) fn geomean_into(logs: &[f64], window: usize, counts: Option<&[u32]>, out: &mut [f64]) {
-    mean_into(logs, window, counts, out, &mut Vec::new());
+    mean_into(logs, window, counts, out);
     exp_all(out);
 }
 
