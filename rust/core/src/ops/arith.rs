@@ -198,82 +198,59 @@ pub trait LiftSum: Num {
     /// A pane's rows folded into one mean accumulator.
     fn pane_mean(xs: &[Self]) -> Self::MeanAcc;
 }
-impl LiftSum for f64 {
-    type MeanAcc = FSum;
-    #[inline(always)]
-    fn lift_mean(self) -> FSum {
-        self.lift_sum()
-    }
-    #[inline]
-    fn pane_mean(xs: &[f64]) -> FSum {
-        Self::pane_sum(xs)
-    }
-    #[inline(always)]
-    fn lift_sum(self) -> FSum {
-        FSum::lift(self)
-    }
-    #[inline(always)]
-    fn lower_sum(a: &FSum) -> f64 {
-        a.value()
-    }
+/// Floats: the mean sums as the sum does (`FSum`).
+macro_rules! float_lift {
+    ($t:ty) => {
+        impl LiftSum for $t {
+            type MeanAcc = FSum;
+            #[inline(always)]
+            fn lift_sum(self) -> FSum {
+                FSum::lift(self as f64)
+            }
+            #[inline(always)]
+            fn lower_sum(a: &FSum) -> f64 {
+                a.value()
+            }
+            #[inline(always)]
+            fn lift_mean(self) -> FSum {
+                self.lift_sum()
+            }
+            #[inline]
+            fn pane_mean(xs: &[$t]) -> FSum {
+                Self::pane_sum(xs)
+            }
+        }
+    };
 }
-impl LiftSum for f32 {
-    type MeanAcc = FSum;
-    #[inline(always)]
-    fn lift_mean(self) -> FSum {
-        self.lift_sum()
-    }
-    #[inline]
-    fn pane_mean(xs: &[f32]) -> FSum {
-        Self::pane_sum(xs)
-    }
-    #[inline(always)]
-    fn lift_sum(self) -> FSum {
-        FSum::lift(self as f64)
-    }
-    #[inline(always)]
-    fn lower_sum(a: &FSum) -> f64 {
-        a.value()
-    }
+float_lift!(f64);
+float_lift!(f32);
+
+/// Integers: the sum wraps in i64 (`ISum`), the mean does not (`WideSum`).
+macro_rules! int_lift {
+    ($t:ty) => {
+        impl LiftSum for $t {
+            type MeanAcc = WideSum;
+            #[inline(always)]
+            fn lift_sum(self) -> ISum {
+                ISum { s: self as i64, n: 1 }
+            }
+            #[inline(always)]
+            fn lower_sum(a: &ISum) -> i64 {
+                a.s
+            }
+            #[inline(always)]
+            fn lift_mean(self) -> WideSum {
+                WideSum { s: self as i128, n: 1 }
+            }
+            #[inline]
+            fn pane_mean(xs: &[$t]) -> WideSum {
+                wide_sum(xs)
+            }
+        }
+    };
 }
-impl LiftSum for i32 {
-    type MeanAcc = WideSum;
-    #[inline(always)]
-    fn lift_mean(self) -> WideSum {
-        WideSum { s: self as i128, n: 1 }
-    }
-    #[inline]
-    fn pane_mean(xs: &[i32]) -> WideSum {
-        wide_sum(xs)
-    }
-    #[inline(always)]
-    fn lift_sum(self) -> ISum {
-        ISum { s: self as i64, n: 1 }
-    }
-    #[inline(always)]
-    fn lower_sum(a: &ISum) -> i64 {
-        a.s
-    }
-}
-impl LiftSum for i64 {
-    type MeanAcc = WideSum;
-    #[inline(always)]
-    fn lift_mean(self) -> WideSum {
-        WideSum { s: self as i128, n: 1 }
-    }
-    #[inline]
-    fn pane_mean(xs: &[i64]) -> WideSum {
-        wide_sum(xs)
-    }
-    #[inline(always)]
-    fn lift_sum(self) -> ISum {
-        ISum { s: self, n: 1 }
-    }
-    #[inline(always)]
-    fn lower_sum(a: &ISum) -> i64 {
-        a.s
-    }
-}
+int_lift!(i32);
+int_lift!(i64);
 
 /// Number of non-null rows. Never null: an empty window counts 0 (Spark).
 pub struct Count<T>(PhantomData<T>);
