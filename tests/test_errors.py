@@ -21,6 +21,13 @@ def test_wrong_dtype_is_a_type_error_naming_it(values, dtype):
         sw.rolling(values, 3)
 
 
+def test_a_python_int_past_64_bits_is_a_type_error_naming_the_column():
+    # pyarrow alone raises a bare OverflowError ("Python int too large to
+    # convert to C long") that names neither the argument nor a way out
+    with pytest.raises(TypeError, match="cannot read values as an Arrow array: a number does not fit 64 bits"):
+        sw.rolling([1, 2**70], 2, "sum")
+
+
 @pytest.mark.parametrize("window", [0, -1, 2.5, True, None, [3]])
 def test_bad_window_is_a_value_error(window):
     with pytest.raises(ValueError, match="window must be a positive integer"):

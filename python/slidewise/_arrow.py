@@ -84,6 +84,10 @@ def to_arrow(obj: Any, what: str = "values") -> pa.Array:
             return to_arrow(np.asarray(obj), what)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
         raise TypeError(f"cannot read {what} as an Arrow array: {e}") from None
+    except OverflowError as e:
+        # a Python int past int64 / uint64 (pyarrow's own message names no column)
+        raise TypeError(f"cannot read {what} as an Arrow array: a number does not fit 64 bits ({e}); "
+                        "pass floats, or values within int64") from None
     raise TypeError(
         f"{what} must be a pyarrow Array/ChunkedArray, an object with __arrow_c_array__ or "
         f"__arrow_c_stream__ (polars Series, ...), a numpy array or a list; got {type(obj).__name__}"
