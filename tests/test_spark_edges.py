@@ -519,6 +519,32 @@ def test_rolling_zero_rows(spark):
         assert [f.dataType for f in out.schema.fields] == [f.dataType for f in want.schema.fields]
 
 
+# Sums beyond the float range: pairs near f64::MAX whose sum is ±inf, each
+# followed by rows whose frames no longer hold both (a running sum that
+# overflowed and then evicted gives NaN, or inf - inf, there).
+HUGE = [1e308, 1e308, 1.0, 2.0, None, -1e308, -1.7976931348623157e308, 3.0, 1.7976931348623157e308,
+        1.7976931348623157e308, 4.0, NAN, 0.5, 1e308, -1e308, 6.0]
+
+
+@pytest.mark.parametrize("keyset", [None, "string"])
+def test_rolling_sums_past_the_float_range(spark, keyset):
+    """sum and mean where a frame's sum passes f64's range: ±inf for those
+    frames, the finite sum again for the next ones, as Spark (which sums each
+    frame afresh). Frames of at most 2 rows, where Spark's left-to-right sum
+    is the exact sum rounded; time frames too."""
+    rows = _rows(64, keyset, seed=11, pattern=HUGE, ties=1)
+    df = _df(spark, rows, keyset, shuffle_seed=5)
+    keys = KEYCOLS[keyset]
+    for windows, time in (([1, 2], False), (["1s", "2s"], True)):
+        aggs = ["sum", "mean"]
+        out = _sws_rolling(df, keys, windows, aggs, time, _order(time)).toArrow().sort_by("id")
+        want = df.select("id", *_spark_rolling(keys, windows, aggs, time, _order(time))).toArrow().sort_by("id")
+        s = [x for x in _col(want, f"ref_sum_{windows[1]}").to_pylist() if x is not None]
+        assert math.inf in s and -math.inf in s and any(abs(x) == 1e308 for x in s), s
+        _check(out, want, [(f"{a}_{w}", f"ref_{a}_{w}", _mode(a)) for w in windows for a in aggs],
+               f"huge-{keyset}-{time}")
+
+
 # name: (keyset, time?, windows, shuffled?, rows, pattern, parts, one-row batches?)
 FEW = [None, NAN, 1.5, None, -2.0]
 EDGES = {

@@ -221,7 +221,30 @@ mod tests {
 }
 
 // Checkpoint layout of the partials (docs/DESIGN.md §4): field by field.
-crate::codec_struct!(crate::ops::FSum { s, c, n, nan, pinf, ninf });
+// `FSum` as before `hi` existed (s, c, n, nan, pinf, ninf), so older
+// checkpoints still read; a sum with `hi != 0` sets the NaN count's top bit
+// (a count never reaches 2^31) and appends `hi`.
+impl Codec for FSum {
+    fn encode(&self, out: &mut Vec<u8>) {
+        const WIDE: u32 = 1 << 31;
+        (self.s, self.c).encode(out);
+        self.n.encode(out);
+        (if self.hi != 0 { self.nan | WIDE } else { self.nan }).encode(out);
+        (self.pinf, self.ninf).encode(out);
+        if self.hi != 0 {
+            self.hi.encode(out);
+        }
+    }
+    fn decode(inp: &mut &[u8]) -> crate::Result<Self> {
+        const WIDE: u32 = 1 << 31;
+        let (s, c) = <(f64, f64)>::decode(inp)?;
+        let n = i64::decode(inp)?;
+        let nan = u32::decode(inp)?;
+        let (pinf, ninf) = <(u32, u32)>::decode(inp)?;
+        let hi = if nan & WIDE != 0 { Codec::decode(inp)? } else { 0 };
+        Ok(FSum { s, c, hi, n, nan: nan & !WIDE, pinf, ninf })
+    }
+}
 crate::codec_struct!(crate::ops::ISum { s, n });
 crate::codec_struct!(crate::ops::WideSum { s, n });
 crate::codec_struct!(crate::ops::Moments { n, mean, m2, bad });

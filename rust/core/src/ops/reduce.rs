@@ -175,7 +175,7 @@ fn fsum_lanes<X: Copy>(xs: &[X], f: impl Fn(X) -> f64) -> Option<FSum> {
     }
     let mut acc = FSum::default();
     for l in 0..LANES {
-        acc = acc.add(&FSum { s: s[l], c: c[l], n: 0, nan: 0, pinf: 0, ninf: 0 });
+        acc = acc.add(&FSum { s: s[l], c: c[l], ..FSum::default() });
     }
     for &x in it.remainder() {
         acc = acc.add(&FSum::lift(f(x)));
@@ -342,6 +342,23 @@ pub fn reduce_panes<T: PaneReduce, R>(level: Level, xs: &[T], ends: &[usize], f:
 mod tests {
     use super::*;
     use crate::ops::Num;
+
+    /// Lanes that are finite alone but overflow when merged: the pane's sum
+    /// is the exact sum, at every level.
+    #[test]
+    fn pane_sum_whose_lanes_overflow_when_merged() {
+        let m = f64::MAX;
+        for level in [Level::Portable, detected()] {
+            // one chunk (a maximum per lane), then a remainder of -MAX rows
+            let xs: Vec<f64> = [vec![m; LANES], vec![-m; LANES - 1]].concat();
+            assert_eq!(f64::sum(level, &xs).value(), m, "{level:?}");
+            let xs: Vec<f64> = [vec![m; LANES], vec![-m; LANES - 2]].concat();
+            assert_eq!(f64::sum(level, &xs).value(), f64::INFINITY, "{level:?}");
+            let s = f64::sum(level, &[vec![m; LANES], vec![0.5; LANES]].concat());
+            let back = s.sub(&FSum::lift(m).add(&FSum::lift(m))).sub(&f64::sum(level, &vec![m; LANES - 2]));
+            assert_eq!(back.value(), 0.5 * LANES as f64, "{level:?}");
+        }
+    }
 
     #[test]
     fn branch_free_key_is_num_key() {

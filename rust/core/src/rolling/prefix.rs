@@ -15,8 +15,9 @@
 //! costs four loads and three adds per row, which vectorise: the output's
 //! own writes are most of the time.
 //!
-//! Only finite columns take this path (an inf would poison every later
-//! prefix); the caller falls back to the per-window kernel otherwise.
+//! Only finite columns whose prefixes cannot overflow take this path (an
+//! inf would poison every later prefix); the caller falls back to the
+//! per-window kernel otherwise.
 
 use arrow_array::ArrayRef;
 use arrow_buffer::{BooleanBuffer, NullBuffer};
@@ -50,12 +51,25 @@ pub(super) fn many_sums(
             &filled
         }
     };
-    if !x.chunks(512).all(|c| c.iter().fold(true, |a, &v| a & ((v - v) == 0.0))) {
+    // The largest |x| (inf or NaN: not finite, the fold's `max` keeps inf
+    // and `v - v` is NaN for both).
+    let mut top = 0.0f64;
+    for c in x.chunks(512) {
+        let (fin, m) = c.iter().fold((true, 0.0f64), |(a, m), &v| (a & ((v - v) == 0.0), m.max(v.abs())));
+        if !fin {
+            return None;
+        }
+        top = top.max(m);
+    }
+    let wmax = windows.iter().copied().max().unwrap_or(1);
+    let chunk = chunk.unwrap_or_else(|| chunk_rows(wmax)).max(1);
+    // A prefix holds at most `chunk + wmax` rows: it must not overflow
+    // (inf - inf would be a NaN window); such a column takes the per-window
+    // kernel, which counts an overflow apart.
+    if top * (chunk + wmax) as f64 >= f64::MAX / 2.0 {
         return None;
     }
     let cum = col.nulls.map(prefix_counts);
-    let wmax = windows.iter().copied().max().unwrap_or(1);
-    let chunk = chunk.unwrap_or_else(|| chunk_rows(wmax)).max(1);
     let mut outs: Vec<Vec<f64>> = windows.iter().map(|_| buffer::<f64>(n)).collect();
     let threads = threads.clamp(1, n.max(1));
     if n > 0 && !windows.is_empty() {

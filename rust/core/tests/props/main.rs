@@ -15,6 +15,7 @@ mod general;
 mod keyed;
 mod many;
 mod optimizer;
+mod overflow;
 mod order;
 mod partial;
 mod rolling;
