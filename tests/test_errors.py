@@ -28,6 +28,42 @@ def test_a_python_int_past_64_bits_is_a_type_error_naming_the_column():
         sw.rolling([1, 2**70], 2, "sum")
 
 
+@pytest.mark.parametrize("dtype", [np.longdouble, np.complex128])
+def test_numpy_dtypes_without_an_arrow_type_are_type_errors_naming_them(dtype):
+    # pyarrow alone raises ArrowNotImplementedError("Unsupported numpy type 13")
+    with pytest.raises(TypeError, match=f"unsupported values dtype {np.dtype(dtype)}; slidewise aggregates int32"):
+        sw.rolling(np.array([1, 2], dtype=dtype), 2)
+
+
+@pytest.mark.parametrize("dtype", [">f8", ">i4", ">f4", ">i8"])
+def test_big_endian_numpy_arrays_read_as_their_values(dtype):
+    x = np.array([3, -1, 4, 1, 5], dtype=dtype)
+    native = x.astype(x.dtype.newbyteorder("="))
+    assert sw.rolling(x, 2, "sum").equals(sw.rolling(native, 2, "sum"))
+    assert sw.rolling(x, 2, "sum").to_pylist() == [3, 2, 3, 5, 6]
+
+
+def test_numpy_scalars_are_accepted_for_shape_arguments():
+    x = [1.0, 2.0, 3.0, 4.0, 5.0]
+    want = sw.rolling(x, 3, "sum", center=True, step=2)
+    assert sw.rolling(x, np.int64(3), "sum", center=np.True_, step=np.int32(2)).equals(want)
+    with pytest.raises(ValueError, match="center must be True or False, got 1"):
+        sw.rolling(x, 3, center=1)
+    with pytest.raises(ValueError, match="step must be a positive integer, got 2.0"):
+        sw.rolling(x, 3, step=2.0)
+
+
+def test_rolling_many_aggregations_that_ignore_nulls_makes_equal_are_refused():
+    # ignore_nulls=True turns "first" into "first_ignore_nulls": two columns
+    # of one name
+    for keys in (None, [0, 0, 1]):
+        with pytest.raises(ValueError, match="aggregations must be distinct, got .'first', 'first_ignore_nulls'."):
+            sw.rolling_many([1.0, None, 3.0], [1], ["first", "first_ignore_nulls"], keys=keys, ignore_nulls=True)
+    t = sw.rolling_many([1.0, None, 3.0], [2], ["first", "first_ignore_nulls"])
+    assert t.column_names == ["first_2", "first_ignore_nulls_2"]
+    assert t.column("first_2").to_pylist() == [1.0, 1.0, None]
+
+
 @pytest.mark.parametrize("window", [0, -1, 2.5, True, None, [3]])
 def test_bad_window_is_a_value_error(window):
     with pytest.raises(ValueError, match="window must be a positive integer"):

@@ -276,7 +276,11 @@ def _rolling_many(values: pa.Array, windows: Iterable[Rows], agg: Union[str, Seq
         cols = _rolling_order(values, ws, aggs[0], q, interpolation, keys, None, min_periods, algorithm)
         return pa.Table.from_arrays(cols, names=[f"{aggs[0]}_{w}" for w in ws])
     _arrow.order_args(aggs[0], q, interpolation)  # q / interpolation given without quantile: an error
+    named = aggs
     aggs = [_arrow.check_agg(a, ignore_nulls) for a in aggs]
+    if len(set(aggs)) != len(aggs):
+        # ignore_nulls=True makes "first" the same as "first_ignore_nulls"
+        raise ValueError(f"aggregations must be distinct, got {named}, which are {aggs} with ignore_nulls=True")
     algorithm = _arrow.check_algorithm(algorithm)
     ws = [_arrow.positive_int("window", w) for w in windows]
     if not ws:

@@ -73,6 +73,9 @@ def to_arrow(obj: Any, what: str = "values") -> pa.Array:
         if isinstance(obj, np.ndarray):
             if obj.ndim != 1:
                 raise ValueError(f"{what} must be one-dimensional, got shape {obj.shape}")
+            if obj.dtype.kind in "iuf" and not obj.dtype.isnative:
+                # Arrow is little-endian: a big-endian array is read swapped (a copy)
+                obj = obj.astype(obj.dtype.newbyteorder("="))
             return pa.array(obj)
         if hasattr(obj, "__arrow_c_array__"):
             return pa.array(obj)
@@ -82,6 +85,10 @@ def to_arrow(obj: Any, what: str = "values") -> pa.Array:
             return pa.array(obj)
         if hasattr(obj, "__array__"):
             return to_arrow(np.asarray(obj), what)
+    except pa.ArrowNotImplementedError:
+        # numpy's longdouble, complex, ... have no Arrow type
+        raise TypeError(f"unsupported {what} dtype {getattr(obj, 'dtype', type(obj).__name__)}; slidewise "
+                        f"aggregates {_ACCEPTED_MSG}; cast the column first") from None
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
         raise TypeError(f"cannot read {what} as an Arrow array: {e}") from None
     except OverflowError as e:
@@ -128,7 +135,7 @@ def dtype_name(dtype: Any) -> str:
     return name
 
 
-def _integer(what: str, v: Any, lo: int, kind: str) -> int:
+def integer(what: str, v: Any, lo: int, kind: str) -> int:
     """``v`` as an int of at least ``lo``; a bool, a float or anything else
     without ``__index__`` is an error, not rounded."""
     n = None
@@ -144,6 +151,13 @@ def _integer(what: str, v: Any, lo: int, kind: str) -> int:
     return n
 
 
+def flag(what: str, v: Any) -> bool:
+    """A bool (numpy's too); anything else, 1 and 0 included, is an error."""
+    if not isinstance(v, (bool, np.bool_)):
+        raise ValueError(f"{what} must be True or False, got {v!r}")
+    return bool(v)
+
+
 def positive_int(what: str, v: Any) -> int:
     """A positive row count; time spans are for later, other things are wrong."""
     if isinstance(v, (str, datetime.timedelta, np.timedelta64)):
@@ -151,13 +165,13 @@ def positive_int(what: str, v: Any) -> int:
             f"{what} {v!r} is a time span, which needs event times: rolling(..., timestamps=ts) "
             "or Stream(..., time='ts'); otherwise pass a number of rows"
         )
-    return _integer(what, v, 1, "positive integer number of rows")
+    return integer(what, v, 1, "positive integer number of rows")
 
 
 def min_periods_int(min_periods: Any, limit: int, limit_name: str) -> Optional[int]:
     if min_periods is None:
         return None
-    m = _integer("min_periods", min_periods, 0, "non-negative integer")
+    m = integer("min_periods", min_periods, 0, "non-negative integer")
     if m > limit:
         raise ValueError(f"min_periods ({m}) must be <= {limit_name} ({limit})")
     return m
@@ -203,9 +217,7 @@ def check_agg(agg: Any, ignore_nulls: bool = False) -> str:
                          "aggregators, or time / session / out-of-order stream queries")
     if not isinstance(agg, str) or agg not in MONOID_AGGS:
         raise ValueError(f"unknown agg {agg!r}; expected one of {', '.join(AGGS)}")
-    if not isinstance(ignore_nulls, bool):
-        raise ValueError(f"ignore_nulls must be True or False, got {ignore_nulls!r}")
-    if ignore_nulls and agg in ("first", "last"):
+    if flag("ignore_nulls", ignore_nulls) and agg in ("first", "last"):
         return agg + "_ignore_nulls"
     return agg
 

@@ -28,12 +28,8 @@ def check(closed: Optional[str], center: Any, step: Any, *, time: bool, keyed: b
         closed = "right"
     if not isinstance(closed, str) or closed not in CLOSED:
         raise ValueError(f"closed must be 'right', 'left', 'both' or 'neither', got {closed!r}")
-    if not isinstance(center, bool):
-        raise ValueError(f"center must be True or False, got {center!r}")
-    if step is None:
-        step = 1
-    if isinstance(step, bool) or not isinstance(step, int) or step <= 0:
-        raise ValueError(f"step must be a positive integer, got {step!r}")
+    center = _arrow.flag("center", center)
+    step = 1 if step is None else _arrow.integer("step", step, 1, "positive integer")
     if step != 1 and time:
         raise ValueError("step is not supported with time windows (pandas raises NotImplementedError too)")
     if step != 1 and keyed:

@@ -37,6 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import slidewise as _sw
+from slidewise._arrow import flag as _flag
 from slidewise._convert import apply_nan_policy as _apply_nan_policy, check_nan as _check_nan
 
 __all__ = ["SlidewiseExpr"]
@@ -187,8 +188,7 @@ class _Spec:
                 raise ValueError(f"interpolation must be nearest, higher, lower, midpoint or linear, got {interpolation!r}")
         elif quantile is not None:
             raise ValueError(f"quantile= applies to agg='quantile' only, not {agg!r}")
-        if not isinstance(center, bool):
-            raise ValueError(f"center must be True or False, got {center!r}")
+        center = _flag("center", center)
         if by is not None and center:
             raise ValueError("center= applies to count windows; polars' rolling_*_by has no center either")
         if closed not in ("right", "left", "both", "none"):
@@ -201,8 +201,7 @@ class _Spec:
             raise ValueError("center=True is not implemented for median / quantile yet")
         if min_samples is not None and (isinstance(min_samples, bool) or not isinstance(min_samples, int) or min_samples < 0):
             raise ValueError(f"min_samples must be a non-negative integer, got {min_samples!r}")
-        if not isinstance(ignore_nulls, bool):
-            raise ValueError(f"ignore_nulls must be True or False, got {ignore_nulls!r}")
+        ignore_nulls = _flag("ignore_nulls", ignore_nulls)
         self.min_samples, self.center, self.closed, self.ddof = min_samples, center, closed, ddof
         self.q = None if quantile is None else float(quantile)
         self.interpolation = interpolation if agg == "quantile" else "nearest"
