@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import slidewise as sw
+from slidewise import _arrow
 from oracle import assert_same_list, rolling as oracle_rolling
 
 
@@ -147,6 +148,33 @@ def test_keyed_rolling_int_keys_any_order_and_rolling_many():
     # dictionary-encoded string keys are decoded
     sk = pa.array([f"s{k}" for k in ks]).dictionary_encode()
     np.testing.assert_array_equal(sw.rolling(v, 7, "max", keys=sk).to_numpy(), want)
+
+
+def test_polars_string_and_categorical_keys_equal_pyarrow_string_keys():
+    """polars exports strings as string_view and a Categorical / Enum as a
+    dictionary of string_view: keyed rolling, rolling_many and a keyed
+    Stream read them as the same strings."""
+    pl = pytest.importorskip("polars")
+    rng = np.random.default_rng(5)
+    names = np.array(["x", "", "ab", "é", "y" * 30])
+    ks = names[rng.integers(0, len(names), 3000)]
+    v = rng.normal(size=3000)
+    want = sw.rolling(v, 5, "sum", keys=pa.array(ks))
+    np.testing.assert_allclose(want.to_numpy(), _pandas_keyed(_frame(ks, v), 5, "sum", 1))
+    s = pl.Series("k", ks)
+    many = sw.rolling_many(v, [2, 5], "mean", keys=pa.array(ks))
+    # what slidewise receives through the Arrow C interface
+    assert _arrow.to_arrow(s).type == pa.string_view()
+    assert _arrow.to_arrow(s.cast(pl.Categorical)).type.value_type == pa.string_view()
+    for keys in (s, s.cast(pl.Categorical), s.cast(pl.Enum(sorted(set(ks)))), pa.array(ks).cast(pa.string_view())):
+        assert sw.rolling(v, 5, "sum", keys=keys).equals(want), keys.dtype
+        assert sw.rolling_many(v, [2, 5], "mean", keys=keys).equals(many), keys.dtype
+    frame = pl.DataFrame({"k": ks, "v": v})
+    outs = []
+    for f in (frame, frame.with_columns(pl.col("k").cast(pl.Categorical)), pa.table({"k": ks, "v": v})):
+        st_ = sw.Stream(sw.Query("sum", 4, 2), value="v", key="k")
+        outs.append(st_.push(f)["sum_4_2"])
+    assert outs[0].num_rows > 0 and outs[0].equals(outs[1]) and outs[0].equals(outs[2])
 
 
 def test_keyed_rolling_on_two_threads_gives_the_bits_of_one(monkeypatch):
