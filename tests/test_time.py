@@ -91,6 +91,25 @@ def test_time_rolling_matches_the_oracle(data, agg, dtype, span, unit):
                          what=f"{agg}/{dtype} span={span}{unit} mp={mp} {algo} ts={ts}")
 
 
+@pytest.mark.parametrize("date_type", [pa.date32(), pa.date64()])
+@pytest.mark.parametrize("agg", ["sum", "max", "count", "median"])
+def test_an_int_window_over_dates_counts_days(date_type, agg):
+    """An int window is in the timestamps' unit, and a date column's unit is
+    a day (date32 stores days; date64 milliseconds of whole days): equal to
+    pandas' rolling(f"{w}D") and to the same window as a span."""
+    rng = np.random.default_rng(2)
+    days = np.datetime64("2024-02-25") + np.cumsum(rng.integers(0, 4, 300)).astype("timedelta64[D]")
+    v = rng.normal(size=300)
+    dates = pa.array(days).cast(date_type)
+    for w in (1, 3, 10):
+        got = sw.rolling(v, w, agg, timestamps=dates)
+        want = getattr(pd.Series(v, index=pd.DatetimeIndex(days)).rolling(f"{w}D"), agg)().to_numpy()
+        np.testing.assert_allclose(got.to_numpy(zero_copy_only=False), want, rtol=1e-12)
+        assert got.equals(sw.rolling(v, f"{w}d", agg, timestamps=dates))
+        keyed = sw.rolling(v, w, agg, timestamps=dates, keys=np.zeros(300, dtype=np.int64))
+        np.testing.assert_allclose(keyed.to_numpy(zero_copy_only=False), want, rtol=1e-12)
+
+
 def test_time_rolling_keeps_nan_and_null_apart():
     nan = math.nan
     v = pa.array([1.0, nan, 0.0, 5.0, 0.0], mask=[False, False, True, False, True])  # rows 2 and 4 are null

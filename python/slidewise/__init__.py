@@ -72,7 +72,7 @@ def rolling(
 
     With ``timestamps`` (a timestamp column, non-decreasing) the window is a
     time span (``"5m"``, ``"10s"``, a ``timedelta``; an int is in the
-    timestamps' unit) and row ``i`` aggregates the rows ``j <= i`` with
+    timestamps' unit, days for a date column) and row ``i`` aggregates the rows ``j <= i`` with
     ``ts[j] > ts[i] - window``, as pandas ``rolling("5m")``.
 
     ``values``: pyarrow Array/ChunkedArray, polars Series, numpy array (masked
@@ -160,10 +160,10 @@ def _rolling_order(values: ArrayLike, windows: Sequence[Window], agg: str, q: Op
         kw = {"closed": closed, "center": center, "step": step}
     if timestamps is not None:  # a time window: (t - window, t], as pandas rolling("5m")
         arr = _arrow.values_array(values)
-        ts, unit_ns, _ = _time.time_column(timestamps)
+        ts, unit_ns, ts_type = _time.time_column(timestamps)
         if len(ts) != len(arr):
             raise ValueError(f"timestamps have {len(ts)} rows, values {len(arr)}")
-        span = _time_span(windows[0], unit_ns)
+        span = _time_span(windows[0], unit_ns, ts_type)
         mp = _arrow.min_periods_int(min_periods, 1 << 62, "2**62")
         if keys is not None:
             keys = _keys.key_array(keys)
@@ -182,12 +182,12 @@ def _rolling_order(values: ArrayLike, windows: Sequence[Window], agg: str, q: Op
     return _slidewise.rolling_order(arr, ws, agg, q, interpolation, mp, "auto", keys, **kw)
 
 
-def _time_span(window: Window, unit_ns: int) -> int:
-    """A time window in the timestamps' units: a span ("5m", timedelta) or
-    an int already in those units."""
+def _time_span(window: Window, unit_ns: int, ts_type: pa.DataType) -> int:
+    """A time window in units of ``unit_ns``: a span ("5m", timedelta) or an
+    int in the timestamps' unit (days for a date column)."""
     if _time.is_duration(window):
         return _time.to_units("window", _time.duration_ns("window", window), unit_ns)
-    return _arrow.positive_int("window", window)
+    return _arrow.positive_int("window", window) * _time.int_window_units(ts_type, unit_ns)
 
 
 def _rolling_time(values: ArrayLike, window: Window, agg: str, timestamps: ArrayLike, min_periods: Optional[int],
@@ -196,10 +196,10 @@ def _rolling_time(values: ArrayLike, window: Window, agg: str, timestamps: Array
     agg = _arrow.check_agg(agg, ignore_nulls)
     algorithm = _arrow.check_algorithm(algorithm)
     arr = _arrow.values_array(values)
-    ts, unit_ns, _ = _time.time_column(timestamps)
+    ts, unit_ns, ts_type = _time.time_column(timestamps)
     if len(ts) != len(arr):
         raise ValueError(f"timestamps have {len(ts)} rows, values {len(arr)}")
-    span = _time_span(window, unit_ns)
+    span = _time_span(window, unit_ns, ts_type)
     mp = _arrow.min_periods_int(min_periods, 1 << 62, "2**62")
     if keys is not None and len(keys) != len(arr):
         raise ValueError(f"keys have {len(keys)} rows, values {len(arr)}")

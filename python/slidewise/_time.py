@@ -78,6 +78,13 @@ def time_column(obj: Any, what: str = "timestamps") -> Tuple[pa.Array, int, pa.D
     return arr.cast(pa.int64()), unit_ns, t
 
 
+def int_window_units(typ: pa.DataType, unit_ns: int) -> int:
+    """Units of ``unit_ns`` in one step of an integer window over a column of
+    ``typ``: its own unit, but a day for a date column (date32 counts days;
+    date64 counts milliseconds of whole days), as a date user means."""
+    return 86_400 * _NS["s"] // unit_ns if pa.types.is_date(typ) else 1
+
+
 def restore(arr: pa.Array, typ: Optional[pa.DataType]) -> pa.Array:
     """int64 window bounds back to the timestamp column's type."""
     if typ is None or pa.types.is_integer(typ):
