@@ -53,6 +53,17 @@ def test_numpy_scalars_are_accepted_for_shape_arguments():
         sw.rolling(x, 3, step=2.0)
 
 
+@pytest.mark.parametrize("span", ["1M", "2MS", "1ME", "1mo", "1Y", "1y", "1Q"])
+def test_calendar_offsets_are_refused_not_read_as_minutes(span):
+    # pandas' '1M' is a month end; lower-cased it read as one minute, and
+    # '2MS' (month start) as two milliseconds
+    ts = np.array(["2024-01-01", "2024-01-02"], dtype="datetime64[ns]")
+    with pytest.raises(ValueError, match=f"window '{span}' is a calendar offset .*not a fixed time span"):
+        sw.rolling([1.0, 2.0], span, "sum", timestamps=ts)
+    assert sw.rolling([1.0, 2.0], "1MIN", "sum", timestamps=ts).equals(
+        sw.rolling([1.0, 2.0], "1min", "sum", timestamps=ts))
+
+
 def test_rolling_many_aggregations_that_ignore_nulls_makes_equal_are_refused():
     # ignore_nulls=True turns "first" into "first_ignore_nulls": two columns
     # of one name

@@ -33,6 +33,15 @@ def is_duration(v: Any) -> bool:
 def duration_ns(what: str, v: Any) -> int:
     """'10s', '5 minutes', '1h', timedelta, numpy timedelta64 -> nanoseconds (> 0)."""
     if isinstance(v, str):
+        unit = v.strip().lstrip("0123456789").strip()
+        if unit in ("M", "MS", "ME", "mo", "Y", "YS", "YE", "y", "Q", "QS", "QE", "q"):
+            # pandas' 'M' / 'MS' are month ends / starts (and lower-cased
+            # they would read as minutes / milliseconds): not fixed spans
+            raise ValueError(
+                f"{what} {v!r} is a calendar offset (months, quarters or years), not a fixed time span; "
+                "slidewise windows are fixed: write minutes as 'min' or 'm', milliseconds as 'ms', "
+                "or a number of days such as '30d'"
+            )
         m = _SPAN.match(v.lower())
         if not m or m.group(2) not in _UNITS:
             raise ValueError(

@@ -57,7 +57,7 @@ pub struct LastNonNull<T>(PhantomData<T>);
 /// One of the four: `$agg` is the partial, `$oldest` whether the older side
 /// wins, `$row` whether a null row counts.
 macro_rules! positional {
-    ($name:ident, $label:expr, $agg:ty, $oldest:expr, $row:expr, $lift:expr, $lower:expr) => {
+    ($name:ident, $label:expr, $agg:ty, $oldest:expr, $row:expr, $lift:expr, $lower:expr, $bits:expr) => {
         impl<T: Num> Monoid for $name<T> {
             type Agg = Option<$agg>;
             const NAME: &'static str = $label;
@@ -69,7 +69,9 @@ macro_rules! positional {
             }
             #[inline(always)]
             fn same(a: &Option<$agg>, b: &Option<$agg>) -> bool {
-                a == b
+                // bit for bit: -0.0 and 0.0 are different partials (`==`
+                // called them the same, and SlideSide kept the older zero)
+                a.map($bits) == b.map($bits)
             }
             #[inline(always)]
             fn combine(a: &Option<$agg>, b: &Option<$agg>) -> Option<$agg> {
@@ -97,7 +99,7 @@ macro_rules! positional {
     };
 }
 
-positional!(First, "first", Option<T>, true, true, Some, Option::flatten);
-positional!(Last, "last", Option<T>, false, true, Some, Option::flatten);
-positional!(FirstNonNull, "first_ignore_nulls", T, true, false, std::convert::identity, std::convert::identity);
-positional!(LastNonNull, "last_ignore_nulls", T, false, false, std::convert::identity, std::convert::identity);
+positional!(First, "first", Option<T>, true, true, Some, Option::flatten, |v: Option<T>| v.map(T::exact_key));
+positional!(Last, "last", Option<T>, false, true, Some, Option::flatten, |v: Option<T>| v.map(T::exact_key));
+positional!(FirstNonNull, "first_ignore_nulls", T, true, false, std::convert::identity, std::convert::identity, T::exact_key);
+positional!(LastNonNull, "last_ignore_nulls", T, false, false, std::convert::identity, std::convert::identity, T::exact_key);
