@@ -388,9 +388,6 @@ pub trait FastNum: Num + LiftSum + PartialOrd {
     /// mean's (`sum::exact_int_sums_range`). Floats take the compensated
     /// kernel instead and never call this.
     fn exact_sums_range(xs: &[Self], window: usize, r0: usize, r1: usize, out: &mut [f64]);
-    fn wide_f64(s: Self::Wide) -> f64;
-    /// The sums as f64, in the same allocation (no fresh pages to fault in).
-    fn into_f64s(v: Vec<Self::Wide>) -> Vec<f64>;
     /// What debug builds fill an unzeroed output with ([`buffer_to_fill`]):
     /// a signalling NaN for floats (arithmetic never yields one), a value
     /// far from any test's data for integers.
@@ -423,13 +420,6 @@ macro_rules! fast_float {
             }
             fn exact_sums_range(_: &[$t], _: usize, _: usize, _: usize, _: &mut [f64]) {
                 unreachable!("float means take the compensated kernel")
-            }
-            #[inline(always)]
-            fn wide_f64(s: f64) -> f64 {
-                s
-            }
-            fn into_f64s(v: Vec<f64>) -> Vec<f64> {
-                v
             }
             const UNWRITTEN: $t = <$t>::from_bits($mark);
             #[inline(always)]
@@ -464,14 +454,6 @@ macro_rules! fast_int {
             }
             fn exact_sums_range(xs: &[$t], window: usize, r0: usize, r1: usize, out: &mut [f64]) {
                 sum::exact_int_sums_range(xs, window, r0, r1, out)
-            }
-            #[inline(always)]
-            fn wide_f64(s: i64) -> f64 {
-                s as f64
-            }
-            fn into_f64s(v: Vec<i64>) -> Vec<f64> {
-                // Same size and alignment: collect reuses the allocation.
-                v.into_iter().map(|s| s as f64).collect()
             }
             const UNWRITTEN: $t = <$t>::MIN + 0x5EED;
             #[inline(always)]
