@@ -2,6 +2,7 @@
 
 import functools
 import math
+import statistics
 import zlib
 
 import numpy as np
@@ -165,18 +166,41 @@ def test_int64_mean_at_the_edges_of_the_fast_path(keyed):
         assert got == want, (vals, w, got, want)
 
 
-_CHAN_XFAIL = pytest.mark.xfail(
-    strict=True, reason="var of 1e9 + small noise is ~1e-7 off (relative) through the named FIFO algorithms: "
-    "Chan's merge in plain f64 carries the rounding of the mean (ulp(1e9) ~ 1e-7) into M2; the auto kernel "
-    "(rolling/moments.rs) is exact")
-
-
-@pytest.mark.parametrize("algo", ["auto"] + [pytest.param(a, marks=_CHAN_XFAIL) for a in ("recalc", "two_stacks", "flatfit")])
+@pytest.mark.parametrize("algo", ["auto", "recalc", "two_stacks", "flatfit", "daba", "slideside"])
 def test_var_of_a_large_offset_plus_small_noise_keeps_full_precision(algo):
+    # Chan's merge keeps the mean in double-double: in plain f64 it carried
+    # the mean's rounding (ulp(1e9) ~ 1e-7) into M2 (a strict xfail here)
     x = 1e9 + rng_for("var_offset").integers(0, 4, 2000) / 4  # exact in float64
     got = sw.rolling(x, 10, "var", algorithm=algo).to_pylist()
     # the oracle subtracts the correctly rounded mean of the window: no such loss
     assert_same_list(got, naive_rolling(x.tolist(), 10, "var"), rel=1e-9, abs_=1e-12, what=algo)
+
+
+def test_var_of_int64_near_1e15_on_every_path():
+    """int64 values 1e15 +- 5 (nanosecond-scale timestamps, say) are exact
+    in f64; their variance is exact to rounding on every path: count and time
+    windows, keyed, named algorithms, rolling_many, a Stream. (With the mean
+    in plain f64 the Chan paths were 3e-2 off here.)"""
+    n, w = 1500, 100
+    x = (10**15 + rng_for("var_1e15").integers(-5, 6, n)).astype(np.int64)
+    exact = [None] + [float(statistics.variance([int(v) for v in x[max(0, i - w + 1):i + 1]])) for i in range(1, n)]
+    ts = pa.array(np.arange(n), pa.int64())
+    paths = {
+        "auto": sw.rolling(x, w, "var"),
+        "time": sw.rolling(x, w, "var", timestamps=ts),
+        "keyed": sw.rolling(x, w, "var", keys=np.zeros(n, np.int64)),
+        "keyed time": sw.rolling(x, w, "var", timestamps=ts, keys=np.zeros(n, np.int64)),
+        "two_stacks": sw.rolling(x, w, "var", algorithm="two_stacks"),
+        "slideside": sw.rolling(x, w, "var", algorithm="slideside"),
+        "many": sw.rolling_many(x, [w, 7], "var")[f"var_{w}"],
+    }
+    for name, got in paths.items():
+        assert_same_list(got.to_pylist(), exact, rel=1e-12, abs_=0.0, what=name)
+    out = sw.Stream(sw.Query("var", w, 10), value="v").push({"v": pa.array(x)})["var_100_10"]
+    assert out.num_rows > 100
+    for a, b, v in zip(*(out.column(c).to_pylist() for c in ("window_start", "window_end", "value"))):
+        want = float(statistics.variance([int(u) for u in x[a:b]])) if b - a > 1 else None
+        assert_same_list([v], [want], rel=1e-12, abs_=0.0, what=f"stream [{a}, {b})")
 
 
 def test_nan_semantics():

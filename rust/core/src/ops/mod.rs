@@ -247,4 +247,24 @@ impl Codec for FSum {
 }
 crate::codec_struct!(crate::ops::ISum { s, n });
 crate::codec_struct!(crate::ops::WideSum { s, n });
-crate::codec_struct!(crate::ops::Moments { n, mean, m2, bad });
+// `Moments` as before `mean_lo` existed; a non-zero `mean_lo` sets the
+// count of non-finite values' top bit and follows it.
+impl Codec for Moments {
+    fn encode(&self, out: &mut Vec<u8>) {
+        const LO: u32 = 1 << 31;
+        (self.n, self.mean).encode(out);
+        self.m2.encode(out);
+        (if self.mean_lo != 0.0 { self.bad | LO } else { self.bad }).encode(out);
+        if self.mean_lo != 0.0 {
+            self.mean_lo.encode(out);
+        }
+    }
+    fn decode(inp: &mut &[u8]) -> crate::Result<Self> {
+        const LO: u32 = 1 << 31;
+        let (n, mean) = <(f64, f64)>::decode(inp)?;
+        let m2 = f64::decode(inp)?;
+        let bad = u32::decode(inp)?;
+        let mean_lo = if bad & LO != 0 { f64::decode(inp)? } else { 0.0 };
+        Ok(Moments { n, mean, m2, bad: bad & !LO, mean_lo })
+    }
+}
