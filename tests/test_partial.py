@@ -87,6 +87,10 @@ def _bits(a: pa.Array):
     np_a = a.to_numpy(zero_copy_only=False)
     valid = a.is_valid().to_numpy(zero_copy_only=False)
     if np_a.dtype.kind == "f":
+        # bit for bit (the sign of a zero too), but one NaN for every NaN
+        # payload: docs/DESIGN.md's order holds all NaNs equal, and which
+        # payload a kernel passes through is not part of the result
+        np_a = np.where(np.isnan(np_a), np.array(np.nan, np_a.dtype), np_a)
         np_a = np_a.view(np.uint64 if np_a.dtype.itemsize == 8 else np.uint32)
     return [int(v) if ok else None for v, ok in zip(np_a, valid)]
 
