@@ -221,50 +221,47 @@ mod tests {
 }
 
 // Checkpoint layout of the partials (docs/DESIGN.md §4): field by field.
-// `FSum` as before `hi` existed (s, c, n, nan, pinf, ninf), so older
-// checkpoints still read; a sum with `hi != 0` sets the NaN count's top bit
-// (a count never reaches 2^31) and appends `hi`.
+// A field added after checkpoints existed (`FSum::hi`, `Moments::mean_lo`)
+// rides on the last count before it: that count's top bit (counts never
+// reach 2^31) says the field follows, and it is written only when not
+// zero. So partials saved before the field existed read unchanged.
+const EXTRA: u32 = 1 << 31;
+
+fn encode_extra<E: Codec + Default + PartialEq>(count: u32, extra: E, out: &mut Vec<u8>) {
+    let some = extra != E::default();
+    (if some { count | EXTRA } else { count }).encode(out);
+    if some {
+        extra.encode(out);
+    }
+}
+
+fn decode_extra<E: Codec + Default>(inp: &mut &[u8]) -> crate::Result<(u32, E)> {
+    let count = u32::decode(inp)?;
+    let extra = if count & EXTRA != 0 { E::decode(inp)? } else { E::default() };
+    Ok((count & !EXTRA, extra))
+}
+
 impl Codec for FSum {
     fn encode(&self, out: &mut Vec<u8>) {
-        const WIDE: u32 = 1 << 31;
-        (self.s, self.c).encode(out);
-        self.n.encode(out);
-        (if self.hi != 0 { self.nan | WIDE } else { self.nan }).encode(out);
-        (self.pinf, self.ninf).encode(out);
-        if self.hi != 0 {
-            self.hi.encode(out);
-        }
+        ((self.s, self.c), (self.n, (self.nan, self.pinf))).encode(out);
+        encode_extra(self.ninf, self.hi, out);
     }
     fn decode(inp: &mut &[u8]) -> crate::Result<Self> {
-        const WIDE: u32 = 1 << 31;
-        let (s, c) = <(f64, f64)>::decode(inp)?;
-        let n = i64::decode(inp)?;
-        let nan = u32::decode(inp)?;
-        let (pinf, ninf) = <(u32, u32)>::decode(inp)?;
-        let hi = if nan & WIDE != 0 { Codec::decode(inp)? } else { 0 };
-        Ok(FSum { s, c, hi, n, nan: nan & !WIDE, pinf, ninf })
+        let ((s, c), (n, (nan, pinf))) = Codec::decode(inp)?;
+        let (ninf, hi) = decode_extra(inp)?;
+        Ok(FSum { s, c, hi, n, nan, pinf, ninf })
     }
 }
 crate::codec_struct!(crate::ops::ISum { s, n });
 crate::codec_struct!(crate::ops::WideSum { s, n });
-// `Moments` as before `mean_lo` existed; a non-zero `mean_lo` sets the
-// count of non-finite values' top bit and follows it.
 impl Codec for Moments {
     fn encode(&self, out: &mut Vec<u8>) {
-        const LO: u32 = 1 << 31;
-        (self.n, self.mean).encode(out);
-        self.m2.encode(out);
-        (if self.mean_lo != 0.0 { self.bad | LO } else { self.bad }).encode(out);
-        if self.mean_lo != 0.0 {
-            self.mean_lo.encode(out);
-        }
+        ((self.n, self.mean), self.m2).encode(out);
+        encode_extra(self.bad, self.mean_lo, out);
     }
     fn decode(inp: &mut &[u8]) -> crate::Result<Self> {
-        const LO: u32 = 1 << 31;
-        let (n, mean) = <(f64, f64)>::decode(inp)?;
-        let m2 = f64::decode(inp)?;
-        let bad = u32::decode(inp)?;
-        let mean_lo = if bad & LO != 0 { f64::decode(inp)? } else { 0.0 };
-        Ok(Moments { n, mean, m2, bad: bad & !LO, mean_lo })
+        let ((n, mean), m2) = Codec::decode(inp)?;
+        let (bad, mean_lo) = decode_extra(inp)?;
+        Ok(Moments { n, mean, m2, bad, mean_lo })
     }
 }
