@@ -40,7 +40,6 @@ def key_array(obj: Any, what: str = "keys") -> pa.Array:
         # dictionaries, as polars' Categorical exports, cast first: Arrow
         # has no take for them)
         arr = _plain_strings(arr.dictionary).take(arr.indices)
-        t = arr.type
     arr = _plain_strings(arr)
     t = arr.type
     if t in _KEY_TYPES:

@@ -87,9 +87,16 @@ pub trait AggOp: Monoid {
     /// ([`crate::ops::reduce`]).
     #[inline]
     fn fold_rows(acc: &mut Self::Agg, xs: &[Self::In], pos0: i64) {
-        for (k, &x) in xs.iter().enumerate() {
-            Self::combine_into(acc, &Self::lift(x, pos0 + k as i64));
-        }
+        fold_each::<Self>(acc, xs, pos0)
+    }
+}
+
+/// [`AggOp::fold_rows`] row by row: each row lifted and combined in (the
+/// default, and an override's fallback).
+#[inline]
+pub fn fold_each<M: AggOp + ?Sized>(acc: &mut M::Agg, xs: &[M::In], pos0: i64) {
+    for (k, &x) in xs.iter().enumerate() {
+        M::combine_into(acc, &M::lift(x, pos0 + k as i64));
     }
 }
 

@@ -151,11 +151,7 @@ impl<T: Num, const SAMPLE: bool, const SQRT: bool> AggOp for Var<T, SAMPLE, SQRT
     fn fold_rows(acc: &mut Moments, xs: &[T], pos0: i64) {
         match pane_moments(xs) {
             Some(p) => Self::combine_into(acc, &p),
-            None => {
-                for (k, &x) in xs.iter().enumerate() {
-                    Self::combine_into(acc, &Self::lift(x, pos0 + k as i64));
-                }
-            }
+            None => crate::monoid::fold_each::<Self>(acc, xs, pos0),
         }
     }
     #[inline(always)]
