@@ -20,7 +20,7 @@ SHELL := /bin/bash
 stage = @t0=$$(date +%s); $(2); rc=$$?; echo "== stage $(1): $$(( $$(date +%s) - t0 ))s (exit $$rc)"; exit $$rc
 
 # What the tests and the demo need (a variable: its commas stay out of $(call)).
-PIP_TEST := "maturin>=1.9.4,<2" numpy "pyarrow>=15" pandas polars bottleneck hypothesis pytest "pyspark>=4,<5" protobuf mypy
+PIP_TEST := "maturin>=1.9.4,<2" numpy "pyarrow>=15" pandas polars bottleneck hypothesis pytest "pyspark>=4,<5" protobuf grpcio grpcio-status googleapis-common-protos zstandard mypy
 
 $(VENV)/.deps: pyproject.toml
 	$(call stage,setup,$(PYTHON) -m venv $(VENV) && $(PY) -m pip install --quiet --upgrade pip && \
