@@ -100,3 +100,10 @@ bench: build-release $(VENV)/.bench-deps
 
 clean:
 	rm -rf $(VENV) $(ABI3_VENV) target .asv .mypy_cache
+
+# docs/benchmarks.md from the comparison scripts (benches/report.py), on the
+# release build: `make report` runs them in full (20-40 minutes on 2 cores),
+# `make report REPORT_ARGS=--quick` smaller and fewer (5-10 minutes).
+.PHONY: report
+report: build-release
+	$(PY) benches/report.py $(REPORT_ARGS)

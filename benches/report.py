@@ -1,0 +1,280 @@
+"""Write docs/benchmarks.md: run the comparison scripts of benches/ and put
+their tables on one page, each under the command that reproduces it, the
+CPU, the threads slidewise may use, the date and the commit.
+
+    python benches/report.py            # the full runs (about 20-40 minutes on 2 cores)
+    python benches/report.py --quick    # smaller inputs, fewer repeats (about 5-10 minutes)
+    python benches/report.py --check    # each script's own --quick: the checks only, timings not worth reading
+    python benches/report.py --only rolling,spark --output /tmp/b.md
+
+`make report` builds the release extension and runs the full report;
+`make report REPORT_ARGS=--quick` the quick one.
+
+Every script checks each peer's result against slidewise's on the same data
+before it times anything, and stops (exit status 1, naming the case) on a
+difference; this script then stops too and writes nothing. The scripts
+print markdown tables and a few lines of text: the tables are copied as
+they are, the text into ``text`` blocks beside them.
+
+The page ends with a static section, ``benches/benchmarks_earlier.md``: the
+last tables measured on the other CPU this project runs on (an Intel Xeon),
+dated, which no run here can reproduce. Replace it when that CPU comes back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Dict, List, NamedTuple, Optional, Sequence
+
+ROOT = Path(__file__).resolve().parent.parent
+EARLIER = ROOT / "benches" / "benchmarks_earlier.md"
+
+
+class Run(NamedTuple):
+    args: Sequence[str]  # after `python`
+    env: Dict[str, str] = {}
+
+
+class Section(NamedTuple):
+    key: str
+    title: str
+    about: str  # what the table compares, in a sentence or two
+    full: List[Run]
+    quick: List[Run]
+    check: List[Run]
+
+
+SECTIONS = [
+    Section(
+        "rolling", "`rolling()`: one window, per row",
+        "slidewise's per-row kernels against bottleneck's `move_*`, polars' `rolling_*` and pandas' "
+        "`rolling()`, on a random walk of float64. Mrows/s; ratio = slidewise's rate / the peer's. "
+        "bottleneck and pandas run on one thread, polars on its pool. Then the exactness of the sums and "
+        "variances against exact per-window values.",
+        full=[Run(["benches/compare_rolling.py", "--repeat", "5"]),
+              Run(["benches/compare_rolling.py", "--repeat", "5", "--threads", "1", "--aggs", "max,mean,std"])],
+        quick=[Run(["benches/compare_rolling.py", "--rows", "2000000", "--repeat", "3",
+                    "--aggs", "max,min,sum,mean,std"])],
+        check=[Run(["benches/compare_rolling.py", "--quick"])],
+    ),
+    Section(
+        "many", "`rolling_many()`: 64 windows in one call",
+        "64 random windows in [1, 32768] in one `rolling_many` call against 64 bottleneck calls, and the "
+        "floor any implementation returning fresh columns pays: numpy allocating and writing the 64 outputs.",
+        full=[Run(["benches/compare_many.py", "--agg", agg, "--skip-polars", "--repeat", "2"])
+              for agg in ("max", "std", "sum")],
+        quick=[Run(["benches/compare_many.py", "--agg", agg, "--rows", "1000000", "--skip-polars",
+                    "--repeat", "2"]) for agg in ("max", "std")],
+        check=[Run(["benches/compare_many.py", "--quick", "--agg", "max"])],
+    ),
+    Section(
+        "order", "Rolling median, quantile and rank",
+        "slidewise against bottleneck's `move_median` / `move_rank`, polars' `rolling_median` / "
+        "`rolling_quantile` (q = 0.9, linear) and pandas. Mrows/s; ratio = slidewise / peer.",
+        full=[Run(["benches/compare_order_stats.py", "--repeat", "5"])],
+        quick=[Run(["benches/compare_order_stats.py", "--rows", "500000", "--repeat", "3",
+                    "--windows", "10,100,1000,10000"])],
+        check=[Run(["benches/compare_order_stats.py", "--quick"])],
+    ),
+    Section(
+        "keys", "Keys: `rolling(..., keys=)` and keyed streams",
+        "Keyed rolling against polars' `rolling_*(w).over(k)` / `rolling_*_by(t, \"10s\").over(k)` and "
+        "pandas' `groupby(k).rolling(...)`, 2M rows, keys drawn uniformly; ratio = peer time / slidewise "
+        "time (> 1: slidewise faster). The full run adds the memory per key of keyed streams and their "
+        "push rates.",
+        full=[Run(["benches/bench_keys.py"])],
+        quick=[Run(["benches/bench_keys.py", "--rolling"])],
+        check=[Run(["benches/bench_keys.py", "--quick"])],
+    ),
+    Section(
+        "spark", "Spark: `slidewise.spark.rolling` against Spark's window frames",
+        "Spark local[2]. A rolling max over 1,000 rows, unkeyed and keyed, against Spark's segment-tree "
+        "frame and an identity `mapInArrow` pass (the floor for any job that hands every row to Python); "
+        "the full run adds the keyed feature job (3 windows x max / mean / std over 8 Parquet files). "
+        "Seconds, best of the repeats.",
+        full=[Run(["benches/compare_spark.py", "--job", "rolling", "--repeat", "5", "--skip-default"]),
+              Run(["benches/compare_spark.py", "--job", "features", "--repeat", "3", "--skip-default"])],
+        quick=[Run(["benches/compare_spark.py", "--job", "rolling", "--rows", "1000000", "--repeat", "3",
+                    "--skip-default", "--warmup", "1"])],
+        check=[Run(["benches/compare_spark.py", "--quick", "--skip-default"])],
+    ),
+]
+
+
+def sh(cmd: Sequence[str]) -> str:
+    try:
+        return subprocess.run(list(cmd), capture_output=True, text=True, check=True, cwd=ROOT,
+                              env={**os.environ, "LC_ALL": "C"}).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def cpu() -> str:
+    """The CPU's model name (lscpu) and the widest SIMD level it has."""
+    out = sh(["lscpu"])
+    model, flags = "unknown CPU", ""
+    for line in out.splitlines():
+        if line.startswith("Model name:"):
+            model = line.split(":", 1)[1].strip()
+        elif line.startswith("Flags:"):
+            flags = line
+    simd = "AVX-512" if " avx512f" in flags else "AVX2" if " avx2" in flags else "no AVX2"
+    return f"{model} ({simd})"
+
+
+def cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def commit() -> str:
+    head = sh(["git", "rev-parse", "--short", "HEAD"]) or "unknown"
+    dirty = sh(["git", "status", "--porcelain", "--untracked-files=no"])
+    return head + (" (with uncommitted changes)" if dirty else "")
+
+
+def versions() -> str:
+    out = [f"Python {platform.python_version()}"]
+    for name in ("slidewise", "numpy", "pyarrow", "bottleneck", "polars", "pandas", "pyspark"):
+        try:
+            out.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            pass
+    return ", ".join(out)
+
+
+def load() -> str:
+    try:
+        return "%.1f" % os.getloadavg()[0]
+    except OSError:
+        return "?"
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def command(run: Run) -> str:
+    env = " ".join(f"{k}={v}" for k, v in run.env.items())
+    return (env + " " if env else "") + "python " + " ".join(shlex.quote(a) for a in run.args)
+
+
+def threads(run: Run, args: Sequence[str], stdout: str) -> str:
+    """What the script's machine line says, else what the command asks."""
+    for line in stdout.splitlines():
+        if "slidewise threads:" in line:
+            return line.split("slidewise threads:", 1)[1].split(";")[0].strip()
+    if "--threads" in args:
+        return args[list(args).index("--threads") + 1]
+    t = run.env.get("SLIDEWISE_THREADS") or os.environ.get("SLIDEWISE_THREADS")
+    return t if t else f"up to {min(cpus(), 4)}"
+
+
+def render(stdout: str) -> str:
+    """Tables as they are; runs of other lines in ``text`` blocks."""
+    out: List[str] = []
+    text: List[str] = []
+
+    def flush_text() -> None:
+        while text and not text[-1].strip():
+            text.pop()
+        while text and not text[0].strip():
+            text.pop(0)
+        if text:
+            out.append("```text\n" + "\n".join(text) + "\n```\n")
+        text.clear()
+
+    lines = stdout.splitlines()
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("|"):
+            flush_text()
+            table = []
+            while i < len(lines) and lines[i].startswith("|"):
+                table.append(lines[i])
+                i += 1
+            out.append("\n".join(table) + "\n")
+        else:
+            text.append(lines[i])
+            i += 1
+    flush_text()
+    return "\n".join(out)
+
+
+def run_one(run: Run, stamp: str) -> str:
+    cmd = [sys.executable] + list(run.args)
+    print(f"\n== {command(run)}", file=sys.stderr, flush=True)
+    started, t0, load0 = now(), time.monotonic(), load()
+    p = subprocess.run(cmd, cwd=ROOT, env={**os.environ, **run.env}, stdout=subprocess.PIPE, text=True)
+    sys.stderr.write(p.stdout)
+    if p.returncode != 0:
+        sys.exit(f"report: `{command(run)}` failed (exit status {p.returncode}); nothing written")
+    head = (f"`{command(run)}` · CPU {cpu()}, {cpus()} CPUs available · slidewise threads: "
+            f"{threads(run, run.args, p.stdout)} · {started}, {time.monotonic() - t0:.0f} s, load average "
+            f"{load0} at the start · commit {stamp}")
+    return head + "\n\n" + render(p.stdout)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="smaller inputs, fewer repeats")
+    mode.add_argument("--check", action="store_true", help="each script's --quick: the checks only")
+    ap.add_argument("--only", default=None, help="comma-separated sections: " + ",".join(s.key for s in SECTIONS))
+    ap.add_argument("--output", default=str(ROOT / "docs" / "benchmarks.md"))
+    a = ap.parse_args(argv)
+    chosen = SECTIONS if a.only is None else [s for s in SECTIONS if s.key in a.only.split(",")]
+    if a.only is not None and len(chosen) != len(a.only.split(",")):
+        ap.error(f"--only takes {', '.join(s.key for s in SECTIONS)}")
+    kind = "check" if a.check else "quick" if a.quick else "full"
+    stamp = commit()
+    start = now()
+    me = "python benches/report.py" + {"full": "", "quick": " --quick", "check": " --check"}[kind]
+    body: List[str] = []
+    for s in chosen:
+        runs = getattr(s, kind)
+        body.append(f"## {s.title}\n\n{s.about}\n")
+        for r in runs:
+            body.append(run_one(r, stamp))
+    note = {
+        "full": "the full runs.",
+        "quick": "the quick runs: smaller inputs and fewer repeats than the full ones (`make report`), so "
+                 "noisier, and ratios at long windows can differ.",
+        "check": "the checks only (each script's `--quick`): **the timings are not worth reading**.",
+    }[kind]
+    page = f"""# Benchmarks
+
+<!-- Generated by benches/report.py: do not edit by hand. Run `make report` (or `{me}`). -->
+
+Generated by `{me}` ({note}) on {start}.
+
+- CPU: {cpu()}, {cpus()} CPUs available (a KVM guest shared with other work: absolute rates are noisy,
+  so every table compares libraries measured in the same run).
+- Commit: {stamp}; release build of the extension.
+- {versions()}.
+
+Every script checks each peer's result against slidewise's on the same data before timing it, and
+stops on a difference. Each table below names the command that reproduces it, the CPU, the threads
+slidewise may use, when it ran and the commit. The design behind the figures is in
+[DESIGN.md](DESIGN.md); the README shows the headline ratios.
+
+""" + "\n".join(body)
+    if EARLIER.exists() and a.only is None:
+        page += "\n" + EARLIER.read_text(encoding="utf-8")
+    Path(a.output).write_text(page.rstrip("\n") + "\n", encoding="utf-8")
+    print(f"wrote {a.output}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
