@@ -1,4 +1,6 @@
-"""Every ```python block of README.md and docs/*.md runs.
+"""Every ```python block of README.md and docs/*.md runs, and every command
+of their ```sh blocks (and every inline `make ...`, `python benches/...`,
+`cargo bench ...`) names something that exists and takes those arguments.
 
 The blocks of one file share one namespace and run in order, as a reader
 would paste them. An HTML comment ``<!-- skip: REASON -->`` on the line just
@@ -10,20 +12,34 @@ session.
 The same blocks, concatenated, are type-checked by ``make typecheck``: they
 are copied to ``tests/typing/`` (``python tests/test_docs.py`` rewrites the
 copies; a test below fails when a copy is stale).
+
+The shell commands are not run (``make test`` would run the whole suite
+again, ``make demo`` takes minutes); each kind is checked as far as it can be
+without running it: a ``make`` target is defined in the Makefile, a
+``python benches/X.py`` script exists and knows each ``--option`` given, a
+``slidewise`` command line parses (``slidewise.cli.main`` with the work
+stubbed out), ``python -c`` runs, a wheel installed from ``dist/`` is the
+current version's and follows a ``make wheel``. A command of another kind
+fails the test until a check for it is added here.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
+import subprocess
 import sys
 from pathlib import Path
-from typing import List, NamedTuple, Optional
+from typing import Dict, List, NamedTuple, Optional
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TYPING = ROOT / "tests" / "typing"
 _FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
+_SH_FENCE = re.compile(r"^```(?:sh|bash|shell)[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
+_INLINE = re.compile(r"`((?:[A-Z_]+=\S+ )*(?:make \w|python benches/|cargo bench )[^`]*)`")
 _SKIP = re.compile(r"<!--\s*skip:\s*(.*?)\s*-->\s*$")
 
 
@@ -111,6 +127,108 @@ def test_skip_marker_is_read() -> None:
         bs = blocks(p)
     assert [(b.line, b.skip) for b in bs] == [(3, "needs a cluster"), (7, None)]
     assert bs[1].code == "x = 1\n"
+
+
+def version() -> str:
+    """The one version: ``[workspace.package] version`` in Cargo.toml."""
+    m = re.search(r'^\[workspace\.package\][^\[]*?^version = "([^"]+)"',
+                  (ROOT / "Cargo.toml").read_text(encoding="utf-8"), re.M | re.S)
+    assert m, "Cargo.toml has no [workspace.package] version"
+    return m.group(1)
+
+
+def make_targets() -> List[str]:
+    text = (ROOT / "Makefile").read_text(encoding="utf-8")
+    out: List[str] = []
+    for m in re.finditer(r"^([A-Za-z0-9_.$()/ -]+?)\s*:(?![=])", text, re.M):
+        out += m.group(1).split()
+    return out
+
+
+def commands(path: Path) -> List[tuple]:
+    """(line, argv) of every command in the page's sh blocks, then of its
+    inline make / python benches / cargo bench spans."""
+    text = path.read_text(encoding="utf-8")
+    out = []
+    for m in _SH_FENCE.finditer(text):
+        first = text.count("\n", 0, m.start()) + 2
+        for i, line in enumerate(m.group(1).replace("\\\n", " ").split("\n")):
+            argv = shlex.split(line, comments=True)
+            if argv:
+                out.append((first + i, argv, m.group(1)))
+    for m in _INLINE.finditer(text):
+        out.append((text.count("\n", 0, m.start()) + 1, shlex.split(m.group(1)), None))
+    return out
+
+
+def check_command(argv: List[str], block: Optional[str], targets: List[str]) -> Optional[str]:
+    """What is wrong with the command, or None."""
+    env: Dict[str, str] = {}
+    while argv and re.match(r"^[A-Z_][A-Z0-9_]*=", argv[0]):
+        k, v = argv.pop(0).split("=", 1)
+        env[k] = v
+    tool, args = argv[0], argv[1:]
+    if tool == "make":
+        missing = [a for a in args if "=" not in a and not a.startswith("-") and a not in targets]
+        return f"no make target {missing}" if missing else None
+    if tool == "pip" and args[:1] == ["install"] and args[1].startswith("dist/"):
+        want = f"dist/slidewise-{version()}-*.whl"
+        if args[1] != want:
+            return f"installs {args[1]}, not this version's wheel {want}"
+        if block is None or "make wheel" not in block.split(args[1])[0]:
+            return "installs a wheel from dist/ without a `make wheel` before it"
+        return None
+    if tool == "python" and args[:1] == ["-c"]:
+        p = subprocess.run([sys.executable, "-c", args[1]], capture_output=True, text=True)
+        return None if p.returncode == 0 else f"failed: {p.stderr.strip().splitlines()[-1:]}"
+    if tool == "python" and args and args[0].startswith("benches/"):
+        script = ROOT / args[0]
+        if not script.is_file():
+            return f"{args[0]} does not exist"
+        src = script.read_text(encoding="utf-8")
+        unknown = [a.split("=")[0] for a in args[1:] if a.startswith("--") and f'"{a.split("=")[0]}"' not in src]
+        return f"{args[0]} takes no {unknown}" if unknown else None
+    if tool == "slidewise":
+        import slidewise._run
+        import slidewise.demo
+        from slidewise import cli
+
+        called = []
+        saved = slidewise._run.run, slidewise.demo.run
+        slidewise._run.run = slidewise.demo.run = lambda *a, **k: called.append(a)  # type: ignore[assignment]
+        try:
+            cli.main(args)
+        except SystemExit as e:
+            return f"the command line refuses it (exit status {e.code})"
+        finally:
+            slidewise._run.run, slidewise.demo.run = saved
+        return None if called else "parsed, but ran nothing"
+    if tool == "cargo" and args[:1] == ["bench"]:
+        name = args[args.index("--bench") + 1] if "--bench" in args else None
+        ok = name is None or (ROOT / "rust" / "core" / "benches" / f"{name}.rs").is_file()
+        return None if ok else f"no criterion bench {name}"
+    return "no check for this kind of command: add one to tests/test_docs.py"
+
+
+COMMAND_PAGES = [p for p in pages() if commands(p)]
+
+
+@pytest.mark.parametrize("path", COMMAND_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_commands_name_what_exists(path: Path) -> None:
+    targets = make_targets()
+    bad = []
+    for line, argv, block in commands(path):
+        err = check_command(list(argv), block, targets)
+        if err:
+            bad.append(f"{path.relative_to(ROOT)}:{line}: `{shlex.join(argv)}`: {err}")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_version_is_cargo_tomls_and_has_a_changelog_entry() -> None:
+    import slidewise
+
+    assert slidewise.__version__ == version()
+    assert f"## [{version()}]" in (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
 
 
 if __name__ == "__main__":
