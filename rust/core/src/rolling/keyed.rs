@@ -2,6 +2,70 @@
 //! once, each key's segment runs the unkeyed kernel (window capped to the
 //! segment), and results are scattered back to input order, as pandas
 //! `groupby(k).rolling(...)` re-aligned to the input.
+//!
+//! A call, step by step:
+//!
+//! 1. **Key ids** (`keys::batch_ids`): integer keys whose span (largest
+//!    minus smallest) is at most 2 per row + 64k are their offset from the
+//!    smallest key, with no hashing; other integers and strings go through a
+//!    fresh `KeyIndex` (FxHash). Null keys are refused, as in streams.
+//! 2. **Partition** (a counting sort, one thread) and **gather** of the
+//!    values (and times) into key segments, the gather split over threads.
+//! 3. **Segments over threads**: columns of `KEYED_SPLIT_MIN_ROWS` (2^18)
+//!    rows or more split their segments into `thread_cap()` runs of whole
+//!    keys of about equal rows (`SLIDEWISE_THREADS` caps it). A key of 2^20
+//!    rows or more keeps the call on one thread: the unkeyed kernel splits
+//!    that key's rows itself. Which thread runs a key never changes its bits.
+//! 4. **Short keys batched**: a kernel call costs about a microsecond before
+//!    its first row, so keys of at most `SHORT_ROWS` (64) rows go through
+//!    the unkeyed kernel in runs of up to 16k rows, one call a run. This is
+//!    sound only where a row's result depends on its window's values alone,
+//!    so that where the window sits in the column cannot change a bit:
+//!    - first / last and their `ignore_nulls` forms, any shape
+//!      (`rolling/ends.rs`): each window's value is one of its rows, so the
+//!      run's keys and their bounds go to `rolling_ends`, which clips each
+//!      row's window to its key and gathers the end row;
+//!    - count windows of max / min / range / count, collect, max / mincount,
+//!      argmax / argmin and the order statistics: the keys are
+//!      separated by `w - 1` null rows (`padded`, `w` capped to the run's
+//!      longest key), which every one of them skips; argmax / argmin
+//!      positions are mapped back to input rows (`padded_rows`);
+//!    - count windows of sum / mean / geomean / var / std / var_pop /
+//!      std_pop carry state from row to row (a compensated chain, a
+//!      variance block's shift), so they are not padded: the run's keys go
+//!      to `rolling/segments.rs` with their bounds, each key running the
+//!      kernel the unkeyed call would pick for it alone into one shared
+//!      output: the bits of one call per key, without its allocations. Up to
+//!      `RESTART_ROWS` (4,096) rows a key, since nothing is padded. A key
+//!      whose squares could overflow sends its run key by key (Chan's merge);
+//!    - time windows, every aggregation: each key's times are moved to start
+//!      `range + 1` after the key before it ends (`spaced_times`), so no
+//!      window reaches the previous key; TwoStacks keeps nothing of evicted
+//!      rows, so the bits are those of one call per key. Up to
+//!      `RESTART_ROWS` rows a key;
+//!    - shaped count windows (`closed=` / `center=`): the unkeyed call's
+//!      steps over all the run's keys at once (`shape.rs shaped_segments`),
+//!      sums and moments restarted per key, the others one padded column
+//!      with the offsets capped to the run's longest key
+//!      (`Shape::capped_offsets`). A centred rank cannot be padded (its
+//!      window's last row would be a filler): it runs the sorted-window frame
+//!      loop with each row's frame clipped to its key;
+//!    - `rolling_many`: one padded column for max / min / range / count,
+//!      sum / mean / moments restarted per key a window at a time (on at
+//!      most `PER_WINDOW_ROWS` rows `rolling_many` runs those a window at a
+//!      time, whose bits equal the single-window kernel's).
+//! 5. **Put back**: each output is allocated once; every thread scatters its
+//!    segments straight to their input rows (the permutation makes the
+//!    threads' rows disjoint), validity a byte per row, packed once. Lists
+//!    (`collect`) are concatenated and taken by the inverse permutation.
+//!
+//! Tests: `tests/props/keyed.rs` forces thread counts, batching thresholds
+//! and batch sizes on small columns (`KeyedTuning` through `with_tuning`)
+//! and checks the bits against one thread without batching, and every key
+//! against the unkeyed kernel on its rows alone;
+//! `restarted_short_keys_equal_one_call_per_key` checks the restarted
+//! batches bit for bit on values whose rounding depends on a chain's
+//! history.
 
 use std::sync::Arc;
 

@@ -230,10 +230,12 @@ fn insertion_sort(v: &mut [(u64, u32)]) {
 /// returns the cap for NaN), so only pairs of one bucket are out of order.
 /// Crowded buckets (skewed values, outliers) are sorted first on their own,
 /// recursing twice with their own range, then by comparison; a block whose
-/// finite range is empty or overflows is sorted by comparison. Measured
-/// against `sort_unstable` and an LSD radix sort on the key bits that vary
-/// (a random walk's blocks vary in some 58 bits: 8 passes of 8 bits,
-/// slower than `sort_unstable`) in docs/DESIGN.md §5.10.
+/// finite range is empty or overflows is sorted by comparison. Measured on
+/// a 2M-row random walk's blocks (thread CPU time, 1 thread, Intel Xeon):
+/// 19.7 / 16.8 / 19.0 ns a pair at w = 1K / 10K / 100K, against
+/// `sort_unstable`'s 22.7 / 25.3 / 29.0 and an LSD radix sort on the key
+/// bits that vary (some 58 bits here: 8 passes of 8 bits) at
+/// 27.1 / 24.3 / 33.6.
 ///
 /// Returns whether the sorted pairs are in `v`; if not, they are in
 /// `tmp[..n]`, where the scatter put them (the caller reads them there
@@ -301,7 +303,8 @@ fn sort_pairs(v: &mut [(u64, u32)], tmp: &mut Vec<(u64, u32)>, hist: &mut Vec<u3
 /// Move the pointers until the nodes before them are the `t` smallest of
 /// the window (`t` < the window's count). Branchy: a version picking both
 /// pointers' moves from the four keys around them without branches (only
-/// the loop's exit a branch) measured 0.80-0.88x this (docs/DESIGN.md §5.10).
+/// the loop's exit a branch) measured 0.80-0.88x this: the four loads a step
+/// cost more than the mispredictions.
 #[inline(always)]
 fn balance(a: &mut Block, b: &mut Block, t: u32) {
     loop {

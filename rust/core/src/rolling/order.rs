@@ -21,7 +21,7 @@
 //! value order, computed once per batch from any numeric dtype (ints widen
 //! to f64, exact up to 2^53), so each kernel exists once, not per dtype.
 //!
-//! Kernels (measured crossovers in docs/DESIGN.md):
+//! Kernels (crossovers measured by `python benches/compare_order_stats.py --kernels`):
 //! * [`super::sorted_buffer`]: a sorted array updated with one memmove per
 //!   row; fastest for short windows, and the push / evict / query structure
 //!   a stream can hold ([`SortedWindow`]);
@@ -66,7 +66,7 @@ impl OrderKernel {
 
 /// Windows up to this length run the sorted buffer (one vector pass over
 /// at most `w` keys per row beats Suomela's O(log w) linked-list walk
-/// there). Measured in docs/DESIGN.md §5.10: since Suomela's kernel got
+/// there). Measured with `compare_order_stats.py --kernels`: since Suomela's kernel got
 /// 1.3-1.7x faster, the crossover sits at 64-80 rows on an AMD EPYC (Zen 5)
 /// and, from the older Intel Xeon figures scaled by that speed-up, at
 /// about 100-130 there.

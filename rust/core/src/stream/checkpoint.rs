@@ -15,6 +15,19 @@
 //! stream starts with the late rows not yet taken (key ids, times, values),
 //! then a keyed driver writes its number of states, then each state.
 //!
+//! The key index: a type byte (0 int32, 1 int64, 2 string, 3 large_string,
+//! 255 no key yet, followed by a u64 0), then the int keys as `Vec<i64>`, or
+//! a u64 count and per key its UTF-8 bytes (u64 length first). A keyed
+//! stream saves a state for each key the index holds, except keys a refused
+//! batch named (they get a state on restore). Each operator's state:
+//!
+//! | operator | state |
+//! | --- | --- |
+//! | count windows | `pos` u64 (rows seen), `period_start` u64, `edge_i`, `flushed`, open partial, its non-null count u64, `total` u64, `cum_base` u64, `cum: Vec<u64>` (cumulative non-null counts per partial; empty unless a query has `min_periods`), partials `Vec<Agg>` |
+//! | time windows, in order | `period_start` i64, `edge_i`, `last_ts: Option<i64>`, `flushed`, open partial, its (rows, non-null) counts, `total` (u64, u64), `base` (u64, u64), `cum: Vec<(u64, u64)>`, partials `Vec<Agg>` |
+//! | time windows, out of order | the slice store (count, then per slice: id i64, (rows, non-null), aggregate, order-sensitive items `Vec<(i64, Agg)>`), each query's next window `Vec<Option<i64>>` (restore re-positions each query's aggregator from the store) |
+//! | sessions | `last_ts: Option<i64>`, then per query the open sessions (count; per session (start, last row time), (rows, non-null), aggregate, items) |
+//!
 //! Older formats still read, for int64 / float64 streams (an int32 /
 //! float32 stream saved before format 42 holds narrow partials and is
 //! refused with an error saying so): 1 (count windows) and 17 (in-order time
