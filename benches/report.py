@@ -35,6 +35,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Sequence
 
+if __package__:  # imported from the benches package (asv discovers every module)
+    from ._check import cpu_model, cpus
+else:  # python benches/report.py
+    from _check import cpu_model, cpus
+
 ROOT = Path(__file__).resolve().parent.parent
 EARLIER = ROOT / "benches" / "benchmarks_earlier.md"
 
@@ -119,23 +124,11 @@ def sh(cmd: Sequence[str]) -> str:
 
 
 def cpu() -> str:
-    """The CPU's model name (lscpu) and the widest SIMD level it has."""
-    out = sh(["lscpu"])
-    model, flags = "unknown CPU", ""
-    for line in out.splitlines():
-        if line.startswith("Model name:"):
-            model = line.split(":", 1)[1].strip()
-        elif line.startswith("Flags:"):
-            flags = line
+    """The CPU's model name (lscpu, as the scripts print it) and the widest
+    SIMD level it has."""
+    flags = next((line for line in sh(["lscpu"]).splitlines() if line.startswith("Flags:")), "")
     simd = "AVX-512" if " avx512f" in flags else "AVX2" if " avx2" in flags else "no AVX2"
-    return f"{model} ({simd})"
-
-
-def cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
+    return f"{cpu_model()} ({simd})"
 
 
 def commit() -> str:
