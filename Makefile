@@ -103,7 +103,7 @@ clean:
 
 # docs/benchmarks.md from the comparison scripts (benches/report.py), on the
 # release build: `make report` runs them in full (20-40 minutes on 2 cores),
-# `make report REPORT_ARGS=--quick` smaller and fewer (5-10 minutes).
+# `make report REPORT_ARGS=--quick` fewer repeats, cases and jobs (10-20).
 .PHONY: report
 report: build-release
 	$(PY) benches/report.py $(REPORT_ARGS)

@@ -3,7 +3,7 @@ their tables on one page, each under the command that reproduces it, the
 CPU, the threads slidewise may use, the date and the commit.
 
     python benches/report.py            # the full runs (about 20-40 minutes on 2 cores)
-    python benches/report.py --quick    # smaller inputs, fewer repeats (about 5-10 minutes)
+    python benches/report.py --quick    # the same inputs, fewer repeats, cases and jobs (10-20 minutes)
     python benches/report.py --check    # each script's own --quick: the checks only, timings not worth reading
     python benches/report.py --only rolling,spark --output /tmp/b.md
 
@@ -67,8 +67,7 @@ SECTIONS = [
         "variances against exact per-window values.",
         full=[Run(["benches/compare_rolling.py", "--repeat", "5"]),
               Run(["benches/compare_rolling.py", "--repeat", "5", "--threads", "1", "--aggs", "max,mean,std"])],
-        quick=[Run(["benches/compare_rolling.py", "--rows", "2000000", "--repeat", "3",
-                    "--aggs", "max,min,sum,mean,std"])],
+        quick=[Run(["benches/compare_rolling.py", "--repeat", "3", "--aggs", "max,min,mean,std"])],
         check=[Run(["benches/compare_rolling.py", "--quick"])],
     ),
     Section(
@@ -77,7 +76,7 @@ SECTIONS = [
         "floor any implementation returning fresh columns pays: numpy allocating and writing the 64 outputs.",
         full=[Run(["benches/compare_many.py", "--agg", agg, "--skip-polars", "--repeat", "2"])
               for agg in ("max", "std", "sum")],
-        quick=[Run(["benches/compare_many.py", "--agg", agg, "--rows", "1000000", "--skip-polars",
+        quick=[Run(["benches/compare_many.py", "--agg", agg, "--rows", "4000000", "--skip-polars",
                     "--repeat", "2"]) for agg in ("max", "std")],
         check=[Run(["benches/compare_many.py", "--quick", "--agg", "max"])],
     ),
@@ -86,8 +85,7 @@ SECTIONS = [
         "slidewise against bottleneck's `move_median` / `move_rank`, polars' `rolling_median` / "
         "`rolling_quantile` (q = 0.9, linear) and pandas. Mrows/s; ratio = slidewise / peer.",
         full=[Run(["benches/compare_order_stats.py", "--repeat", "5"])],
-        quick=[Run(["benches/compare_order_stats.py", "--rows", "500000", "--repeat", "3",
-                    "--windows", "10,100,1000,10000"])],
+        quick=[Run(["benches/compare_order_stats.py", "--repeat", "3"])],
         check=[Run(["benches/compare_order_stats.py", "--quick"])],
     ),
     Section(
@@ -108,8 +106,8 @@ SECTIONS = [
         "Seconds, best of the repeats.",
         full=[Run(["benches/compare_spark.py", "--job", "rolling", "--repeat", "5", "--skip-default"]),
               Run(["benches/compare_spark.py", "--job", "features", "--repeat", "3", "--skip-default"])],
-        quick=[Run(["benches/compare_spark.py", "--job", "rolling", "--rows", "1000000", "--repeat", "3",
-                    "--skip-default", "--warmup", "1"])],
+        quick=[Run(["benches/compare_spark.py", "--job", "rolling", "--repeat", "3", "--skip-default",
+                    "--warmup", "1"])],
         check=[Run(["benches/compare_spark.py", "--quick", "--skip-default"])],
     ),
 ]
@@ -242,8 +240,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             body.append(run_one(r, stamp))
     note = {
         "full": "the full runs",
-        "quick": "the quick runs: smaller inputs and fewer repeats than the full ones, so noisier; ratios at "
-                 "long windows can differ",
+        "quick": "the quick runs: the full runs' inputs (rolling_many's 4M rows instead of 10M), with fewer "
+                 "repeats, cases and jobs",
         "check": "each script's `--quick`, the checks only: **the timings are not worth reading**",
     }[kind]
     page = f"""# Benchmarks
