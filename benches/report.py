@@ -135,9 +135,25 @@ def commit() -> str:
     return head + (" (with uncommitted changes)" if dirty else "")
 
 
+def built_version() -> str:
+    """``slidewise.__version__`` as the installed extension reports it (the
+    dist-info of an editable install can name another version than the
+    compiled module it loads)."""
+    return sh([sys.executable, "-c", "import slidewise; print(slidewise.__version__)"]) or "not importable"
+
+
+def source_version() -> str:
+    """``[workspace.package] version`` of Cargo.toml: what the checkout builds."""
+    import re
+
+    m = re.search(r'^\[workspace\.package\][^\[]*?^version = "([^"]+)"',
+                  (ROOT / "Cargo.toml").read_text(encoding="utf-8"), re.M | re.S)
+    return m.group(1) if m else "unknown"
+
+
 def versions() -> str:
-    out = [f"Python {platform.python_version()}"]
-    for name in ("slidewise", "numpy", "pyarrow", "bottleneck", "polars", "pandas", "pyspark"):
+    out = [f"Python {platform.python_version()}", f"slidewise {built_version()}"]
+    for name in ("numpy", "pyarrow", "bottleneck", "polars", "pandas", "pyspark"):
         try:
             out.append(f"{name} {metadata.version(name)}")
         except metadata.PackageNotFoundError:
@@ -229,6 +245,11 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     if a.only is not None and len(chosen) != len(a.only.split(",")):
         ap.error(f"--only takes {', '.join(s.key for s in SECTIONS)}")
     kind = "check" if a.check else "quick" if a.quick else "full"
+    if built_version() != source_version():
+        # With a CARGO_TARGET_DIR shared between checkouts, maturin can install
+        # another checkout's build: measure nothing rather than the wrong code.
+        sys.exit(f"report: the installed extension is slidewise {built_version()}, the checkout builds "
+                 f"{source_version()}: rebuild it (`make build-release`) and check before measuring")
     stamp = commit()
     start = now()
     me = "python benches/report.py" + {"full": "", "quick": " --quick", "check": " --check"}[kind]
