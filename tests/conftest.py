@@ -54,20 +54,20 @@ def spark():
 
 
 @pytest.fixture(scope="session")
-def spark_connect(spark):
-    """A Spark Connect session to a real local Connect server: a separate
+def connect_url(spark):
+    """The URL (``sc://127.0.0.1:PORT``) of a real local Spark Connect server: a separate
     JVM (``SparkConnectServer``, master ``local[2]``, on a free loopback
     port), as a laptop reaches a remote Spark 4 cluster. A process holds one
     classic SparkContext (the ``spark`` fixture), and pyspark's own
     ``remote("local[2]")`` starts its server inside that process's JVM, so it
-    cannot run beside it; the client is built with the Connect builder."""
+    cannot run beside it; its client (:func:`spark_connect`) is built with
+    the Connect builder."""
     import socket
     import subprocess
     import tempfile
     import time
 
     import pyspark
-    from pyspark.sql.connect.session import SparkSession as ConnectSession
 
     home = os.path.dirname(os.path.abspath(pyspark.__file__))
     with socket.socket() as s:
@@ -96,11 +96,19 @@ def spark_connect(spark):
                 server.kill()
                 raise RuntimeError(f"the Spark Connect server did not listen within 180 s; see {log.name}")
             time.sleep(0.5)
-    s = ConnectSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
-    yield s
-    s.stop()
+    yield f"sc://127.0.0.1:{port}"
     server.terminate()
     try:
         server.wait(30)
     except subprocess.TimeoutExpired:
         server.kill()
+
+
+@pytest.fixture(scope="session")
+def spark_connect(connect_url):
+    """A Spark Connect session to :func:`connect_url`'s server."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    s = ConnectSession.builder.remote(connect_url).getOrCreate()
+    yield s
+    s.stop()

@@ -559,23 +559,66 @@ def test_rolling_errors(spark):
         ss.rolling(sdf, "x", "t", 2, "max", output="x")
 
 
+WIDE_AGGS = [("sum", F.sum), ("max", F.max), ("min", F.min), ("mean", F.avg), ("count", F.count),
+             ("std", F.stddev), ("var", F.var_samp), ("std_pop", F.stddev_pop), ("var_pop", F.var_pop)]
+
+
 @pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "unkeyed"])
-def test_aggregate_equals_groupby_window(spark, keyed):
-    pdf, nulls, nans = _data(2000, 3, 2000, seed=6)
+@pytest.mark.parametrize("dtype", ["float64", "int32"])
+def test_aggregate_equals_groupby_window(spark, keyed, dtype):
+    """Queries sharing a window: one DataFrame, a column per query, equal to
+    groupBy(k, window(ts, 10s, 3s)).agg(sum, max, ...) (the panes path);
+    with nulls and NaN in a double column, nulls in an int column (sum stays
+    bigint, max / min int); a value-less window still a window (count 0);
+    then one query alone (``value``), first / last (the sorted path) and a
+    tumbling window."""
+    pdf, nulls, nans = _data(2000, 3, 2000, seed=6, dtype=dtype)
+    if dtype == "int32":
+        pdf["v"] = pdf["v"].astype(np.int32)
     pdf["ts"] = pd.to_datetime(pdf["t"] * 37, unit="ms")
     sdf = _sdf(spark, pdf, nulls, nans, parts=4)
-    qs = [sw.Query("max", "10s", "3s", name="max"), sw.Query("sum", "10s", "3s", name="sum"),
-          sw.Query("count", "5s", name="count"), sw.Query("mean", "7s", "2s", name="mean")]
     key = "k" if keyed else None
-    res = ss.aggregate(sdf, qs, "v", "ts", key=key)
-    assert set(res) == {"max", "sum", "count", "mean"}
     keys = ["k"] if keyed else []
-    got = {}
-    for q, fn, rng_, slide in [("max", F.max, "10 seconds", "3 seconds"), ("sum", F.sum, "10 seconds", "3 seconds"),
-                               ("count", F.count, "5 seconds", "5 seconds"), ("mean", F.avg, "7 seconds", "2 seconds")]:
-        got[q] = res[q].toArrow()
-        _same_windows(got[q], _spark_windows(sdf, keys, "ts", "v", fn, rng_, slide), keys, q)
-    _same_windows(ss.aggregate(sdf, qs[0], "v", "ts", key=key).toArrow(), got["max"], keys, "single")
+    qs = [sw.Query(a, "10s", "3s", name=a) for a, _ in WIDE_AGGS]
+    assert ss.aggregate_path(qs) == "panes"
+    res = ss.aggregate(sdf, qs, "v", "ts", key=key)
+    want = (sdf.groupBy(*keys, F.window("ts", "10 seconds", "3 seconds"))
+            .agg(*[fn("v").alias(a) for a, fn in WIDE_AGGS])
+            .select(*keys, F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"),
+                    *[a for a, _ in WIDE_AGGS]))
+    assert res.columns == keys + ["window_start", "window_end"] + [a for a, _ in WIDE_AGGS]
+    assert [f.dataType for f in res.schema.fields] == [f.dataType for f in want.schema.fields]
+    got, ref = res.toArrow(), want.toArrow()
+    cols = keys + ["window_start", "window_end"]
+    for a, _ in WIDE_AGGS:
+        _same_windows(got.select(cols + [a]).rename_columns(cols + ["value"]),
+                      ref.select(cols + [a]).rename_columns(cols + ["value"]), keys, a)
+    # one query: the column is "value"
+    _same_windows(ss.aggregate(sdf, sw.Query("mean", "7s", "2s"), "v", "ts", key=key),
+                  _spark_windows(sdf, keys, "ts", "v", F.avg, "7 seconds", "2 seconds"), keys, "single")
+    # first / last run the sorted path: the value of the window's first /
+    # last row in time (one row per time here: Spark's min_by / max_by of ts)
+    one = sdf.dropDuplicates([*keys, "ts"])
+    fl = [sw.Query("first", "5s", name="first"), sw.Query("last", "5s", name="last"), sw.Query("sum", "5s", name="s")]
+    assert ss.aggregate_path(fl) == "sorted"
+    res = ss.aggregate(one, fl, "v", "ts", key=key).toArrow()
+    for name, fn in [("first", lambda v: F.min_by(v, "ts")), ("last", lambda v: F.max_by(v, "ts")), ("s", F.sum)]:
+        _same_windows(res.select(cols + [name]).rename_columns(cols + ["value"]),
+                      _spark_windows(one, keys, "ts", "v", fn, "5 seconds", "5 seconds"), keys, name)
+
+
+def test_aggregate_queries_share_a_window(spark):
+    """A list of queries is one groupBy(window): queries of another window
+    are refused with a message saying to call again; names may not clash
+    with the output's columns."""
+    sdf = spark.createDataFrame(pd.DataFrame({"k": [1, 2], "v": [1.0, 2.0],
+                                              "ts": pd.to_datetime([0, 1], unit="s")}))
+    with pytest.raises(ValueError, match="call aggregate once per window"):
+        ss.aggregate(sdf, [sw.Query("max", "10s", name="a"), sw.Query("max", "1m", name="b")], "v", "ts")
+    with pytest.raises(ValueError, match="call aggregate once per window"):
+        ss.aggregate(sdf, [sw.Query("max", session="30s", name="a"), sw.Query("max", "30s", name="b")], "v", "ts")
+    with pytest.raises(ValueError, match="clash"):
+        ss.aggregate(sdf, [sw.Query("max", "10s", name="k")], "v", "ts", key="k")
 
 
 def _spark_windows(sdf, keys, time, value, fn, rng_, slide):
@@ -632,28 +675,23 @@ def test_aggregate_sessions_equal_session_window(spark, case):
     elif case == "unkeyed":
         keys = []
     sdf = sdf.withColumn("ts", F.when(F.col("id") % 97 == 5, F.lit(None)).otherwise(F.col("ts")))
-    qs = [sw.Query(a, session="30s", name=a) for a, _ in SESSION_AGGS] + [sw.Query("sum", session="2m", name="long")]
-    res = ss.aggregate(sdf, qs, "v", "ts", key=keys or None)
-    assert set(res) == {q.name for q in qs}
+    qs = [sw.Query(a, session="30s", name=a) for a, _ in SESSION_AGGS]
+    res = ss.aggregate(sdf, qs, "v", "ts", key=keys or None).toArrow()
+    assert ss.aggregate_path(qs) == "sorted"
     want = (sdf.groupBy(*keys, F.session_window("ts", "30 seconds"))
             .agg(*[fn("v").alias(a) for a, fn in SESSION_AGGS])
             .select(*keys, F.col("session_window.start").alias("window_start"),
                     F.col("session_window.end").alias("window_end"), *[a for a, _ in SESSION_AGGS]).toArrow())
+    cols = keys + ["window_start", "window_end"]
     for name, _ in SESSION_AGGS:
-        ref = want.select(keys + ["window_start", "window_end", name]).rename_columns(
-            keys + ["window_start", "window_end", "value"])
-        _same_windows(res[name].toArrow(), ref, keys, name)
+        ref = want.select(cols + [name]).rename_columns(cols + ["value"])
+        _same_windows(res.select(cols + [name]).rename_columns(cols + ["value"]), ref, keys, name)
     # non-trivial sessions: several per key, some of one row, some of many
     assert want.num_rows > 10 * max(1, len(keys))
     counts = want["count"].to_numpy()
     assert counts.min() <= 1 and counts.max() >= 5
-    _same_windows(res["long"], _spark_sessions(sdf, keys, "ts", "v", F.sum, "2 minutes"), keys, "long")
-    # a session query next to a time window query, one pass
-    mixed = ss.aggregate(sdf, [sw.Query("max", session="30s", name="s"), sw.Query("max", "1m", name="w")], "v",
-                         "ts", key=keys or None)
-    _same_windows(mixed["s"], want.select(keys + ["window_start", "window_end", "max"]).rename_columns(
-        keys + ["window_start", "window_end", "value"]), keys, "mixed.s")
-    _same_windows(mixed["w"], _spark_windows(sdf, keys, "ts", "v", F.max, "1 minute", "1 minute"), keys, "mixed.w")
+    _same_windows(ss.aggregate(sdf, sw.Query("sum", session="2m"), "v", "ts", key=keys or None),
+                  _spark_sessions(sdf, keys, "ts", "v", F.sum, "2 minutes"), keys, "long")
 
 
 # ---------------------------------------------------------------------------
@@ -783,19 +821,22 @@ def test_cli_run(spark, tmp_path, capsys):
                      "--query", "max range=10s slide=5s", "--query", "mean range=20s slide=20s name=m",
                      "--output", str(out)]) == 0
     printed = capsys.readouterr().out
-    for name, fn, rng_, slide in [("max_10s_5s", F.max, "10 seconds", "5 seconds"),
-                                  ("m", F.avg, "20 seconds", "20 seconds")]:
-        got = pq.read_table(out / name)
+    cols = ["dev", "window_start", "window_end"]
+    for name, label, fn, rng_, slide in [("max_10s_5s", "range=10s_slide=5s", F.max, "10 seconds", "5 seconds"),
+                                         ("m", "range=20s_slide=20s", F.avg, "20 seconds", "20 seconds")]:
+        got = pq.read_table(out / label)  # one dataset per window, a column per query
+        assert got.column_names == cols + [name]
         # Parquet gives back timestamps in its own unit and zone: same instants, not the same type
-        _same_windows(got, _spark_windows(sdf, ["dev"], "ts", "x", fn, rng_, slide), ["dev"], name, same_type=False)
-        assert got["value"].type == pa.float64()
-        assert f"{name}: {got.num_rows:,} windows" in printed
+        _same_windows(got.rename_columns(cols + ["value"]), _spark_windows(sdf, ["dev"], "ts", "x", fn, rng_, slide),
+                      ["dev"], name, same_type=False)
+        assert got[name].type == pa.float64()
+        assert f"{name}: {got.num_rows:,} windows -> {out / label}" in printed
     # count windows over the input order, one query writes --output itself;
     # 1000 rows, slide 120: the last window is the partial one at flush
     out2 = tmp_path / "out2.parquet"
     assert cli.main(["run", "--input", str(src), "--value", "x", "--query", "sum range=150 slide=120",
                      "--output", str(out2)]) == 0
-    got = pq.read_table(out2).sort_by("window_start")
+    got = pq.read_table(out2).sort_by("window_start").rename_columns(["window_start", "window_end", "value"])
     ends = list(range(120, n + 1, 120))
     edges = ends + [ends[-1] + 120]
     ends.append(n)
@@ -1360,10 +1401,9 @@ def test_aggregate_float_keys_equal_groupby(spark):
     sdf = _float_key_sdf(spark, 1200, 3, "double")
     qs = [sw.Query("sum", "10s", name="sum"), sw.Query("max", "10s", "5s", name="max"),
           sw.Query("count", session="3s", name="sess")]
-    res = ss.aggregate(sdf, qs[:2], "v", "ts", key="k")
-    for name, fn, slide in [("sum", F.sum, "10 seconds"), ("max", F.max, "5 seconds")]:
+    for i, (name, fn, slide) in enumerate([("sum", F.sum, "10 seconds"), ("max", F.max, "5 seconds")]):
         want = _spark_windows(sdf, ["k"], "ts", "v", fn, "10 seconds", slide).toArrow()
-        got = res[name].toArrow()
+        got = ss.aggregate(sdf, qs[i], "v", "ts", key="k").toArrow()
         _same_windows(got, want, ["k"], name)
         srt = [("k", "ascending"), ("window_start", "ascending")]
         _same_signs(got.sort_by(srt), want.sort_by(srt), "k")
