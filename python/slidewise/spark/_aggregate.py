@@ -155,7 +155,7 @@ def _panes(rows: DataFrame, queries: List[Query], names: List[str], aggs: List[s
     ttype = to_arrow_schema(rows.select(time).schema, timezone="UTC").field(time).type
     karrow = [(f.name, f.type) for f in to_arrow_schema(rows.select(*keys).schema, timezone="UTC")] if keys else []
     partials = pa.schema(partial_fields(karrow, vtype, aggs))
-    parts = rows.mapInArrow(_partials_fn(keys, value, time, g, aggs, partials), from_arrow_schema(partials))
+    parts = rows.mapInArrow(_partials_fn(keys, value, time, g, aggs, vtype, partials), from_arrow_schema(partials))
     parts = parts.repartition(*keys) if keys else parts.repartition(1)
     out = to_arrow_schema(schema, timezone="UTC")
     return parts.mapInArrow(_windows_fn(keys, list(zip(names, aggs)), int(q.range), int(q.slide), g, vtype, ttype,

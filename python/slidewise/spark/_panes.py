@@ -232,52 +232,61 @@ def _time_ns(a: pa.Array) -> Tuple[np.ndarray, int]:
     return a.cast(pa.int64()).to_numpy(zero_copy_only=False), unit
 
 
-def _partials_fn(keys: List[str], value: str, time: str, g_ns: int, aggs: List[str],
+def _partials_fn(keys: List[str], value: str, time: str, g_ns: int, aggs: List[str], vtype: pa.DataType,
                  schema: pa.Schema) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """mapInArrow over the input as it is: each partition's rows as one
     partial per (key, pane); rows with a null time are in no window."""
     needs = _needs(aggs)
     nkeys = len(keys)
+    floats = pa.types.is_floating(vtype)
+    int_sum = not floats and "sum" in aggs
+
+    def reduce(rows: List[pa.Table]) -> pa.Table:
+        """Rows (batches with a time) -> one partial per (key, pane)."""
+        t = pa.concat_tables(rows)
+        ts = t.column(time).combine_chunks()
+        raw, unit = _time_ns(ts)
+        if g_ns % unit:
+            raise ValueError(f"slidewise.spark.aggregate: a pane of {g_ns} ns is finer than the time column's "
+                             f"unit ({ts.type})")
+        pane = np.floor_divide(raw, g_ns // unit)
+        vals = t.column(value).combine_chunks()
+        if nkeys:
+            kc = [_norm_float(t.column(k)) for k in keys]
+            kid = _key_ids([_canon_key(k) for k in kc])
+        else:
+            kc, kid = [], np.zeros(t.num_rows, dtype=np.int64)
+        first, cols, _ = _reduce(vals, kid, pane, needs, floats, int_sum)
+        cols["__pane"] = pane[first]
+        arrays = [k.take(pa.array(first)) for k in kc]
+        arrays += [c if isinstance(c, pa.Array) else pa.array(c, f.type)
+                   for f, c in ((f, cols[f.name]) for f in list(schema)[nkeys:])]
+        return pa.Table.from_arrays(arrays, schema=schema)
 
     def fn(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        pending: List[pa.Table] = []
+        # The rows are reduced in chunks of up to _MERGE_ROWS (one sort per
+        # chunk, not per Arrow batch), the chunks' partials merged at the end.
+        rows: List[pa.Table] = []
         size = 0
-        floats = int_sum = None
+        done: List[pa.Table] = []
         for b in it:
             t = pa.Table.from_batches([b])
-            ts = t.column(time).combine_chunks()
+            ts = t.column(time)
             if ts.null_count:
                 t = t.filter(ts.is_valid())
-                ts = t.column(time).combine_chunks()
             if not t.num_rows:
                 continue
-            raw, unit = _time_ns(ts)
-            if g_ns % unit:
-                raise ValueError(f"slidewise.spark.aggregate: a pane of {g_ns} ns is finer than the time column's "
-                                 f"unit ({ts.type})")
-            pane = np.floor_divide(raw, g_ns // unit)
-            vals = t.column(value).combine_chunks()
-            floats = pa.types.is_floating(vals.type)
-            int_sum = not floats and "sum" in aggs
-            if nkeys:
-                kc = [_norm_float(t.column(k)) for k in keys]
-                kid = _key_ids([_canon_key(k) for k in kc])
-            else:
-                kc, kid = [], np.zeros(t.num_rows, dtype=np.int64)
-            first, cols, m = _reduce(vals, kid, pane, needs, floats, int_sum)
-            cols["__pane"] = pane[first]
-            arrays = [k.take(pa.array(first)) for k in kc]
-            arrays += [c if isinstance(c, pa.Array) else pa.array(c, f.type)
-                       for f, c in ((f, cols[f.name]) for f in list(schema)[nkeys:])]
-            pending.append(pa.Table.from_arrays(arrays, schema=schema))
-            size += m
-            if size >= _MERGE_ROWS and len(pending) > 1:
-                merged = _merge(pa.concat_tables(pending), nkeys, needs, floats, int_sum)
-                pending, size = [merged], merged.num_rows
-        if pending:
-            t = pa.concat_tables(pending)
-            if len(pending) > 1:
-                t = _merge(t, nkeys, needs, bool(floats), bool(int_sum))
+            rows.append(t)
+            size += t.num_rows
+            if size >= _MERGE_ROWS:
+                done.append(reduce(rows))
+                rows, size = [], 0
+                if len(done) > 1 and sum(d.num_rows for d in done) >= _MERGE_ROWS:
+                    done = [_merge(pa.concat_tables(done), nkeys, needs, floats, int_sum)]
+        if rows:
+            done.append(reduce(rows))
+        if done:
+            t = done[0] if len(done) == 1 else _merge(pa.concat_tables(done), nkeys, needs, floats, int_sum)
             yield from t.to_batches()
     return fn
 
