@@ -23,13 +23,17 @@ plan = sws.plan_rolling(df, "v", order_by="t", window=[10, 100], agg=["mean", "s
 assert plan.path in ("assumed", "planned", "ordered", "range")
 assert set(plan.run().columns) >= {"mean_10", "std_100"}
 
-# docs/spark.md:56
-tables = sws.aggregate(df, [sw.Query("max", range="10m", slide="1m", name="max10m"),
-                            sw.Query("count", session="30s", name="sessions")],
-                       value="v", time="ts", key="sensor")
-assert tables["max10m"].columns == ["sensor", "window_start", "window_end", "value"]
+# docs/spark.md:58
+qs = [sw.Query("sum", range="10m", slide="1m", name="total"),
+      sw.Query("max", range="10m", slide="1m", name="peak"),
+      sw.Query("mean", range="10m", slide="1m", name="avg")]
+windows = sws.aggregate(df, qs, value="v", time="ts", key="sensor")
+assert windows.columns == ["sensor", "window_start", "window_end", "total", "peak", "avg"]
+assert sws.aggregate_path(qs) == "panes"
+sessions = sws.aggregate(df, sw.Query("count", session="30s"), value="v", time="ts", key="sensor")
+assert sessions.columns == ["sensor", "window_start", "window_end", "value"]
 
-# docs/spark.md:70
+# docs/spark.md:128
 stream_df = spark.readStream.format("rate").load().selectExpr(
     "timestamp AS ts", "CAST(value AS DOUBLE) AS v", "value % 4 AS sensor")
 windows, late = sws.stream_aggregate(stream_df, [sw.Query("mean", range="10 minutes")], value="v",
