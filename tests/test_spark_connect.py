@@ -213,13 +213,14 @@ def test_cli_remote(connect_url, spark, spark_connect, tmp_path):
                   same_type=False)
     for args, says in [(("--input", str(tmp_path / "missing.parquet")), "no such file"),
                        (("--input", str(src), "--value", "nope"), "--value nope: no such column"),
-                       (("--input", str(src), "--remote", "sc://127.0.0.1:1"), "cannot reach the Spark Connect")]:
+                       (("--input", str(src), "--remote", "sc://127.0.0.1:1"), "cannot reach the Spark Connect"),
+                       (("--input", str(src), "--master", "spark://127.0.0.1:1"), "cannot reach the Spark master")]:
         full = list(args)
         if "--value" not in full:
             full += ["--value", "x"]
-        if "--remote" not in full:
+        if "--remote" not in full and "--master" not in full:
             full += ["--remote", connect_url]
         r = _cli(*full, "--time", "ts", "--query", "max range=10s", "--output", str(tmp_path / "o2"))
         errors = [ln for ln in r.stderr.splitlines() if "error" in ln.lower()]
-        assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr[-3000:]
+        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr[-3000:]
         assert len(errors) == 1 and errors[0].startswith("slidewise: error:") and says in errors[0], r.stderr
