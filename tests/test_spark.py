@@ -636,6 +636,47 @@ def test_aggregate_panes_dense_keys(spark, monkeypatch, chunk):
                       want.select(cols + [a]).rename_columns(cols + ["value"]), ["k"], a)
 
 
+@pytest.mark.parametrize("spread", [10, 2 ** 61], ids=["packed", "per-key"])
+def test_panes_window_rows(spread):
+    """_panes._window_rows: each window's partial rows [lo, hi), by a
+    search over (key, pane) packed in an int64, or per key when the panes
+    spread too far for that, against a scan."""
+    from slidewise.spark import _panes
+
+    rng = np.random.default_rng(5)
+    kid = np.sort(rng.integers(0, 4, 300))
+    pane = np.concatenate([np.sort(rng.integers(-spread, spread, int((kid == k).sum()))) for k in range(4)])
+    wkey = np.repeat(np.arange(4), 25)
+    wfirst = np.concatenate([np.sort(rng.integers(-spread, spread, 25)) for _ in range(4)])
+    R = 7
+    lo, hi = _panes._window_rows(kid, pane, wkey, wfirst, R)
+    for j in range(len(wkey)):
+        rows = np.flatnonzero((kid == wkey[j]) & (pane >= wfirst[j]) & (pane < wfirst[j] + R))
+        want = (rows[0], rows[-1] + 1) if len(rows) else None
+        if want:
+            assert (lo[j], hi[j]) == want
+        else:
+            assert lo[j] == hi[j]
+
+
+def test_aggregate_integer_sum_overflow_is_an_error(spark):
+    """An int64 sum past bigint is an error naming it, as under Spark's
+    ANSI mode, whether it overflows within a pane or only across a window's
+    panes; a sum near the limit that fits is exact."""
+    big = 2 ** 62
+    for vals, secs, fails in [([big, big], [0, 1], True), ([big, big], [0, 30], True),
+                              ([big, 2 ** 61, 2 ** 60, 5], [0, 1, 2, 30], False)]:
+        sdf = spark.createDataFrame(pd.DataFrame({"v": np.array(vals, dtype=np.int64),
+                                                  "ts": pd.to_datetime(secs, unit="s")}))
+        q = sw.Query("sum", "1m", "20s")
+        if fails:
+            with pytest.raises(Exception, match="ARITHMETIC_OVERFLOW"):
+                ss.aggregate(sdf, q, "v", "ts").toArrow()
+        else:
+            got = ss.aggregate(sdf, q, "v", "ts").toArrow()
+            assert max(got["value"].to_pylist()) == big + 2 ** 61 + 2 ** 60 + 5
+
+
 def test_aggregate_queries_share_a_window(spark):
     """A list of queries is one groupBy(window): queries of another window
     are refused with a message saying to call again; names may not clash

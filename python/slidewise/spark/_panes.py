@@ -116,7 +116,7 @@ def _reduce(values: pa.Array, kid: np.ndarray, pane: np.ndarray, needs: List[str
     if "sum" in needs:
         if int_sum:
             s = _segment_sums(np.where(ok, v, 0).astype(np.int64), starts)
-            _check_int_overflow(np.where(ok, v, 0).astype(np.float64), starts, counts)
+            _check_int_overflow(np.where(ok, v, 0).astype(np.float64), starts)
         else:
             s = _segment_sums(np.where(ok, v, 0).astype(np.float64), starts)
         out["__sum"] = s
@@ -155,13 +155,23 @@ def _filled(a: pa.Array) -> Tuple[np.ndarray, np.ndarray]:
     return valid, a.fill_null(pa.scalar(0, a.type)).to_numpy(zero_copy_only=False)
 
 
-def _check_int_overflow(x: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> None:
+def _check_int_overflow(x: np.ndarray, starts: np.ndarray) -> None:
     """An integer sum past int64 is an error, as Spark's ANSI mode makes it
-    (int64 addition would wrap silently). The float64 sum bounds it: its
-    error is far below the margin of 2^62."""
-    if len(x) and np.abs(np.add.reduceat(np.abs(x), starts)).max() >= 2.0 ** 62:
-        raise ArithmeticError("slidewise.spark.aggregate: an integer sum overflows bigint ([ARITHMETIC_OVERFLOW], as "
-                              "in Spark's ANSI mode); cast the value column to double first")
+    (int64 addition wraps silently, though a wrapped partial sum comes
+    right again when the total fits). The float64 sum of the same values
+    tells: its relative rounding error (below 2^-20 for fewer than 2^32
+    values) keeps it under the bound while the exact sum fits."""
+    if len(x) and np.abs(np.add.reduceat(x, starts) if len(starts) else x[:0]).max(initial=0.0) >= _INT_BOUND:
+        raise _overflow()
+
+
+# bigint's limit less the float64 sum's worst rounding (see _check_int_overflow)
+_INT_BOUND = 2.0 ** 63 * (1 - 2.0 ** -20)
+
+
+def _overflow() -> ArithmeticError:
+    return ArithmeticError("slidewise.spark.aggregate: an integer sum overflows bigint ([ARITHMETIC_OVERFLOW], as in "
+                           "Spark's ANSI mode); cast the value column to double first")
 
 
 def _merge(t: pa.Table, nkeys: int, needs: List[str], floats: bool, int_sum: bool) -> pa.Table:
@@ -179,7 +189,7 @@ def _merge(t: pa.Table, nkeys: int, needs: List[str], floats: bool, int_sum: boo
     if "sum" in needs:
         s = t.column("__sum").to_numpy()[order]
         if int_sum:
-            _check_int_overflow(s.astype(np.float64), starts, np.diff(np.append(starts, len(s))))
+            _check_int_overflow(s.astype(np.float64), starts)
         cols["__sum"] = _segment_sums(s, starts)
     if "m2" in needs:
         cols["__m2"] = _chan(t.column("__m2").to_numpy()[order], s.astype(np.float64), n, starts,
@@ -291,6 +301,27 @@ def _partials_fn(keys: List[str], value: str, time: str, g_ns: int, aggs: List[s
     return fn
 
 
+def _window_rows(kid: np.ndarray, pane: np.ndarray, wkey: np.ndarray, wfirst: np.ndarray,
+                 R: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Each window's rows [lo, hi) among partials sorted by (key, pane):
+    those of its key with pane in [wfirst, wfirst + R). One search over
+    (key, pane) packed in an int64 when it fits, else per key."""
+    base = int(pane.min())
+    span = int(pane.max()) - base + R + 1
+    if (int(kid[-1]) + 1) * span < 2 ** 62:
+        comb = kid * span + (pane - base)
+        return (np.searchsorted(comb, wkey * span + (wfirst - base), "left"),
+                np.searchsorted(comb, wkey * span + (wfirst + R - base), "left"))
+    lo, hi = np.empty_like(wfirst), np.empty_like(wfirst)
+    kstart = np.searchsorted(kid, np.arange(int(kid[-1]) + 2), "left")
+    wstart = np.searchsorted(wkey, np.arange(int(kid[-1]) + 2), "left")
+    for k in range(int(kid[-1]) + 1):
+        a, b, wa, wb = kstart[k], kstart[k + 1], wstart[k], wstart[k + 1]
+        lo[wa:wb] = a + np.searchsorted(pane[a:b], wfirst[wa:wb], "left")
+        hi[wa:wb] = a + np.searchsorted(pane[a:b], wfirst[wa:wb] + R, "left")
+    return lo, hi
+
+
 def _windows_fn(keys: List[str], queries: List[Tuple[str, str]], range_ns: int, slide_ns: int, g_ns: int,
                 vtype: pa.DataType, ttype: pa.DataType, schema: pa.Schema,
                 partials: pa.Schema) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -337,11 +368,7 @@ def _windows_fn(keys: List[str], queries: List[Tuple[str, str]], range_ns: int, 
         win = first[owner] + offs  # window index j, per window row
         wkey = kid[owner]
         # each window's panes: the rows of its key with pane in [j*S, j*S + R)
-        comb_base = pane.min()
-        span = int(pane.max() - comb_base) + R + 1
-        comb = kid * span + (pane - comb_base)
-        wlo = np.searchsorted(comb, wkey * span + (win * S - comb_base), "left")
-        whi = np.searchsorted(comb, wkey * span + (win * S + R - comb_base), "left")
+        wlo, whi = _window_rows(kid, pane, wkey, win * S, R)
         idx = np.empty(2 * total, dtype=np.int64)
         idx[0::2], idx[1::2] = wlo, whi
         n_all = len(pane)
@@ -357,6 +384,9 @@ def _windows_fn(keys: List[str], queries: List[Tuple[str, str]], range_ns: int, 
         n = ranged(t.column("__n").to_numpy(), np.add)
         cols: Dict[str, Any] = {}
         sums = ranged(t.column("__sum").to_numpy(), np.add) if "sum" in needs else np.zeros(total)
+        if int_sum and total and np.abs(ranged(t.column("__sum").to_numpy().astype(np.float64),
+                                                np.add)).max() >= _INT_BOUND:
+            raise _overflow()
         if "m2" in needs:
             ps = t.column("__sum").to_numpy().astype(np.float64)
             pn = t.column("__n").to_numpy()
