@@ -534,10 +534,12 @@ def _load_build(build: Tuple[str, str, str, Tuple[Wheel, ...]]) -> ModuleType:
                       f"not using it: using the copy the driver shipped ({name})", RuntimeWarning)
     here = f"this executor ({_describe_platform()})"
     drivers = f"the driver's slidewise {version} (build {digest[:16]})"
+    todo = "add a wheel built for this platform to the wheels named by" if wheels else \
+        "install the driver's build on the executors, or ship wheels built for them: name a wheel or a " \
+        "directory of wheels in"
     hint = (f" This executor's own {own} is another build, not used either." if own else "") + \
-        " Install the driver's build on the executors, or ship wheels built for them: name a wheel or a " \
-        f"directory of wheels in the environment variable {_ENV} or the Spark conf {_CONF} (`make wheel` " \
-        "builds a manylinux2014 one, for any Linux with glibc 2.17 or later; docs/spark.md)."
+        f" To fix: {todo} the environment variable {_ENV} or the Spark conf {_CONF} (`make wheel` builds a " \
+        "manylinux2014 one, for any Linux with glibc 2.17 or later; docs/spark.md)."
     found = [os.path.join(r, name) for r in roots if os.path.isdir(os.path.join(r, name))]
     if not found:
         raise ImportError(f"{drivers} is not on {here} in {' or '.join(sorted(set(roots)))}: was it shipped to "
