@@ -90,6 +90,9 @@ _TIME_OUT = "slidewise_time"
 
 def _us(col: pd.Series) -> np.ndarray:
     """event times -> int64 microseconds since the epoch"""
+    if isinstance(col.dtype, pd.DatetimeTZDtype) or np.issubdtype(col.dtype, np.datetime64):
+        out: np.ndarray = col.array.as_unit("us").asi8
+        return out
     t = pd.to_datetime(col, utc=True)
     us: np.ndarray = ((t - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(microseconds=1)).to_numpy(np.int64)
     return us
@@ -97,17 +100,32 @@ def _us(col: pd.Series) -> np.ndarray:
 
 def _frame_rows(df: pd.DataFrame, time: str, value: str):
     """(times in us, values, null mask) of the rows of one pandas frame from
-    Spark, and the window ends of its probe rows (a null time)."""
-    probe = df[time].isna().to_numpy()
+    Spark, the window ends of its probe rows (a null time), and the event
+    times of its other rows (None where a row travels without one)."""
+    tcol = df[time].to_numpy(dtype=np.float64, na_value=np.nan)  # int64 us; null for probes
+    probe = np.isnan(tcol)
+    lcol = df[_LATE_COL]
     if probe.any():
-        ends = _us(df[_LATE_COL][probe])
-        df = df[~probe]
+        ends, lcol, df, tcol = _us(lcol[probe]), lcol[~probe], df[~probe], tcol[~probe]
     else:
         ends = np.empty(0, np.int64)
-    t = _us(df[time])
-    v = pd.to_numeric(df[value]).to_numpy(dtype=np.float64, na_value=np.nan)
+    v = df[value].to_numpy(dtype=np.float64, na_value=np.nan)
     m = df[_NULL_COL].to_numpy(dtype=bool)
-    return t, np.where(m, 0.0, v), m, ends
+    return tcol.astype(np.int64), np.where(m, 0.0, v), m, ends, lcol
+
+
+def _frames_rows(rows: Iterable[pd.DataFrame], time: str, value: str):
+    """_frame_rows of a key's frames, concatenated; ``ends``: the event
+    times (us) that came through, the probes' and the rows' own."""
+    new = [_frame_rows(df, time, value) for df in rows]
+    if not new:
+        return np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, bool), np.empty(0, np.int64)
+    own = [x[4] for x in new]
+    own_us = [_us(c.dropna()) for c in own if c.notna().any()]
+    t, v, m, ends = (np.concatenate([x[i] for x in new]) if len(new) > 1 else new[0][i] for i in range(4))
+    if own_us:
+        ends = np.concatenate([ends, *own_us])
+    return t, v, m, ends
 
 
 def _values(a: pa.Array) -> pd.Series:
@@ -181,9 +199,11 @@ class _Processor(StatefulProcessor):
         return {"t": np.empty(0, np.int64), "v": np.empty(0, np.float64), "m": np.empty(0, bool), "final": None}
 
     def _load(self):
-        if not self.state.exists():
-            return self._empty()
-        st = pickle.loads(self.state.get()[0])
+        got = self.state.get()  # one read: None when the key has no state
+        return self._empty() if got is None else self._load_pickle(got[0])
+
+    def _load_pickle(self, b: bytes):
+        st = pickle.loads(b)
         if "emitted" in st:
             # before late rows followed Spark's window-end rule, the stream took rows behind the watermark
             raise ValueError("this query's state was written by an older slidewise.spark.stream_aggregate; "
@@ -192,7 +212,7 @@ class _Processor(StatefulProcessor):
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         st = self._load()
-        new = [_frame_rows(df, self.time, self.value) for df in rows]
+        new = [_frame_rows(df, self.time, self.value)[:4] for df in rows]
         t, v, m, ends = (np.concatenate([x[i] for x in new]) for i in range(4)) if new else (
             np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, bool), np.empty(0, np.int64))
         if self.late and len(t):
@@ -287,6 +307,272 @@ class _Processor(StatefulProcessor):
             self.handle.registerTimer(_timer_ms(next_end))
         if frames:
             yield pd.concat(frames, ignore_index=True)
+
+
+# -- incremental state: pane partials -------------------------------------
+
+# Aggregations whose partial per pane is a few numbers (the others keep rows).
+_PANE_AGGS = frozenset({"sum", "count", "mean", "max", "min"})
+# A pane's partial: rows (a window exists once a row joins it, null or not),
+# non-null values, their sum (NaN and inf propagate, as Spark's sum), the
+# largest and smallest non-NaN value and the NaN count (Spark's max is NaN
+# once a NaN joins; its min only when every value is NaN).
+_PANE_FIELDS = (("n", np.int64), ("cnt", np.int64), ("s", np.float64), ("mx", np.float64),
+                ("mn", np.float64), ("nan", np.int64))
+_STATE_MAGIC = b"SWP"
+_STATE_FORMAT = 1
+
+
+def _version() -> str:
+    import slidewise
+
+    return str(slidewise.__version__)
+
+
+def _encode_panes(st: Dict[str, Any]) -> bytes:
+    """A key's pane state as bytes: magic, format, CRC-32 of the rest, then
+    the writer's version, final (us), timer (ms), pane count and the
+    columns (little-endian)."""
+    import struct
+    import zlib
+
+    ver = _version().encode()
+    body = b"".join([struct.pack("<B", len(ver)), ver, struct.pack("<qqq", st["final"], st["timer"], len(st["p"])),
+                     st["p"].astype("<i8").tobytes(),
+                     *(st[f].astype(np.dtype(t).newbyteorder("<")).tobytes() for f, t in _PANE_FIELDS)])
+    return _STATE_MAGIC + struct.pack("<BI", _STATE_FORMAT, zlib.crc32(body)) + body
+
+
+def _decode_panes(b: bytes) -> Dict[str, Any]:
+    """The inverse of _encode_panes; a checksum or length mismatch is a
+    ValueError naming what is wrong, never a state read."""
+    import struct
+    import zlib
+
+    if len(b) < 8 or b[:3] != _STATE_MAGIC:
+        raise ValueError("cannot restore slidewise stream_aggregate state: not a slidewise pane state")
+    fmt, crc = struct.unpack_from("<BI", b, 3)
+    body = b[8:]
+    if zlib.crc32(body) != crc:
+        raise ValueError("cannot restore slidewise stream_aggregate state: checksum mismatch (the checkpoint's "
+                         "state is corrupt)")
+    if fmt != _STATE_FORMAT:
+        raise ValueError(f"cannot restore slidewise stream_aggregate state of format {fmt} "
+                         f"(slidewise {_version()} reads format {_STATE_FORMAT})")
+    nv = body[0]
+    ver = body[1:1 + nv].decode(errors="replace")
+    final, timer, n = struct.unpack_from("<qqq", body, 1 + nv)
+    off = 1 + nv + 24
+    width = 8 * (1 + len(_PANE_FIELDS))
+    if n < 0 or len(body) - off != n * width:
+        raise ValueError(f"cannot restore slidewise stream_aggregate state written by slidewise {ver}: "
+                         f"{len(body) - off} bytes for {n} panes")
+    st: Dict[str, Any] = {"final": final, "timer": timer, "version": ver}
+    for f, t in (("p", np.int64),) + _PANE_FIELDS:
+        st[f] = np.frombuffer(body, np.dtype(t).newbyteorder("<"), n, off).astype(t)
+        off += 8 * n
+    return st
+
+
+_PANE_KEYS = ("p",) + tuple(f for f, _ in _PANE_FIELDS)
+_NO_TIME = -(1 << 62)  # no watermark seen / no timer registered
+
+
+def _ident(f: str, dtype: Any) -> Any:
+    """The identity of a partial field: NaN for max / min (fmax / fmin skip it), else 0."""
+    return np.nan if f in ("mx", "mn") else np.zeros(1, dtype)[0]
+
+
+def _ufunc(f: str) -> Any:
+    return np.fmax if f == "mx" else np.fmin if f == "mn" else np.add
+
+
+def _pane_partials(pane: np.ndarray, v: np.ndarray, m: np.ndarray) -> Dict[str, np.ndarray]:
+    """Per distinct pane (sorted) the partial of its rows (v: 0 where null)."""
+    order = np.argsort(pane, kind="stable")
+    pane, v, m = pane[order], v[order], m[order]
+    p, first = np.unique(pane, return_index=True)
+    ok = ~m
+    isnan = np.isnan(v) & ok
+    real = np.where(ok & ~isnan, v, np.nan)
+    return {"p": p, "n": np.diff(np.append(first, len(pane))).astype(np.int64),
+            "cnt": np.add.reduceat(ok.astype(np.int64), first),
+            "s": np.add.reduceat(np.where(ok, v, 0.0), first),
+            "mx": np.fmax.reduceat(real, first), "mn": np.fmin.reduceat(real, first),
+            "nan": np.add.reduceat(isnan.astype(np.int64), first)}
+
+
+def _no_panes() -> Dict[str, np.ndarray]:
+    return {f: np.empty(0, t) for f, t in (("p", np.int64),) + _PANE_FIELDS}
+
+
+def _merge_panes(a: Dict[str, np.ndarray], b: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+    """Two pane sets (each sorted, distinct) as one."""
+    if not len(b["p"]) or not len(a["p"]):
+        return {f: (a if len(a["p"]) else b)[f] for f in _PANE_KEYS}
+    p = np.concatenate([a["p"], b["p"]])
+    order = np.argsort(p, kind="stable")
+    p = p[order]
+    first = np.flatnonzero(np.append(True, p[1:] != p[:-1]))
+    out = {"p": p[first]}
+    for f, _ in _PANE_FIELDS:
+        out[f] = _ufunc(f).reduceat(np.concatenate([a[f], b[f]])[order], first)
+    return out
+
+
+def _range_reduce(f: str, x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The reduction of field ``f`` over x[lo[i]:hi[i]] for each i (empty:
+    the identity), in one reduceat over the interleaved bounds."""
+    ident = _ident(f, x.dtype)
+    if not len(lo):
+        return np.empty(0, x.dtype)
+    padded = np.append(x, np.array([ident], x.dtype))
+    idx = np.empty(2 * len(lo), np.int64)
+    idx[0::2], idx[1::2] = lo, hi
+    out: np.ndarray = _ufunc(f).reduceat(padded, idx)[0::2]
+    out[hi <= lo] = ident
+    return out
+
+
+def _window_values(agg: str, part: Dict[str, np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
+    """(values, null mask) of windows from their merged partials, as Spark
+    gives them: null without a non-null value (count: 0)."""
+    cnt = part["cnt"]
+    null = cnt == 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if agg == "sum":
+            val = part["s"]
+        elif agg == "count":
+            val, null = cnt.astype(np.float64), np.zeros(len(cnt), bool)
+        elif agg == "mean":
+            val = part["s"] / np.where(null, 1, cnt)
+        elif agg == "max":
+            val = np.where(part["nan"] > 0, np.nan, part["mx"])
+        else:  # min: NaN only when every value is NaN
+            val = np.where(part["nan"] == cnt, np.nan, part["mn"])
+    return np.where(null, 0.0, val), null
+
+
+def _ramp(cnt: np.ndarray) -> np.ndarray:
+    """0, 1, ..., c-1 for each c of ``cnt``, concatenated."""
+    out: np.ndarray = np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    return out
+
+
+class _PaneProcessor(_Processor):
+    """Time-window queries of _PANE_AGGS with incremental state: per key the
+    partials of its panes (width: the gcd of the ranges and slides) that a
+    window not yet emitted holds, the watermark of its last call
+    (``final``: the windows ending at or before it are emitted) and its
+    registered timer. A call folds its rows into panes, emits the windows
+    the watermark closed from the panes and drops the panes no open window
+    holds: its work grows with its rows and windows, not with the state.
+    One state read and at most one write per call."""
+
+    def init(self, handle) -> None:
+        import math
+
+        super().init(handle)
+        self.g = 0
+        for q in self.queries:
+            self.g = math.gcd(self.g, q.range // 1000, q.slide // 1000)
+
+    def _empty(self):
+        return {**_no_panes(), "final": _NO_TIME, "timer": _NO_TIME}
+
+    def _from_bytes(self, b: bytes):
+        if b[:3] == _STATE_MAGIC:
+            return _decode_panes(b)
+        # an older slidewise's state, the rows of the windows not yet final
+        # (a pickle): their panes
+        st = self._load_pickle(b)
+        panes = _pane_partials(st["t"] // self.g, st["v"], st["m"]) if len(st["t"]) else _no_panes()
+        return {**panes, "final": _NO_TIME if st["final"] is None else int(st["final"]), "timer": _NO_TIME}
+
+    def _load(self):
+        got = self.state.get()  # one read: None when the key has no state
+        return self._empty() if got is None else self._from_bytes(got[0])
+
+    def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
+        st = self._load()
+        t, v, m, ends = _frames_rows(rows, self.time, self.value)
+        # (row, window) pairs Spark keeps: the window ends after the previous
+        # batch's watermark, exactly the ends at or above the smallest end
+        # that came through (probes' and rows'; every end of a row's
+        # windows was sent, as the row's event time or a probe's)
+        ok_from = int(ends.min()) if len(ends) else _NO_TIME * -1
+        if self.late and len(t):
+            late = self._late_after(t) < ok_from
+            if late.any():
+                yield _frame(self.keys, key, None, None, None, pa.array(v[late], mask=m[late]), True, t[late])
+                t, v, m = t[~late], v[~late], m[~late]
+        yield from self._advance(key, st, timerValues.getCurrentWatermarkInMs(), t, v, m, ok_from)
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
+        got = self.state.get()
+        if got is None:
+            return iter([])
+        st = self._from_bytes(got[0])
+        if st["timer"] not in (_NO_TIME, expiredTimerInfo.getExpiryTimeInMs()):
+            return iter([])  # a timer since replaced: the key's current one does the work
+        st["timer"] = _NO_TIME  # Spark deletes the timer that fired
+        e = np.empty(0, np.int64)
+        return self._advance(key, st, timerValues.getCurrentWatermarkInMs(), e, e.astype(np.float64),
+                             e.astype(bool), -_NO_TIME)
+
+    def _advance(self, key, st, wm_ms: int, nt, nv, nm, ok_from: int) -> Iterator[pd.DataFrame]:
+        g, wm, final = self.g, int(wm_ms) * 1000, int(st["final"])
+        new = _pane_partials(nt // g, nv, nm) if len(nt) else _no_panes()
+        pan = np.union1d(st["p"], new["p"]) * g  # pane starts
+        frames = []
+        for q, (r, s) in zip(self.queries, self._spans()):
+            # the ends of the windows holding a pane, in (final, wm]
+            lo = np.maximum((pan + g + s - 1) // s, final // s + 1)
+            cnt = np.maximum(np.minimum((pan + r) // s, wm // s) - lo + 1, 0)
+            if not cnt.any():
+                continue
+            e = np.unique(np.repeat(lo, cnt) + _ramp(cnt)) * s
+            part = self._windows(st, e, r)
+            use = e >= ok_from  # windows new rows may join
+            if use.any():
+                add = self._windows(new, e, r)
+                part = {f: np.where(use, _ufunc(f)(part[f], add[f]), part[f]) for f in part}
+            some = part["n"] > 0
+            if some.any():
+                val, null = _window_values(q.agg, {f: a[some] for f, a in part.items()})
+                e = e[some]
+                frames.append(_frame(self.keys, key, q.name, e - r, e, pa.array(val, mask=null), self.late))
+        panes = _merge_panes(st, new)
+        final = max(final, wm)
+        timer = int(st["timer"])
+        # a pane stays while a window holding it ends after final
+        last = np.max([((panes["p"] * g + r) // s) * s for r, s in self._spans()], axis=0)
+        live = last > final
+        if live.any():
+            panes = {f: a[live] for f, a in panes.items()}
+            # the earliest end after final of a window holding a pane left
+            pan = panes["p"] * g
+            nxt = min(int(np.maximum((pan + g + s - 1) // s, final // s + 1).min()) * s for r, s in self._spans())
+            want = _timer_ms(nxt)
+            if want != timer:
+                if timer != _NO_TIME:
+                    self.handle.deleteTimer(timer)  # else it would call the key for nothing
+                self.handle.registerTimer(want)
+                timer = want
+            self.state.update((_encode_panes({**panes, "final": final, "timer": timer}),))
+        else:
+            if timer != _NO_TIME:
+                self.handle.deleteTimer(timer)
+            self.state.clear()
+        if frames:
+            yield frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+
+    def _windows(self, panes: Dict[str, np.ndarray], e: np.ndarray, r: int) -> Dict[str, np.ndarray]:
+        """The merged partials of the windows ending at ``e`` (range ``r``)
+        over ``panes`` (sorted)."""
+        lo = np.searchsorted(panes["p"], (e - r) // self.g, "left")
+        hi = np.searchsorted(panes["p"], e // self.g, "left")
+        return {f: _range_reduce(f, panes[f], lo, hi) for f, _ in _PANE_FIELDS}
 
 
 class _SessionProcessor(_Processor):
@@ -447,10 +733,12 @@ def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], valu
             t = F.when(F.col(pos) == 0, F.col(time))
             last = F.col(end)
         late_after = F.timestamp_micros(last)
-        proc = _Processor(queries, value, time, keys, late_rows)
+        pane = all(q.agg in _PANE_AGGS for q in queries)
+        proc = (_PaneProcessor if pane else _Processor)(queries, value, time, keys, late_rows)
     cols = [*keys,
-            # explicit metadata without the delay key: late rows are judged by late_after, not time
-            t.alias(time, metadata={"slidewise.eventTime": True}),
+            # int64 microseconds (null in probe rows): cheaper to hand to pandas than timestamps;
+            # without the delay key: late rows are judged by late_after, not time
+            F.unix_micros(t).alias(time),
             value, F.col(value).isNull().alias(_NULL_COL),
             late_after.alias(_LATE_COL, metadata={_DELAY_KEY: delay})]
     out = df.select(*cols).groupBy(*keys).transformWithStateInPandas(proc, schema, "Append", "EventTime")
