@@ -463,3 +463,125 @@ def test_stream_aggregate_errors(spark):
                             "k", watermark="1 minute")
 
 
+
+
+def test_stream_aggregate_needs_rocksdb(spark):
+    """transformWithState state lives in RocksDB only: without it
+    stream_aggregate refuses before any query starts, naming the setting
+    and its value."""
+    sdf = spark.readStream.format("rate").load().selectExpr("value % 3 AS k", "timestamp AS ts",
+                                                            "CAST(value AS DOUBLE) AS v")
+    conf = "spark.sql.streaming.stateStore.providerClass"
+    assert spark.conf.get(conf, None) is None
+    with pytest.raises(ValueError, match=f"set {conf} to {_ROCKSDB}.*unset: Spark default"):
+        ss.stream_aggregate(sdf, sw.Query("sum", "10s"), "v", "ts", "k", watermark="1 minute")
+    hdfs = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+    spark.conf.set(conf, hdfs)
+    try:
+        with pytest.raises(ValueError, match=f"it is {hdfs}"):
+            ss.stream_aggregate(sdf, sw.Query("sum", "10s"), "v", "ts", "k", watermark="1 minute")
+    finally:
+        spark.conf.unset(conf)
+
+
+def test_stream_aggregate_one_query_for_windows_and_late_rows(spark, tmp_path):
+    """late_rows="kind": one streaming query gives the windows and the late
+    rows; foreach_batch_split writes them to two Parquet sinks. Over the
+    micro-batches of the tests above (sliding windows, sum and count): the
+    windows are exactly Spark's (withWatermark("ts", "30 seconds") own
+    aggregation, side by side), the late rows exactly the rows in no window
+    of Spark's (every window is closed by the last batch), null and NaN
+    apart, each written once."""
+    last = [("a", 1001, None), ("b", 1002, float("nan")), ("z", 2000, 0.0)]
+    frames, window = _frames(_TIME_BATCHES + [last]), F.window("ts", "10 seconds", "5 seconds")
+    aggs = {"sum": F.sum, "count": F.count}
+    qs = [sw.Query(a, "10s", "5s", name=a) for a in aggs]
+    src, out = str(tmp_path / "src"), tmp_path / "out"
+    sinks = {"windows": str(out / "windows"), "late": str(out / "late")}
+
+    def writer(name):
+        return lambda df, batch_id: df.write.mode("append").parquet(sinks[name])
+
+    def start(sdf):
+        res = ss.stream_aggregate(sdf, qs, "v", "ts", key="k", watermark="30 seconds", late_rows="kind")
+        assert res.columns == ["k", "kind", "query", "window_start", "window_end", "value", "ts"]
+        return res.writeStream.foreachBatch(ss.foreach_batch_split(writer("windows"), writer("late"))).option(
+            "checkpointLocation", str(out / "ck")).start()
+
+    ref, read_ref = _start_stream(spark, src, _reference_query(window, aggs))
+    try:
+        spark.conf.set("spark.sql.shuffle.partitions", "1")
+        spark.conf.set("spark.sql.streaming.stateStore.providerClass", _ROCKSDB)
+        try:
+            sdf = (spark.readStream.schema("id bigint, k string, ts timestamp, v double")
+                   .option("maxFilesPerTrigger", 1).parquet(src))
+            mine = start(sdf)
+        finally:
+            spark.conf.set("spark.sql.shuffle.partitions", "4")
+            spark.conf.unset("spark.sql.streaming.stateStore.providerClass")
+        try:
+            _feed(src, frames, [ref, mine])
+        finally:
+            mine.stop()
+    finally:
+        ref.stop()
+    want = read_ref()
+    got, late = pq.read_table(sinks["windows"]), pq.read_table(sinks["late"])
+    assert got.column_names == ["k", "query", "window_start", "window_end", "value"]
+    for a in aggs:
+        g = got.filter(pc.equal(got["query"], a)).select(["k", "window_start", "window_end", "value"])
+        w = want.select(["k", "window_start", "window_end", a]).rename_columns(
+            ["k", "window_start", "window_end", "value"])
+        _same_windows(g, w, ["k"], a, same_type=False)
+    assert late.column_names == ["k", "ts", "value"]
+    allrows = pa.concat_tables(frames)
+
+    def rows(t, v):
+        return zip(t["k"].to_pylist(), _us(t["ts"]), map(str, t[v].to_pylist()))
+
+    at = {r: i for i, r in zip(allrows["id"].to_pylist(), rows(allrows, "v"))}
+    late_ids = [at[r] for r in rows(late, "value")]
+    assert len(late_ids) == len(set(late_ids)) >= 3
+    in_windows = {i for ids in want["ids"].to_pylist() for i in ids}
+    assert set(late_ids) == set(range(allrows.num_rows)) - in_windows - {allrows.num_rows - 1}
+    late = late.rename_columns(["k", "ts", "v"]).append_column("id", pa.array(late_ids, pa.int64()))
+    _compare(late, allrows.filter(pc.is_in(allrows["id"], pa.array(late_ids, pa.int64()))), [("v", "v"), ("k", "k")])
+
+
+@pytest.mark.parametrize("keyed", [True, False])
+def test_stream_aggregate_over_spark_connect(spark_connect, tmp_path, keyed):
+    """stream_aggregate over Spark Connect (a real SparkConnectServer):
+    tumbling windows (sum, max, mean), keyed and unkeyed, equal to Spark's
+    own streaming aggregation over the same micro-batches, side by side."""
+    spark = spark_connect
+    window = F.window("ts", "10 seconds")
+    aggs = {"sum": F.sum, "max": F.max, "mean": F.avg}
+    qs = [sw.Query(a, "10s", name=a) for a in aggs]
+    keys = ["k"] if keyed else []
+
+    def reference(sdf):
+        return (sdf.withWatermark("ts", "30 seconds").groupBy(*keys, window.alias("w"))
+                .agg(*[fn("v").alias(c) for c, fn in aggs.items()])
+                .select(*keys, F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"), *aggs))
+
+    def build(sdf):
+        return ss.stream_aggregate(sdf, qs, "v", "ts", key="k" if keyed else None, watermark="30 seconds")
+
+    src = str(tmp_path / "src")
+    ref, read_ref = _start_stream(spark, src, reference)
+    try:
+        mine, read = _start_stream(spark, src, build)
+        try:
+            _feed(src, _frames(_TIME_BATCHES), [ref, mine])
+        finally:
+            mine.stop()
+    finally:
+        ref.stop()
+    want, got = read_ref(), read()
+    assert got.column_names == keys + ["query", "window_start", "window_end", "value"]
+    assert want.num_rows >= (8 if keyed else 4)
+    for a in aggs:
+        g = got.filter(pc.equal(got["query"], a)).select(keys + ["window_start", "window_end", "value"])
+        w = want.select(keys + ["window_start", "window_end", a]).rename_columns(
+            keys + ["window_start", "window_end", "value"])
+        _same_windows(g, w, keys, a, same_type=False)

@@ -58,7 +58,7 @@ whose value is NaN gives NaN and one without a value null.
 from __future__ import annotations
 
 import pickle
-from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Literal, Optional, Sequence, Tuple, Union, overload
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Literal, Optional, Sequence, Tuple, Union, overload
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -88,30 +88,45 @@ _LATE_COL = "slidewise_late_after"
 _TIME_OUT = "slidewise_time"
 
 
+_NAT = np.iinfo(np.int64).min  # NaT as int64
+
+
 def _us(col: pd.Series) -> np.ndarray:
-    """event times -> int64 microseconds since the epoch"""
-    if isinstance(col.dtype, pd.DatetimeTZDtype) or np.issubdtype(col.dtype, np.datetime64):
-        out: np.ndarray = col.array.as_unit("us").asi8
-        return out
-    t = pd.to_datetime(col, utc=True)
-    us: np.ndarray = ((t - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(microseconds=1)).to_numpy(np.int64)
+    """event times -> int64 microseconds since the epoch (NaT: _NAT)"""
+    if not (isinstance(col.dtype, pd.DatetimeTZDtype) or np.issubdtype(col.dtype, np.datetime64)):
+        col = pd.to_datetime(col, utc=True)  # e.g. an all-null chunk as objects
+    us: np.ndarray = col.array.as_unit("us").asi8
     return us
+
+
+def _columns(df: pd.DataFrame, names: Tuple[str, ...]) -> List[Any]:
+    """The arrays of ``names`` in ``df``. pandas 3 looks a column up by name
+    in ~50 us (its Arrow-backed column index), more than a key's whole work,
+    so the block manager is read by position when pandas has one."""
+    mgr = getattr(df, "_mgr", None)
+    if mgr is not None and hasattr(mgr, "iget_values"):
+        cols = list(df.columns)
+        return [mgr.iget_values(cols.index(n)) for n in names]
+    return [df[n].array for n in names]
 
 
 def _frame_rows(df: pd.DataFrame, time: str, value: str):
     """(times in us, values, null mask) of the rows of one pandas frame from
     Spark, the window ends of its probe rows (a null time), and the event
-    times of its other rows (None where a row travels without one)."""
-    tcol = df[time].to_numpy(dtype=np.float64, na_value=np.nan)  # int64 us; null for probes
+    times of its other rows that have one (numpy throughout: pandas'
+    indexing costs more than the work)."""
+    tc, vc, mc, lc = _columns(df, (time, value, _NULL_COL, _LATE_COL))
+    tcol = np.asarray(tc, dtype=np.float64)  # int64 us; null (NaN) for probes
+    lcol = _us(pd.Series(lc)) if not hasattr(lc, "as_unit") else lc.as_unit("us").asi8  # NaT: _NAT
+    v = np.asarray(vc, dtype=np.float64)
+    m = np.asarray(mc, dtype=bool)
     probe = np.isnan(tcol)
-    lcol = df[_LATE_COL]
     if probe.any():
-        ends, lcol, df, tcol = _us(lcol[probe]), lcol[~probe], df[~probe], tcol[~probe]
+        keep = ~probe
+        ends, lcol, tcol, v, m = lcol[probe], lcol[keep], tcol[keep], v[keep], m[keep]
     else:
         ends = np.empty(0, np.int64)
-    v = df[value].to_numpy(dtype=np.float64, na_value=np.nan)
-    m = df[_NULL_COL].to_numpy(dtype=bool)
-    return tcol.astype(np.int64), np.where(m, 0.0, v), m, ends, lcol
+    return tcol.astype(np.int64), np.where(m, 0.0, v), m, ends, lcol[lcol != _NAT]
 
 
 def _frames_rows(rows: Iterable[pd.DataFrame], time: str, value: str):
@@ -120,12 +135,8 @@ def _frames_rows(rows: Iterable[pd.DataFrame], time: str, value: str):
     new = [_frame_rows(df, time, value) for df in rows]
     if not new:
         return np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, bool), np.empty(0, np.int64)
-    own = [x[4] for x in new]
-    own_us = [_us(c.dropna()) for c in own if c.notna().any()]
-    t, v, m, ends = (np.concatenate([x[i] for x in new]) if len(new) > 1 else new[0][i] for i in range(4))
-    if own_us:
-        ends = np.concatenate([ends, *own_us])
-    return t, v, m, ends
+    t, v, m, ends, own = (np.concatenate([x[i] for x in new]) if len(new) > 1 else new[0][i] for i in range(5))
+    return t, v, m, np.concatenate([ends, own])
 
 
 def _values(a: pa.Array) -> pd.Series:
@@ -331,15 +342,15 @@ def _version() -> str:
 
 def _encode_panes(st: Dict[str, Any]) -> bytes:
     """A key's pane state as bytes: magic, format, CRC-32 of the rest, then
-    the writer's version, final (us), timer (ms), pane count and the
-    columns (little-endian)."""
+    the writer's version, final (us), timer (ms), pane count and the pane
+    columns as one little-endian int64 matrix (floats by their bits)."""
     import struct
     import zlib
 
     ver = _version().encode()
-    body = b"".join([struct.pack("<B", len(ver)), ver, struct.pack("<qqq", st["final"], st["timer"], len(st["p"])),
-                     st["p"].astype("<i8").tobytes(),
-                     *(st[f].astype(np.dtype(t).newbyteorder("<")).tobytes() for f, t in _PANE_FIELDS)])
+    cols = np.stack([st["p"]] + [st[f].view(np.int64) for f, _ in _PANE_FIELDS]).astype("<i8", copy=False)
+    body = struct.pack("<B", len(ver)) + ver + struct.pack("<qqq", st["final"], st["timer"], len(st["p"])) + \
+        cols.tobytes()
     return _STATE_MAGIC + struct.pack("<BI", _STATE_FORMAT, zlib.crc32(body)) + body
 
 
@@ -349,28 +360,27 @@ def _decode_panes(b: bytes) -> Dict[str, Any]:
     import struct
     import zlib
 
+    what = "cannot restore slidewise.spark.stream_aggregate state"
     if len(b) < 8 or b[:3] != _STATE_MAGIC:
-        raise ValueError("cannot restore slidewise stream_aggregate state: not a slidewise pane state")
+        raise ValueError(f"{what}: not a slidewise pane state")
     fmt, crc = struct.unpack_from("<BI", b, 3)
     body = b[8:]
     if zlib.crc32(body) != crc:
-        raise ValueError("cannot restore slidewise stream_aggregate state: checksum mismatch (the checkpoint's "
-                         "state is corrupt)")
+        raise ValueError(f"{what}: checksum mismatch (the checkpoint's state is corrupt); "
+                         f"this is slidewise {_version()}")
     if fmt != _STATE_FORMAT:
-        raise ValueError(f"cannot restore slidewise stream_aggregate state of format {fmt} "
-                         f"(slidewise {_version()} reads format {_STATE_FORMAT})")
+        raise ValueError(f"{what} of format {fmt} (slidewise {_version()} reads format {_STATE_FORMAT})")
     nv = body[0]
     ver = body[1:1 + nv].decode(errors="replace")
     final, timer, n = struct.unpack_from("<qqq", body, 1 + nv)
     off = 1 + nv + 24
-    width = 8 * (1 + len(_PANE_FIELDS))
-    if n < 0 or len(body) - off != n * width:
-        raise ValueError(f"cannot restore slidewise stream_aggregate state written by slidewise {ver}: "
-                         f"{len(body) - off} bytes for {n} panes")
-    st: Dict[str, Any] = {"final": final, "timer": timer, "version": ver}
-    for f, t in (("p", np.int64),) + _PANE_FIELDS:
-        st[f] = np.frombuffer(body, np.dtype(t).newbyteorder("<"), n, off).astype(t)
-        off += 8 * n
+    rows = 1 + len(_PANE_FIELDS)
+    if n < 0 or len(body) - off != 8 * rows * n:
+        raise ValueError(f"{what} written by slidewise {ver}: {len(body) - off} bytes for {n} panes")
+    cols = np.frombuffer(body, "<i8", rows * n, off).reshape(rows, n).astype(np.int64)
+    st: Dict[str, Any] = {"final": final, "timer": timer, "version": ver, "p": cols[0]}
+    for i, (f, t) in enumerate(_PANE_FIELDS, 1):
+        st[f] = cols[i].view(t)
     return st
 
 
@@ -625,41 +635,75 @@ class _SessionProcessor(_Processor):
         yield from self._finish(need.any(axis=1), {"t": t, "v": v, "m": m, "need": need}, {}, next_end, frames)
 
 
+_PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
+_ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+# one output's own columns (late_rows="kind")
+_KIND_COLS = ("kind", "query", "window_start", "window_end", "value")
+# the grouping column of an unkeyed stream: one key
+_ONE_KEY = "slidewise_key"
+
+
+def _check_state_store(spark: Any) -> None:
+    """transformWithState keeps its state only in RocksDB: say so before
+    the query starts, not with Spark's STORE_BACKEND_NOT_SUPPORTED_FOR_TWS
+    once it runs."""
+    provider = spark.conf.get(_PROVIDER_CONF, None)
+    if not str(provider or "").endswith("RocksDBStateStoreProvider"):
+        raise ValueError(f"stream_aggregate keeps its state with transformWithStateInPandas, which needs the RocksDB "
+                         f"state store: set {_PROVIDER_CONF} to {_ROCKSDB} (it is "
+                         f"{provider or 'unset: Spark default, HDFSBackedStateStoreProvider'})")
+
+
+Keys = Union[None, str, Sequence[str]]
+
+
 @overload
 def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], value: str, time: str,
-                     key: Union[str, Sequence[str]], watermark: Optional[str] = None,
-                     late_rows: Literal[False] = False) -> DataFrame: ...
+                     key: Keys = None, watermark: Optional[str] = None,
+                     late_rows: Literal[False, "kind"] = False) -> DataFrame: ...
 @overload
 def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], value: str, time: str,
-                     key: Union[str, Sequence[str]], watermark: Optional[str] = None, *,
+                     key: Keys = None, watermark: Optional[str] = None, *,
                      late_rows: Literal[True]) -> Tuple[DataFrame, DataFrame]: ...
 @overload
 def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], value: str, time: str,
-                     key: Union[str, Sequence[str]], watermark: Optional[str] = None,
-                     late_rows: bool = False) -> Union[DataFrame, Tuple[DataFrame, DataFrame]]: ...
-def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], value: str, time: str, key: Union[str, Sequence[str]],
+                     key: Keys = None, watermark: Optional[str] = None,
+                     late_rows: Union[bool, str] = False) -> Union[DataFrame, Tuple[DataFrame, DataFrame]]: ...
+def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], value: str, time: str, key: Keys = None,
                      watermark: Optional[str] = None,
-                     late_rows: bool = False) -> Union[DataFrame, Tuple[DataFrame, DataFrame]]:
+                     late_rows: Union[bool, str] = False) -> Union[DataFrame, Tuple[DataFrame, DataFrame]]:
     """Time-window or session-window queries over a streaming DataFrame,
-    per key, with state kept across micro-batches: rows (key..., query,
-    window_start, window_end, value) appended as the watermark passes each
-    window, as Spark's own streaming ``groupBy(key, F.window(...))`` /
-    ``groupBy(key, F.session_window(...))`` in append mode. Use it with
-    ``outputMode("append")`` and a checkpoint location. The watermark must
-    be on ``time``: ``watermark`` (e.g. ``"10 seconds"``) calls
-    ``withWatermark(time, watermark)``, or call it on ``df`` first. Rows
-    with a null time belong to no window.
+    per key (``key=None``: one key for all rows), with state kept across
+    micro-batches: rows (key..., query, window_start, window_end, value)
+    appended as the watermark passes each window, as Spark's own streaming
+    ``groupBy(key, F.window(...))`` / ``groupBy(key, F.session_window(...))``
+    in append mode. Use it with ``outputMode("append")`` and a checkpoint
+    location; the session must use the RocksDB state store
+    (``spark.sql.streaming.stateStore.providerClass``; checked here). The
+    watermark must be on ``time``: ``watermark`` (e.g. ``"10 seconds"``)
+    calls ``withWatermark(time, watermark)``, or call it on ``df`` first.
+    Rows with a null time belong to no window.
 
-    ``late_rows=True`` returns ``(windows, late)``: ``windows`` as above and
-    ``late`` the rows the watermark refused (those Spark's own aggregation
-    drops, counting them in numRowsDroppedByWatermark), with columns (key...,
-    ``time``, ``value``), appended in the micro-batch that refused them. Both
-    are streaming DataFrames from one ``transformWithStateInPandas``; a
-    query started on either runs the whole aggregation (with its own
-    checkpoint and state) and judges lateness by its own micro-batches, so
-    two queries split the rows alike when their micro-batches are alike
-    (e.g. a file source with ``maxFilesPerTrigger``). The late ``value`` has
-    the input's type; integers pass through pandas' float64 on the way
+    The rows the watermark refused (those Spark's own aggregation drops,
+    counting them in numRowsDroppedByWatermark) come out too with
+    ``late_rows``:
+
+    * ``"kind"``: one streaming DataFrame (key..., kind, query,
+      window_start, window_end, value, ``time``): ``kind`` is ``"window"``
+      for a window (``time`` null) and ``"late"`` for a late row (its
+      time and value; query and window null), appended in the micro-batch
+      that refused it. One query computes both; :func:`split_late` splits
+      a micro-batch into the two, and :func:`foreach_batch_split` writes
+      them to two sinks from ``writeStream.foreachBatch``.
+    * ``True``: ``(windows, late)``, two streaming DataFrames, ``late`` with
+      columns (key..., ``time``, ``value``). A query started on either runs
+      the whole aggregation (with its own checkpoint and state) and judges
+      lateness by its own micro-batches, so two queries split the rows
+      alike when their micro-batches are alike (e.g. a file source with
+      ``maxFilesPerTrigger``).
+
+    The late ``value`` has the input's type with ``True`` and is a double
+    with ``"kind"``; integers pass through pandas' float64 on the way
     (exact up to 2**53).
     """
     import slidewise as sw
@@ -669,6 +713,8 @@ def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], valu
     queries = [queries] if isinstance(queries, sw.Query) else list(queries)
     if not queries or not all(isinstance(q, sw.Query) for q in queries):
         raise TypeError("stream_aggregate needs slidewise.Query objects")
+    if late_rows not in (False, True, "kind"):
+        raise ValueError(f"late_rows must be False, True or 'kind', got {late_rows!r}")
     names = [q.name for q in queries]
     if len(set(names)) != len(names):
         raise ValueError(f"query names must be unique, got {names}")
@@ -682,22 +728,31 @@ def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], valu
     if len(kinds) > 1:
         raise ValueError("mix of session-window and time-window queries; call stream_aggregate once per kind")
     sessions = kinds == {"session"}
-    keys = _listify(key)
+    keys = [] if key is None else _listify(key)
     for c in keys + [value, time]:
         if c not in df.columns:
             raise ValueError(f"column {c!r} is not in the DataFrame (columns: {df.columns})")
-    for c in (_NULL_COL, _LATE_COL) + ((_TIME_OUT,) if late_rows else ()):
+    ours = (_NULL_COL, _LATE_COL) + ((_TIME_OUT,) if late_rows else ()) + (() if keys else (_ONE_KEY,))
+    for c in ours:
         if c in df.columns:
             raise ValueError(f"column name {c!r} is taken (stream_aggregate's own column)")
+    if late_rows == "kind":
+        taken = [c for c in keys + [time] if c in _KIND_COLS]
+        if taken:
+            raise ValueError(f"with late_rows='kind' the output's columns {list(_KIND_COLS)} are taken: rename {taken}")
     if watermark is not None:
         df = df.withWatermark(time, watermark)
     delay = df.schema[time].metadata.get(_DELAY_KEY)
     if delay is None:
         raise ValueError(f"stream_aggregate needs the stream's watermark on {time!r}: pass watermark=... "
                          f"or call df.withWatermark({time!r}, ...) first")
+    _check_state_store(df.sparkSession)
     value_type = df.schema[value].dataType
     ship(df.sparkSession)  # also pickles this module's processors by value
-    schema = T.StructType([T.StructField(k, df.schema[k].dataType) for k in keys] +
+    if not keys:
+        df = df.withColumn(_ONE_KEY, F.lit(0))
+    group = keys or [_ONE_KEY]
+    schema = T.StructType([T.StructField(k, df.schema[k].dataType) for k in group] +
                           [T.StructField("query", T.StringType()),
                            T.StructField("window_start", T.TimestampType()),
                            T.StructField("window_end", T.TimestampType()),
@@ -708,16 +763,17 @@ def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], valu
     df = df.filter(F.col(time).isNotNull())
     t = F.col(time)
     pos, end = "slidewise_pos", "slidewise_end"
+    late = bool(late_rows)
     if sessions:
         gap = min(q.session for q in queries if q.session is not None) // 1000
         late_after = t + F.expr(f"INTERVAL {gap} MICROSECONDS")
-        if late_rows:
+        if late:
             # the row without an event time (never dropped), then its probe
             none = F.when(F.lit(False), late_after)
-            df = df.select(*keys, time, value, F.posexplode(F.array(none, late_after)).alias(pos, end))
+            df = df.select(*group, time, value, F.posexplode(F.array(none, late_after)).alias(pos, end))
             t = F.when(F.col(pos) == 0, F.col(time))
             late_after = F.col(end)
-        proc = _SessionProcessor(queries, value, time, keys, late_rows)
+        proc: _Processor = _SessionProcessor(queries, value, time, group, late)
     else:
         us = F.unix_micros(t)
         lasts = [us - F.pmod(us, F.lit(q.slide // 1000)) + F.lit(q.range // 1000) for q in queries]
@@ -725,26 +781,66 @@ def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], valu
         # sliding windows: a probe row per earlier window of the row (its end)
         probes = [last_q - F.lit(j * (q.slide // 1000)) for q, last_q in zip(queries, lasts)
                   for j in range(1, -(-q.range // q.slide))]
-        if probes or late_rows:
+        if probes or late:
             # late_rows: the row without an event time (never dropped), then
             # the probe of its last window's end
-            first = [F.lit(None).cast("long"), last] if late_rows else [last]
-            df = df.select(*keys, time, value, F.posexplode(F.array(*first, *probes)).alias(pos, end))
+            first = [F.lit(None).cast("long"), last] if late else [last]
+            df = df.select(*group, time, value, F.posexplode(F.array(*first, *probes)).alias(pos, end))
             t = F.when(F.col(pos) == 0, F.col(time))
             last = F.col(end)
         late_after = F.timestamp_micros(last)
         pane = all(q.agg in _PANE_AGGS for q in queries)
-        proc = (_PaneProcessor if pane else _Processor)(queries, value, time, keys, late_rows)
-    cols = [*keys,
+        proc = (_PaneProcessor if pane else _Processor)(queries, value, time, group, late)
+    cols = [*group,
             # int64 microseconds (null in probe rows): cheaper to hand to pandas than timestamps;
             # without the delay key: late rows are judged by late_after, not time
             F.unix_micros(t).alias(time),
             value, F.col(value).isNull().alias(_NULL_COL),
             late_after.alias(_LATE_COL, metadata={_DELAY_KEY: delay})]
-    out = df.select(*cols).groupBy(*keys).transformWithStateInPandas(proc, schema, "Append", "EventTime")
+    out = df.select(*cols).groupBy(*group).transformWithStateInPandas(proc, schema, "Append", "EventTime")
+    is_late = F.col("query").isNull()
+    if late_rows == "kind":
+        return out.select(*keys, F.when(is_late, F.lit("late")).otherwise(F.lit("window")).alias("kind"),
+                          "query", "window_start", "window_end", "value", F.col(_TIME_OUT).alias(time))
+    windows = out.select(*keys, "query", "window_start", "window_end", "value")
     if not late_rows:
-        return out
-    windows = out.filter(F.col("query").isNotNull()).select(*keys, "query", "window_start", "window_end", "value")
-    late = out.filter(F.col("query").isNull()).select(*keys, F.col(_TIME_OUT).alias(time),
-                                                      F.col("value").cast(value_type).alias(value))
-    return windows, late
+        return windows
+    return (windows.filter(~is_late),
+            out.filter(is_late).select(*keys, F.col(_TIME_OUT).alias(time), F.col("value").cast(value_type).alias(value)))
+
+
+def split_late(batch: DataFrame) -> Tuple[DataFrame, DataFrame]:
+    """A micro-batch of ``stream_aggregate(..., late_rows="kind")`` (e.g. in
+    ``foreachBatch``) as ``(windows, late)``: windows (key..., query,
+    window_start, window_end, value) and late rows (key..., time, value),
+    as ``late_rows=True`` gives them as streams."""
+    from pyspark.sql import functions as F
+
+    cols = batch.columns
+    if tuple(cols[-6:-1]) != _KIND_COLS:
+        raise ValueError(f"not the output of stream_aggregate(..., late_rows='kind'): columns {cols}")
+    at = cols.index("kind")
+    keys, time = cols[:at], cols[-1]
+    kind = F.col("kind")
+    return (batch.filter(kind == "window").select(*keys, "query", "window_start", "window_end", "value"),
+            batch.filter(kind == "late").select(*keys, time, "value"))
+
+
+def foreach_batch_split(windows: Callable[[DataFrame, int], None],
+                        late: Callable[[DataFrame, int], None]) -> Callable[[DataFrame, int], None]:
+    """A ``foreachBatch`` function for ``stream_aggregate(...,
+    late_rows="kind")``: each micro-batch, persisted once (so the two writes
+    do not compute it twice), split by :func:`split_late` and handed to
+    ``windows(df, batch_id)`` and ``late(df, batch_id)`` (e.g. a Parquet
+    append each). As with any ``foreachBatch``, a batch retried after a
+    failure is written again: make the writes idempotent by ``batch_id``
+    where a sink needs exactly-once."""
+    def each(batch: DataFrame, batch_id: int) -> None:
+        batch.persist()
+        try:
+            w, lr = split_late(batch)
+            windows(w, batch_id)
+            late(lr, batch_id)
+        finally:
+            batch.unpersist()
+    return each
