@@ -210,7 +210,7 @@ def _feed(src, frames, queries, first=0, together=False):
     drops = [[] for _ in queries]
     todo = list(enumerate(frames[first:], first))
     for group in ([todo] if together else [[x] for x in todo]):
-        seen = [len(q.recentProgress) for q in queries]
+        seen = [len(_progress(q)) for q in queries]
         for i, f in group:
             # whole files only (Spark skips names starting with "."), in order
             tmp, path = os.path.join(src, f".part-{i:03d}"), os.path.join(src, f"part-{i:03d}.parquet")
@@ -224,16 +224,25 @@ def _feed(src, frames, queries, first=0, together=False):
                 # a trigger that listed the directory just before the files
                 # came can end processAllAvailable() early
                 q.processAllAvailable()
-                new = q.recentProgress[n:]
+                new = _progress(q)[n:]
                 rows = [p["numInputRows"] for p in new if p["numInputRows"]]
                 if sum(rows) >= sum(want) or time.time() > deadline:
                     break
                 time.sleep(0.2)
-            assert rows == want, ("one file per micro-batch", rows, want)
+            assert rows == want, ("one file per micro-batch", rows, want, q.exception())
             d.append(sum(p["stateOperators"][0]["numRowsDroppedByWatermark"] for p in new if p["stateOperators"]))
     for q in queries:
         assert q.exception() is None, q.exception()
     return drops
+
+
+def _progress(q):
+    """A query's recentProgress as dicts (Spark Connect gives dict
+    subclasses whose items are None: their attributes hold the values)."""
+    return [p if type(p) is dict else
+            {"numInputRows": p.numInputRows,
+             "stateOperators": [{"numRowsDroppedByWatermark": o.numRowsDroppedByWatermark} for o in p.stateOperators]}
+            for p in q.recentProgress]
 
 
 def _spark_micro_batches(spark, src, frames, build):
@@ -553,16 +562,18 @@ def test_stream_aggregate_over_spark_connect(spark_connect, tmp_path, keyed):
     """stream_aggregate over Spark Connect (a real SparkConnectServer):
     tumbling windows (sum, max, mean), keyed and unkeyed, equal to Spark's
     own streaming aggregation over the same micro-batches, side by side."""
+    from pyspark.sql.connect import functions as CF
+
     spark = spark_connect
-    window = F.window("ts", "10 seconds")
-    aggs = {"sum": F.sum, "max": F.max, "mean": F.avg}
+    window = CF.window("ts", "10 seconds")
+    aggs = {"sum": CF.sum, "max": CF.max, "mean": CF.avg}
     qs = [sw.Query(a, "10s", name=a) for a in aggs]
     keys = ["k"] if keyed else []
 
     def reference(sdf):
         return (sdf.withWatermark("ts", "30 seconds").groupBy(*keys, window.alias("w"))
                 .agg(*[fn("v").alias(c) for c, fn in aggs.items()])
-                .select(*keys, F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"), *aggs))
+                .select(*keys, CF.col("w.start").alias("window_start"), CF.col("w.end").alias("window_end"), *aggs))
 
     def build(sdf):
         return ss.stream_aggregate(sdf, qs, "v", "ts", key="k" if keyed else None, watermark="30 seconds")

@@ -657,6 +657,19 @@ def _check_state_store(spark: Any) -> None:
 Keys = Union[None, str, Sequence[str]]
 
 
+def _functions(df: Any) -> Any:
+    """pyspark's functions for ``df``: Spark Connect's for a Connect
+    DataFrame (a process may hold a classic session beside a Connect one,
+    and then pyspark.sql.functions builds classic columns)."""
+    if type(df).__module__.startswith("pyspark.sql.connect"):
+        from pyspark.sql.connect import functions as CF
+
+        return CF
+    from pyspark.sql import functions as F
+
+    return F
+
+
 @overload
 def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], value: str, time: str,
                      key: Keys = None, watermark: Optional[str] = None,
@@ -707,9 +720,9 @@ def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], valu
     (exact up to 2**53).
     """
     import slidewise as sw
-    from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
+    F = _functions(df)
     queries = [queries] if isinstance(queries, sw.Query) else list(queries)
     if not queries or not all(isinstance(q, sw.Query) for q in queries):
         raise TypeError("stream_aggregate needs slidewise.Query objects")
@@ -814,8 +827,7 @@ def split_late(batch: DataFrame) -> Tuple[DataFrame, DataFrame]:
     ``foreachBatch``) as ``(windows, late)``: windows (key..., query,
     window_start, window_end, value) and late rows (key..., time, value),
     as ``late_rows=True`` gives them as streams."""
-    from pyspark.sql import functions as F
-
+    F = _functions(batch)
     cols = batch.columns
     if tuple(cols[-6:-1]) != _KIND_COLS:
         raise ValueError(f"not the output of stream_aggregate(..., late_rows='kind'): columns {cols}")
