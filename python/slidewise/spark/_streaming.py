@@ -214,7 +214,8 @@ class _Processor(StatefulProcessor):
         return self._empty() if got is None else self._load_pickle(got[0])
 
     def _load_pickle(self, b: bytes):
-        st = pickle.loads(b)
+        # sealed since slidewise 0.2; an older state (a bare pickle) loads unchecked
+        st = pickle.loads(_unseal(_ROWS_MAGIC, b)[1] if b[:3] == _ROWS_MAGIC else b)
         if "emitted" in st:
             # before late rows followed Spark's window-end rule, the stream took rows behind the watermark
             raise ValueError("this query's state was written by an older slidewise.spark.stream_aggregate; "
@@ -311,7 +312,7 @@ class _Processor(StatefulProcessor):
         or clear it; fire again once the watermark reaches ``next_end``;
         yield the windows computed."""
         if keep.any():
-            self.state.update((pickle.dumps({**{k: a[keep] for k, a in rows.items()}, **extra}),))
+            self.state.update((_seal(_ROWS_MAGIC, pickle.dumps({**{k: a[keep] for k, a in rows.items()}, **extra})),))
         else:
             self.state.clear()
         if next_end is not None:
@@ -330,7 +331,8 @@ _PANE_AGGS = frozenset({"sum", "count", "mean", "max", "min"})
 # once a NaN joins; its min only when every value is NaN).
 _PANE_FIELDS = (("n", np.int64), ("cnt", np.int64), ("s", np.float64), ("mx", np.float64),
                 ("mn", np.float64), ("nan", np.int64))
-_STATE_MAGIC = b"SWP"
+_STATE_MAGIC = b"SWP"  # pane state
+_ROWS_MAGIC = b"SWR"  # a pickle of rows (other aggregations, sessions)
 _STATE_FORMAT = 1
 
 
@@ -340,44 +342,57 @@ def _version() -> str:
     return str(slidewise.__version__)
 
 
-def _encode_panes(st: Dict[str, Any]) -> bytes:
-    """A key's pane state as bytes: magic, format, CRC-32 of the rest, then
-    the writer's version, final (us), timer (ms), pane count and the pane
-    columns as one little-endian int64 matrix (floats by their bits)."""
+def _seal(magic: bytes, payload: bytes) -> bytes:
+    """A key's state as stored: ``magic``, the format, a CRC-32 of the rest,
+    then the writer's slidewise version and ``payload``."""
     import struct
     import zlib
 
     ver = _version().encode()
-    cols = np.stack([st["p"]] + [st[f].view(np.int64) for f, _ in _PANE_FIELDS]).astype("<i8", copy=False)
-    body = struct.pack("<B", len(ver)) + ver + struct.pack("<qqq", st["final"], st["timer"], len(st["p"])) + \
-        cols.tobytes()
-    return _STATE_MAGIC + struct.pack("<BI", _STATE_FORMAT, zlib.crc32(body)) + body
+    body = struct.pack("<B", len(ver)) + ver + payload
+    return magic + struct.pack("<BI", _STATE_FORMAT, zlib.crc32(body)) + body
 
 
-def _decode_panes(b: bytes) -> Dict[str, Any]:
-    """The inverse of _encode_panes; a checksum or length mismatch is a
-    ValueError naming what is wrong, never a state read."""
+def _unseal(magic: bytes, b: bytes) -> Tuple[str, bytes]:
+    """(writer's version, payload) of a _seal'ed state; a checksum or format
+    mismatch is a ValueError, never a state read."""
     import struct
     import zlib
 
-    what = "cannot restore slidewise.spark.stream_aggregate state"
-    if len(b) < 8 or b[:3] != _STATE_MAGIC:
-        raise ValueError(f"{what}: not a slidewise pane state")
+    what = f"cannot restore slidewise.spark.stream_aggregate state (this is slidewise {_version()})"
+    if len(b) < 9 or b[:3] != magic:
+        raise ValueError(f"{what}: not a state of this query's kind")
     fmt, crc = struct.unpack_from("<BI", b, 3)
     body = b[8:]
     if zlib.crc32(body) != crc:
-        raise ValueError(f"{what}: checksum mismatch (the checkpoint's state is corrupt); "
-                         f"this is slidewise {_version()}")
+        raise ValueError(f"{what}: checksum mismatch (the checkpoint's state is corrupt)")
+    ver = body[1:1 + body[0]].decode(errors="replace")
     if fmt != _STATE_FORMAT:
-        raise ValueError(f"{what} of format {fmt} (slidewise {_version()} reads format {_STATE_FORMAT})")
-    nv = body[0]
-    ver = body[1:1 + nv].decode(errors="replace")
-    final, timer, n = struct.unpack_from("<qqq", body, 1 + nv)
-    off = 1 + nv + 24
+        raise ValueError(f"{what}: format {fmt}, written by slidewise {ver}, reads format {_STATE_FORMAT}")
+    return ver, body[1 + body[0]:]
+
+
+def _encode_panes(st: Dict[str, Any]) -> bytes:
+    """A key's pane state: final (us), timer (ms), the pane count and the
+    pane columns as one little-endian int64 matrix (floats by their bits),
+    sealed."""
+    import struct
+
+    cols = np.stack([st["p"]] + [st[f].view(np.int64) for f, _ in _PANE_FIELDS]).astype("<i8", copy=False)
+    return _seal(_STATE_MAGIC, struct.pack("<qqq", st["final"], st["timer"], len(st["p"])) + cols.tobytes())
+
+
+def _decode_panes(b: bytes) -> Dict[str, Any]:
+    """The inverse of _encode_panes."""
+    import struct
+
+    ver, body = _unseal(_STATE_MAGIC, b)
+    final, timer, n = struct.unpack_from("<qqq", body) if len(body) >= 24 else (0, 0, -1)
     rows = 1 + len(_PANE_FIELDS)
-    if n < 0 or len(body) - off != 8 * rows * n:
-        raise ValueError(f"{what} written by slidewise {ver}: {len(body) - off} bytes for {n} panes")
-    cols = np.frombuffer(body, "<i8", rows * n, off).reshape(rows, n).astype(np.int64)
+    if n < 0 or len(body) - 24 != 8 * rows * n:
+        raise ValueError(f"cannot restore slidewise.spark.stream_aggregate state written by slidewise {ver}: "
+                         f"{len(body)} bytes for {n} panes")
+    cols = np.frombuffer(body, "<i8", rows * n, 24).reshape(rows, n).astype(np.int64)
     st: Dict[str, Any] = {"final": final, "timer": timer, "version": ver, "p": cols[0]}
     for i, (f, t) in enumerate(_PANE_FIELDS, 1):
         st[f] = cols[i].view(t)
