@@ -481,7 +481,8 @@ def test_stream_aggregate_needs_rocksdb(spark):
     sdf = spark.readStream.format("rate").load().selectExpr("value % 3 AS k", "timestamp AS ts",
                                                             "CAST(value AS DOUBLE) AS v")
     conf = "spark.sql.streaming.stateStore.providerClass"
-    assert spark.conf.get(conf, None) is None
+    before = spark.conf.get(conf, None)  # the docs' examples set it on the shared session
+    spark.conf.unset(conf)
     with pytest.raises(ValueError, match=f"set {conf} to {_ROCKSDB}.*unset: Spark default"):
         ss.stream_aggregate(sdf, sw.Query("sum", "10s"), "v", "ts", "k", watermark="1 minute")
     hdfs = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
@@ -490,7 +491,10 @@ def test_stream_aggregate_needs_rocksdb(spark):
         with pytest.raises(ValueError, match=f"it is {hdfs}"):
             ss.stream_aggregate(sdf, sw.Query("sum", "10s"), "v", "ts", "k", watermark="1 minute")
     finally:
-        spark.conf.unset(conf)
+        if before is None:
+            spark.conf.unset(conf)
+        else:
+            spark.conf.set(conf, before)
 
 
 def test_stream_aggregate_one_query_for_windows_and_late_rows(spark, tmp_path):
