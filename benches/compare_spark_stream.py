@@ -177,6 +177,8 @@ def main(argv=None) -> None:
     if args.quick:
         args.keys, args.batches, args.rows = 50, 3, 2000
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # pyspark 4 warns on every worker start that it does not support pandas 3 yet
+    os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning")
     from pyspark.sql import SparkSession
 
     spark = (SparkSession.builder.master("local[2]").appName("compare_spark_stream")
@@ -192,6 +194,9 @@ def main(argv=None) -> None:
         path = os.path.join(src, f"part-{i:03d}.parquet")
         f.to_parquet(path)
         os.utime(path, (1_000_000 + i, 1_000_000 + i))  # the file source's order
+    import slidewise.spark as ss
+
+    ss.ship(spark)  # once per session: not part of any job's time
     jobs = {"spark": spark_job, "slidewise": slidewise_job}
     if args.floor:
         jobs["empty (pandas)"] = _empty(False)

@@ -139,36 +139,35 @@ def _frames_rows(rows: Iterable[pd.DataFrame], time: str, value: str):
     return t, v, m, np.concatenate([ends, own])
 
 
-def _values(a: pa.Array) -> pd.Series:
-    """A float64 output column keeping null and NaN apart: pandas' masked
-    Float64 (pyspark converts it with its own mask, NaN stays NaN)."""
-    a = a.cast(pa.float64())
-    v = a.fill_null(0.0).to_numpy(zero_copy_only=False)
-    return pd.Series(pd.arrays.FloatingArray(v, a.is_null().to_numpy(zero_copy_only=False)))
+# The processor's output columns besides the keys: all numeric, because
+# pyspark's pandas-to-Arrow conversion of strings, zoned timestamps and
+# masked floats costs a few ms per key and call; the JVM turns them into
+# (query, window_start, window_end, value, time) after the operator.
+_OUT_Q, _OUT_WS, _OUT_WE, _OUT_V, _OUT_NULL, _OUT_T = (f"slidewise_{c}" for c in ("q", "ws", "we", "value", "vstate",
+                                                                                  "t"))
 
 
-def _times(us, n: int) -> pd.Series:
-    """int64 microseconds (None: n nulls) -> UTC timestamps"""
-    if us is None:
-        return pd.Series(pd.NaT, index=range(n), dtype="datetime64[us, UTC]")
-    return pd.Series(pd.to_datetime(np.asarray(us, np.int64), unit="us", utc=True))
-
-
-def _frame(keys, key, name, start, end, value: pa.Array, late_col: bool = False, time=None) -> pd.DataFrame:
-    """Output rows of one query for one key (start, end: int64 us); with
-    ``late_col`` the late rows' time column too (``time``: a late row's
-    time; the rows are then late rows: no query, no window)."""
+def _frame(keys, key, qi: Any, start, end, value: pa.Array, late_col: bool = False, time=None) -> pd.DataFrame:
+    """Output rows of query ``qi`` (its index, or one per row) for one key (start, end:
+    int64 us); with ``late_col`` the late rows' time column too (``time``:
+    a late row's time; the rows are then late rows: ``qi`` -1, no window)."""
     n = len(value)
+    value = value.cast(pa.float64())
+    # pyspark turns a pandas NaN into null: the value's state says which
+    # (0 a number, 1 null, 2 NaN)
+    v, null = value.fill_null(0.0).to_numpy(zero_copy_only=False), value.is_null().to_numpy(zero_copy_only=False)
+    nan = np.isnan(v) & ~null
+    zeros = np.zeros(n, np.int64)
     # strings as object dtype: pandas 3's Arrow-backed str columns, once
     # concatenated, hold chunked arrays, which trip pyspark's converter
-    f = pd.DataFrame({k: pd.Series([kv] * n, dtype=object if isinstance(kv, str) else None)
-                      for k, kv in zip(keys, key)})
-    f["query"] = pd.Series([name] * n, dtype=object)
-    f["window_start"] = _times(start, n)
-    f["window_end"] = _times(end, n)
-    f["value"] = _values(value)
+    f = pd.DataFrame({**{k: pd.Series([kv] * n, dtype=object if isinstance(kv, str) else None)
+                         for k, kv in zip(keys, key)},
+                      _OUT_Q: np.broadcast_to(np.asarray(qi, np.int64), (n,)).copy(),
+                      _OUT_WS: zeros if start is None else np.asarray(start, np.int64),
+                      _OUT_WE: zeros if end is None else np.asarray(end, np.int64),
+                      _OUT_V: np.where(nan, 0.0, v), _OUT_NULL: np.where(null, 1, np.where(nan, 2, 0)).astype(np.int32)})
     if late_col:
-        f[_TIME_OUT] = _times(time, n)
+        f[_OUT_T] = zeros if time is None else np.asarray(time, np.int64)
     return f
 
 
@@ -203,6 +202,7 @@ class _Processor(StatefulProcessor):
 
         _import_slidewise()
         self.queries = pickle.loads(self._qbytes)
+        self._qi = {q.name: i for i, q in enumerate(self.queries)}
         self.handle = handle
         self.state = handle.getValueState("slidewise", StructType([StructField("b", BinaryType())]))
 
@@ -231,7 +231,7 @@ class _Processor(StatefulProcessor):
             # on time: a probe of the row's last window end came through
             late = ~np.isin(self._late_after(t), ends)
             if late.any():
-                yield _frame(self.keys, key, None, None, None, pa.array(v[late], mask=m[late]), True, t[late])
+                yield _frame(self.keys, key, -1, None, None, pa.array(v[late], mask=m[late]), True, t[late])
                 t, v, m = t[~late], v[~late], m[~late]
         yield from self._advance(key, st, timerValues.getCurrentWatermarkInMs(), t, v, m, ends)
 
@@ -295,7 +295,7 @@ class _Processor(StatefulProcessor):
                     ok = has_old | has_last | np.isin(e, probes)
                     if ok.any():
                         idx = np.flatnonzero(sel)[ok]
-                        frames.append(_frame(self.keys, key, q.name, start[idx], end[idx], vals.take(pa.array(idx)),
+                        frames.append(_frame(self.keys, key, self._qi[q.name], start[idx], end[idx], vals.take(pa.array(idx)),
                                              self.late))
         if n < len(t):
             # the first windows of the rows at or after the watermark
@@ -529,7 +529,7 @@ class _PaneProcessor(_Processor):
         if self.late and len(t):
             late = self._late_after(t) < ok_from
             if late.any():
-                yield _frame(self.keys, key, None, None, None, pa.array(v[late], mask=m[late]), True, t[late])
+                yield _frame(self.keys, key, -1, None, None, pa.array(v[late], mask=m[late]), True, t[late])
                 t, v, m = t[~late], v[~late], m[~late]
         yield from self._advance(key, st, timerValues.getCurrentWatermarkInMs(), t, v, m, ok_from)
 
@@ -565,8 +565,7 @@ class _PaneProcessor(_Processor):
             some = part["n"] > 0
             if some.any():
                 val, null = _window_values(q.agg, {f: a[some] for f, a in part.items()})
-                e = e[some]
-                frames.append(_frame(self.keys, key, q.name, e - r, e, pa.array(val, mask=null), self.late))
+                frames.append((np.full(int(some.sum()), self._qi[q.name]), e[some] - r, e[some], val, null))
         panes = _merge_panes(st, new)
         final = max(final, wm)
         timer = int(st["timer"])
@@ -590,7 +589,8 @@ class _PaneProcessor(_Processor):
                 self.handle.deleteTimer(timer)
             self.state.clear()
         if frames:
-            yield frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+            qi, start, end, val, null = (np.concatenate(c) for c in zip(*frames))
+            yield _frame(self.keys, key, qi, start, end, pa.array(val, mask=null), self.late)
 
     def _windows(self, panes: Dict[str, np.ndarray], e: np.ndarray, r: int) -> Dict[str, np.ndarray]:
         """The merged partials of the windows ending at ``e`` (range ``r``)
@@ -635,7 +635,7 @@ class _SessionProcessor(_Processor):
             start, end, vals = _windows(res)
             done = end <= wm
             if done.any():
-                frames.append(_frame(self.keys, key, q.name, start[done], end[done], vals.filter(pa.array(done)),
+                frames.append(_frame(self.keys, key, self._qi[q.name], start[done], end[done], vals.filter(pa.array(done)),
                                      self.late))
                 # an emitted session's rows: [start, end - gap]; a later row starts a new session
                 gap = q.session // 1000
@@ -760,7 +760,7 @@ def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], valu
     for c in keys + [value, time]:
         if c not in df.columns:
             raise ValueError(f"column {c!r} is not in the DataFrame (columns: {df.columns})")
-    ours = (_NULL_COL, _LATE_COL) + ((_TIME_OUT,) if late_rows else ()) + (() if keys else (_ONE_KEY,))
+    ours = (_NULL_COL, _LATE_COL, _OUT_Q, _OUT_WS, _OUT_WE, _OUT_V, _OUT_NULL, _OUT_T, _TIME_OUT, _ONE_KEY)
     for c in ours:
         if c in df.columns:
             raise ValueError(f"column name {c!r} is taken (stream_aggregate's own column)")
@@ -781,11 +781,10 @@ def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], valu
         df = df.withColumn(_ONE_KEY, F.lit(0))
     group = keys or [_ONE_KEY]
     schema = T.StructType([T.StructField(k, df.schema[k].dataType) for k in group] +
-                          [T.StructField("query", T.StringType()),
-                           T.StructField("window_start", T.TimestampType()),
-                           T.StructField("window_end", T.TimestampType()),
-                           T.StructField("value", T.DoubleType())] +
-                          ([T.StructField(_TIME_OUT, T.TimestampType())] if late_rows else []))
+                          [T.StructField(c, t) for c, t in ((_OUT_Q, T.IntegerType()), (_OUT_WS, T.LongType()),
+                                                           (_OUT_WE, T.LongType()), (_OUT_V, T.DoubleType()),
+                                                           (_OUT_NULL, T.IntegerType()))] +
+                          ([T.StructField(_OUT_T, T.LongType())] if late_rows else []))
     # the end of the last window a row could join: Spark's transformWithState
     # drops the rows where it is at or before the previous batch's watermark
     df = df.filter(F.col(time).isNotNull())
@@ -804,11 +803,12 @@ def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], valu
         proc: _Processor = _SessionProcessor(queries, value, time, group, late)
     else:
         us = F.unix_micros(t)
-        lasts = [us - F.pmod(us, F.lit(q.slide // 1000)) + F.lit(q.range // 1000) for q in queries]
+        # queries of one (range, slide) share their windows, so their ends and probes
+        spans = sorted({(q.range // 1000, q.slide // 1000) for q in queries})
+        lasts = [us - F.pmod(us, F.lit(s)) + F.lit(r) for r, s in spans]
         last = lasts[0] if len(lasts) == 1 else F.least(*lasts)
         # sliding windows: a probe row per earlier window of the row (its end)
-        probes = [last_q - F.lit(j * (q.slide // 1000)) for q, last_q in zip(queries, lasts)
-                  for j in range(1, -(-q.range // q.slide))]
+        probes = [last_q - F.lit(j * s) for (r, s), last_q in zip(spans, lasts) for j in range(1, -(-r // s))]
         if probes or late:
             # late_rows: the row without an event time (never dropped), then
             # the probe of its last window's end
@@ -826,14 +826,23 @@ def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], valu
             value, F.col(value).isNull().alias(_NULL_COL),
             late_after.alias(_LATE_COL, metadata={_DELAY_KEY: delay})]
     out = df.select(*cols).groupBy(*group).transformWithStateInPandas(proc, schema, "Append", "EventTime")
-    is_late = F.col("query").isNull()
+    qi = F.col(_OUT_Q)
+    is_late = qi < 0
+    in_window = ~is_late
+    out = out.select(*keys, qi,
+                     F.when(in_window, F.element_at(F.array(*[F.lit(n) for n in names]), qi + 1)).alias("query"),
+                     F.when(in_window, F.timestamp_micros(_OUT_WS)).alias("window_start"),
+                     F.when(in_window, F.timestamp_micros(_OUT_WE)).alias("window_end"),
+                     F.when(F.col(_OUT_NULL) == 0, F.col(_OUT_V))
+                     .when(F.col(_OUT_NULL) == 2, F.lit(float("nan"))).alias("value"),
+                     *([F.when(is_late, F.timestamp_micros(_OUT_T)).alias(_TIME_OUT)] if late_rows else []))
     if late_rows == "kind":
         return out.select(*keys, F.when(is_late, F.lit("late")).otherwise(F.lit("window")).alias("kind"),
                           "query", "window_start", "window_end", "value", F.col(_TIME_OUT).alias(time))
-    windows = out.select(*keys, "query", "window_start", "window_end", "value")
+    window_cols = [*keys, "query", "window_start", "window_end", "value"]
     if not late_rows:
-        return windows
-    return (windows.filter(~is_late),
+        return out.select(*window_cols)
+    return (out.filter(in_window).select(*window_cols),
             out.filter(is_late).select(*keys, F.col(_TIME_OUT).alias(time), F.col("value").cast(value_type).alias(value)))
 
 
