@@ -147,7 +147,8 @@ _OUT_Q, _OUT_WS, _OUT_WE, _OUT_V, _OUT_NULL, _OUT_T = (f"slidewise_{c}" for c in
                                                                                   "t"))
 
 
-def _frame(keys, key, qi: Any, start, end, value: pa.Array, late_col: bool = False, time=None) -> pd.DataFrame:
+def _frame(keys, key, qi: Any, start, end, value: pa.Array, late_col: bool = False, time=None,
+           rows: bool = False) -> pd.DataFrame:
     """Output rows of query ``qi`` (its index, or one per row) for one key (start, end:
     int64 us); with ``late_col`` the late rows' time column too (``time``:
     a late row's time; the rows are then late rows: ``qi`` -1, no window)."""
@@ -160,8 +161,12 @@ def _frame(keys, key, qi: Any, start, end, value: pa.Array, late_col: bool = Fal
     zeros = np.zeros(n, np.int64)
     # strings as object dtype: pandas 3's Arrow-backed str columns, once
     # concatenated, hold chunked arrays, which trip pyspark's converter
-    f = pd.DataFrame({**{k: pd.Series([kv] * n, dtype=object if isinstance(kv, str) else None)
-                         for k, kv in zip(keys, key)},
+    if rows:  # one key per row: an object array per key column
+        kcols = {k: pd.Series(kv, dtype=object) if len(kv) and isinstance(kv[0], str) else pd.Series(kv.tolist())
+                 for k, kv in zip(keys, key)}
+    else:
+        kcols = {k: pd.Series([kv] * n, dtype=object if isinstance(kv, str) else None) for k, kv in zip(keys, key)}
+    f = pd.DataFrame({**kcols,
                       _OUT_Q: np.broadcast_to(np.asarray(qi, np.int64), (n,)).copy(),
                       _OUT_WS: zeros if start is None else np.asarray(start, np.int64),
                       _OUT_WE: zeros if end is None else np.asarray(end, np.int64),
@@ -501,6 +506,37 @@ class _PaneProcessor(_Processor):
         self.g = 0
         for q in self.queries:
             self.g = math.gcd(self.g, q.range // 1000, q.slide // 1000)
+        # Windows the data calls of this task emit wait here and leave in one
+        # frame from the first expired-timer call of the task: pyspark
+        # converts each frame a call yields at a fixed cost of ms. A timer
+        # behind the watermark (it fires this batch) guarantees that call.
+        self._buf: List[Tuple[Any, ...]] = []
+        self._buf_rows = 0
+        self._flush_at: Optional[int] = None
+
+    def close(self) -> None:
+        if self._buf:  # never drop windows silently
+            raise RuntimeError("slidewise stream_aggregate: windows were held for a timer that did not fire")
+
+    def _hold(self, key, cols: Tuple[Any, ...], wm_ms: int) -> Iterator[pd.DataFrame]:
+        """Hold a data call's windows for the flush, or yield them all when
+        they are many (or no timer can fire behind the watermark)."""
+        self._buf.append((key, *cols))
+        self._buf_rows += len(cols[0])
+        if self._flush_at is None and wm_ms > 0:
+            self._flush_at = wm_ms - 1
+            self.handle.registerTimer(self._flush_at)
+        if self._flush_at is None or self._buf_rows >= 50_000:
+            yield from self._flush()
+
+    def _flush(self) -> Iterator[pd.DataFrame]:
+        if not self._buf:
+            return
+        buf, self._buf, self._buf_rows = self._buf, [], 0
+        n = [len(b[1]) for b in buf]
+        keys = [np.repeat(np.array([b[0][j] for b in buf], dtype=object), n) for j in range(len(self.keys))]
+        qi, start, end, val, null = (np.concatenate([b[i] for b in buf]) for i in range(1, 6))
+        yield _frame(self.keys, keys, qi, start, end, pa.array(val, mask=null), self.late, rows=True)
 
     def _empty(self):
         return {**_no_panes(), "final": _NO_TIME, "timer": _NO_TIME}
@@ -534,18 +570,20 @@ class _PaneProcessor(_Processor):
         yield from self._advance(key, st, timerValues.getCurrentWatermarkInMs(), t, v, m, ok_from)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
+        yield from self._flush()  # the data calls' windows (see init)
+        fired = expiredTimerInfo.getExpiryTimeInMs()
         got = self.state.get()
         if got is None:
-            return iter([])
+            return
         st = self._from_bytes(got[0])
-        if st["timer"] not in (_NO_TIME, expiredTimerInfo.getExpiryTimeInMs()):
-            return iter([])  # a timer since replaced: the key's current one does the work
+        if st["timer"] not in (_NO_TIME, fired):
+            return  # the flush timer, or one since replaced: the key's current one does the work
         st["timer"] = _NO_TIME  # Spark deletes the timer that fired
         e = np.empty(0, np.int64)
-        return self._advance(key, st, timerValues.getCurrentWatermarkInMs(), e, e.astype(np.float64),
-                             e.astype(bool), -_NO_TIME)
+        yield from self._advance(key, st, timerValues.getCurrentWatermarkInMs(), e, e.astype(np.float64),
+                                 e.astype(bool), -_NO_TIME, hold=False)
 
-    def _advance(self, key, st, wm_ms: int, nt, nv, nm, ok_from: int) -> Iterator[pd.DataFrame]:
+    def _advance(self, key, st, wm_ms: int, nt, nv, nm, ok_from: int, hold: bool = True) -> Iterator[pd.DataFrame]:
         g, wm, final = self.g, int(wm_ms) * 1000, int(st["final"])
         new = _pane_partials(nt // g, nv, nm) if len(nt) else _no_panes()
         pan = np.union1d(st["p"], new["p"]) * g  # pane starts
@@ -589,8 +627,12 @@ class _PaneProcessor(_Processor):
                 self.handle.deleteTimer(timer)
             self.state.clear()
         if frames:
-            qi, start, end, val, null = (np.concatenate(c) for c in zip(*frames))
-            yield _frame(self.keys, key, qi, start, end, pa.array(val, mask=null), self.late)
+            cols = tuple(np.concatenate(c) for c in zip(*frames))
+            if hold:
+                yield from self._hold(key, cols, int(wm_ms))
+            else:
+                qi, start, end, val, null = cols
+                yield _frame(self.keys, key, qi, start, end, pa.array(val, mask=null), self.late)
 
     def _windows(self, panes: Dict[str, np.ndarray], e: np.ndarray, r: int) -> Dict[str, np.ndarray]:
         """The merged partials of the windows ending at ``e`` (range ``r``)
