@@ -270,6 +270,16 @@ def _reference_query(window, aggs=None):
     return build
 
 
+def _same_queries(got, want, aggs, keys):
+    """stream_aggregate's output (keys..., query, window_start, window_end,
+    value) equals, query by query, Spark's (keys..., window_start,
+    window_end, one column per query)."""
+    cols = keys + ["window_start", "window_end", "value"]
+    for a in aggs:
+        g = got.filter(pc.equal(got["query"], a)).select(cols)
+        _same_windows(g, want.select(cols[:-1] + [a]).rename_columns(cols), keys, a, same_type=False)
+
+
 def _late_ids(frame, late):
     """The ids of a frame's rows that ``late`` (k, ts, v) holds."""
     at = {(k, t): i for i, k, t in zip(frame["id"].to_pylist(), frame["k"].to_pylist(), _us(frame["ts"]))}
@@ -365,11 +375,7 @@ def test_stream_aggregate_equals_spark_streaming(spark, tmp_path, kind):
         assert d1 + d2 == drops and sum(drops) >= 5
     assert got.column_names == ["k", "query", "window_start", "window_end", "value"]
     assert pc.sum(pc.is_nan(want["sum"])).as_py() >= 1 and want["sum"].null_count >= 1
-    for a in aggs:
-        g = got.filter(pc.equal(got["query"], a)).select(["k", "window_start", "window_end", "value"])
-        w = want.select(["k", "window_start", "window_end", a]).rename_columns(
-            ["k", "window_start", "window_end", "value"])
-        _same_windows(g, w, ["k"], a, same_type=False)
+    _same_queries(got, want, aggs, ["k"])
 
 
 @pytest.mark.parametrize("kind", ["time", "sliding", "session"])
@@ -424,11 +430,7 @@ def test_stream_aggregate_late_rows_equal_spark_drops(spark, tmp_path, kind):
     got, late = (read() for _, read in started)
     # windows: as without late_rows
     assert got.column_names == ["k", "query", "window_start", "window_end", "value"]
-    for a in aggs:
-        g = got.filter(pc.equal(got["query"], a)).select(["k", "window_start", "window_end", "value"])
-        w = want.select(["k", "window_start", "window_end", a]).rename_columns(
-            ["k", "window_start", "window_end", "value"])
-        _same_windows(g, w, ["k"], a, same_type=False)
+    _same_queries(got, want, aggs, ["k"])
     # late: the rows in no window of Spark's (every window is closed by now)
     assert late.column_names == ["k", "ts", "v"] and late["v"].type == pa.float64()
     allrows = pa.concat_tables(frames)
@@ -541,11 +543,7 @@ def test_stream_aggregate_one_query_for_windows_and_late_rows(spark, tmp_path):
     want = read_ref()
     got, late = pq.read_table(sinks["windows"]), pq.read_table(sinks["late"])
     assert got.column_names == ["k", "query", "window_start", "window_end", "value"]
-    for a in aggs:
-        g = got.filter(pc.equal(got["query"], a)).select(["k", "window_start", "window_end", "value"])
-        w = want.select(["k", "window_start", "window_end", a]).rename_columns(
-            ["k", "window_start", "window_end", "value"])
-        _same_windows(g, w, ["k"], a, same_type=False)
+    _same_queries(got, want, aggs, ["k"])
     assert late.column_names == ["k", "ts", "value"]
     allrows = pa.concat_tables(frames)
 
@@ -595,8 +593,4 @@ def test_stream_aggregate_over_spark_connect(spark_connect, tmp_path, keyed):
     want, got = read_ref(), read()
     assert got.column_names == keys + ["query", "window_start", "window_end", "value"]
     assert want.num_rows >= (8 if keyed else 4)
-    for a in aggs:
-        g = got.filter(pc.equal(got["query"], a)).select(keys + ["window_start", "window_end", "value"])
-        w = want.select(keys + ["window_start", "window_end", a]).rename_columns(
-            keys + ["window_start", "window_end", "value"])
-        _same_windows(g, w, keys, a, same_type=False)
+    _same_queries(got, want, aggs, keys)
