@@ -73,7 +73,9 @@ df = spark.range(10_000).selectExpr("id AS t", "CAST(id % 97 AS DOUBLE) AS v", "
                                      "timestamp_seconds(id) AS ts")
 df2 = sws.rolling(df, "v", order_by="t", window=[100, 1000], agg=["max", "mean"], partition_by="sensor")
 tables = sws.aggregate(df, [sw.Query("max", range="10m", slide="1m")], value="v", time="ts", key="sensor")
-# Structured Streaming, state per key in Spark; late=the rows the watermark refused (Spark only counts them)
+# Structured Streaming, state per key in Spark (RocksDB); late=the rows the watermark refused (Spark only counts them)
+spark.conf.set("spark.sql.streaming.stateStore.providerClass",
+               "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
 stream_df = spark.readStream.format("rate").load().selectExpr("timestamp AS ts", "CAST(value AS DOUBLE) AS v",
                                                               "value % 4 AS sensor")
 windows, late = sws.stream_aggregate(stream_df, [sw.Query("mean", range="10 minutes")], value="v", time="ts",
