@@ -446,6 +446,90 @@ impl<const FMA: bool> Lane for S<FMA> {
     }
 }
 
+/// The [`Lane`] methods that are one intrinsic each at both vector widths
+/// (AVX2's `V4`, AVX-512's `V8`): the width's intrinsics in, the methods
+/// out. Safety (every method): only called from code compiled with the
+/// width's features, which its caller checked; slices are indexed checked.
+#[cfg(target_arch = "x86_64")]
+macro_rules! lane_common {
+    ($V:ident, $k:expr, $set1:ident, $add:ident, $sub:ident, $mul:ident, $div:ident, $sqrt:ident, $fmsub:ident, $max:ident, $min:ident, $load:ident, $store:ident) => {
+        #[inline(always)]
+        fn splat(v: f64) -> Self {
+            unsafe { $V($set1(v)) }
+        }
+        #[inline(always)]
+        fn add(self, o: Self) -> Self {
+            unsafe { $V($add(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn sub(self, o: Self) -> Self {
+            unsafe { $V($sub(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn mul(self, o: Self) -> Self {
+            unsafe { $V($mul(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn div(self, o: Self) -> Self {
+            unsafe { $V($div(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn sqrt(self) -> Self {
+            unsafe { $V($sqrt(self.0)) }
+        }
+        #[inline(always)]
+        fn two_prod(self, o: Self) -> (Self, Self) {
+            unsafe {
+                let p = $mul(self.0, o.0);
+                ($V(p), $V($fmsub(self.0, o.0, p)))
+            }
+        }
+        #[inline(always)]
+        fn max(self, o: Self) -> Self {
+            unsafe { $V($max(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn min(self, o: Self) -> Self {
+            unsafe { $V($min(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn load(p: &[f64]) -> Self {
+            let p = &p[..$k];
+            unsafe { $V($load(p.as_ptr())) }
+        }
+        #[inline(always)]
+        fn store(self, p: &mut [f64]) {
+            let p = &mut p[..$k];
+            unsafe { $store(p.as_mut_ptr(), self.0) }
+        }
+    };
+}
+
+/// The entry points of one vector width, compiled with its features:
+/// [`run`], [`fast_rows`] and (tests: how many blocks went exact)
+/// [`fast_run`] on `$V` lanes, one scalar FMA lane for the rest.
+#[cfg(target_arch = "x86_64")]
+macro_rules! lane_entries {
+    ($V:ident, $feat:literal) => {
+        #[target_feature(enable = $feat)]
+        pub(super) unsafe fn run(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> bool {
+            super::run::<$V, S<true>>(x, wt, window, ddof, sqrt, out)
+        }
+
+        #[allow(clippy::too_many_arguments)]
+        #[target_feature(enable = $feat)]
+        pub(super) unsafe fn fast_rows<Va: super::Valid>(x: &[f64], va: Va, window: usize, ddof: f64, sqrt: bool, r0: usize, r1: usize, out: &mut [f64]) -> Option<usize> {
+            super::fast_rows::<$V, S<true>, Va>(x, va, window, ddof, sqrt, r0, r1, out)
+        }
+
+        #[cfg(test)]
+        #[target_feature(enable = $feat)]
+        pub(super) unsafe fn fast(x: &[f64], window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> Option<usize> {
+            super::fast_run::<$V, S<true>>(x, window, ddof, sqrt, out)
+        }
+    };
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use std::arch::x86_64::*;
@@ -453,25 +537,9 @@ mod avx2 {
     use super::{Lane, S};
     use crate::ops::reduce::transpose4 as transpose;
 
-    /// [`super::run`] with four segments in an AVX2 vector, FMA products.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn run(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> bool {
-        super::run::<V4, S<true>>(x, wt, window, ddof, sqrt, out)
-    }
-
-    /// [`super::fast_rows`] with V4 lanes.
-    #[allow(clippy::too_many_arguments)]
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn fast_rows<Va: super::Valid>(x: &[f64], va: Va, window: usize, ddof: f64, sqrt: bool, r0: usize, r1: usize, out: &mut [f64]) -> Option<usize> {
-        super::fast_rows::<V4, S<true>, Va>(x, va, window, ddof, sqrt, r0, r1, out)
-    }
-
-    /// [`super::fast_run`] on AVX2 (tests: how many blocks went exact).
-    #[cfg(test)]
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn fast(x: &[f64], window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> Option<usize> {
-        super::fast_run::<V4, S<true>>(x, window, ddof, sqrt, out)
-    }
+    // [`super::run`], [`super::fast_rows`] and (tests) [`super::fast_run`]
+    // with V4 lanes.
+    lane_entries!(V4, "avx2,fma");
 
     #[derive(Clone, Copy)]
     pub(super) struct V4(__m256d);
@@ -480,37 +548,7 @@ mod avx2 {
     // AVX2 and FMA, which the caller checked; slices are indexed checked.
     impl Lane for V4 {
         const K: usize = 4;
-        #[inline(always)]
-        fn splat(v: f64) -> Self {
-            unsafe { V4(_mm256_set1_pd(v)) }
-        }
-        #[inline(always)]
-        fn add(self, o: Self) -> Self {
-            unsafe { V4(_mm256_add_pd(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn sub(self, o: Self) -> Self {
-            unsafe { V4(_mm256_sub_pd(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn mul(self, o: Self) -> Self {
-            unsafe { V4(_mm256_mul_pd(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn div(self, o: Self) -> Self {
-            unsafe { V4(_mm256_div_pd(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn sqrt(self) -> Self {
-            unsafe { V4(_mm256_sqrt_pd(self.0)) }
-        }
-        #[inline(always)]
-        fn two_prod(self, o: Self) -> (Self, Self) {
-            unsafe {
-                let p = _mm256_mul_pd(self.0, o.0);
-                (V4(p), V4(_mm256_fmsub_pd(self.0, o.0, p)))
-            }
-        }
+        lane_common!(V4, 4, _mm256_set1_pd, _mm256_add_pd, _mm256_sub_pd, _mm256_mul_pd, _mm256_div_pd, _mm256_sqrt_pd, _mm256_fmsub_pd, _mm256_max_pd, _mm256_min_pd, _mm256_loadu_pd, _mm256_storeu_pd);
         #[inline(always)]
         fn clamp0(self) -> Self {
             // maxpd returns its second operand when either is NaN.
@@ -531,14 +569,6 @@ mod avx2 {
         #[inline(always)]
         fn abs(self) -> Self {
             unsafe { V4(_mm256_andnot_pd(_mm256_set1_pd(-0.0), self.0)) }
-        }
-        #[inline(always)]
-        fn max(self, o: Self) -> Self {
-            unsafe { V4(_mm256_max_pd(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn min(self, o: Self) -> Self {
-            unsafe { V4(_mm256_min_pd(self.0, o.0)) }
         }
         #[inline(always)]
         fn le(self, o: Self) -> Self {
@@ -569,16 +599,6 @@ mod avx2 {
             }
         }
         #[inline(always)]
-        fn load(p: &[f64]) -> Self {
-            let p = &p[..4];
-            unsafe { V4(_mm256_loadu_pd(p.as_ptr())) }
-        }
-        #[inline(always)]
-        fn store(self, p: &mut [f64]) {
-            let p = &mut p[..4];
-            unsafe { _mm256_storeu_pd(p.as_mut_ptr(), self.0) }
-        }
-        #[inline(always)]
         unsafe fn load_tile(p: *const f64, idx: &[i64; 8]) -> [Self; 8] {
             let r = [
                 _mm256_loadu_pd(p.offset(idx[0] as isize)),
@@ -606,26 +626,9 @@ mod avx512 {
 
     use super::{Lane, S};
 
-    /// [`super::run`] with eight segments in an AVX-512 vector: half the
-    /// instructions per row of AVX2 (the kernel is instruction bound).
-    #[target_feature(enable = "avx512f,avx2,fma")]
-    pub(super) unsafe fn run(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> bool {
-        super::run::<V8, S<true>>(x, wt, window, ddof, sqrt, out)
-    }
-
-    /// [`super::fast_rows`] with V8 lanes.
-    #[allow(clippy::too_many_arguments)]
-    #[target_feature(enable = "avx512f,avx2,fma")]
-    pub(super) unsafe fn fast_rows<Va: super::Valid>(x: &[f64], va: Va, window: usize, ddof: f64, sqrt: bool, r0: usize, r1: usize, out: &mut [f64]) -> Option<usize> {
-        super::fast_rows::<V8, S<true>, Va>(x, va, window, ddof, sqrt, r0, r1, out)
-    }
-
-    /// [`super::fast_run`] on AVX-512 (tests: how many blocks went exact).
-    #[cfg(test)]
-    #[target_feature(enable = "avx512f,avx2,fma")]
-    pub(super) unsafe fn fast(x: &[f64], window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> Option<usize> {
-        super::fast_run::<V8, S<true>>(x, window, ddof, sqrt, out)
-    }
+    // [`super::run`], [`super::fast_rows`] and (tests) [`super::fast_run`]
+    // with V8 lanes.
+    lane_entries!(V8, "avx512f,avx2,fma");
 
     #[derive(Clone, Copy)]
     pub(super) struct V8(__m512d);
@@ -634,37 +637,7 @@ mod avx512 {
     // AVX-512F, which the caller checked; slices are indexed checked.
     impl Lane for V8 {
         const K: usize = 8;
-        #[inline(always)]
-        fn splat(v: f64) -> Self {
-            unsafe { V8(_mm512_set1_pd(v)) }
-        }
-        #[inline(always)]
-        fn add(self, o: Self) -> Self {
-            unsafe { V8(_mm512_add_pd(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn sub(self, o: Self) -> Self {
-            unsafe { V8(_mm512_sub_pd(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn mul(self, o: Self) -> Self {
-            unsafe { V8(_mm512_mul_pd(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn div(self, o: Self) -> Self {
-            unsafe { V8(_mm512_div_pd(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn sqrt(self) -> Self {
-            unsafe { V8(_mm512_sqrt_pd(self.0)) }
-        }
-        #[inline(always)]
-        fn two_prod(self, o: Self) -> (Self, Self) {
-            unsafe {
-                let p = _mm512_mul_pd(self.0, o.0);
-                (V8(p), V8(_mm512_fmsub_pd(self.0, o.0, p)))
-            }
-        }
+        lane_common!(V8, 8, _mm512_set1_pd, _mm512_add_pd, _mm512_sub_pd, _mm512_mul_pd, _mm512_div_pd, _mm512_sqrt_pd, _mm512_fmsub_pd, _mm512_max_pd, _mm512_min_pd, _mm512_loadu_pd, _mm512_storeu_pd);
         #[inline(always)]
         fn clamp0(self) -> Self {
             // max(x, 0) keeping NaN: zero where x < 0 (false for NaN).
@@ -688,14 +661,6 @@ mod avx512 {
         #[inline(always)]
         fn abs(self) -> Self {
             unsafe { V8(_mm512_abs_pd(self.0)) }
-        }
-        #[inline(always)]
-        fn max(self, o: Self) -> Self {
-            unsafe { V8(_mm512_max_pd(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn min(self, o: Self) -> Self {
-            unsafe { V8(_mm512_min_pd(self.0, o.0)) }
         }
         #[inline(always)]
         fn le(self, o: Self) -> Self {
@@ -724,16 +689,6 @@ mod avx512 {
         #[inline(always)]
         unsafe fn scatter_raw(self, p: *mut f64, idx: &[i64; 8]) {
             _mm512_i64scatter_pd::<8>(p as *mut _, _mm512_loadu_si512(idx.as_ptr() as *const _), self.0)
-        }
-        #[inline(always)]
-        fn load(p: &[f64]) -> Self {
-            let p = &p[..8];
-            unsafe { V8(_mm512_loadu_pd(p.as_ptr())) }
-        }
-        #[inline(always)]
-        fn store(self, p: &mut [f64]) {
-            let p = &mut p[..8];
-            unsafe { _mm512_storeu_pd(p.as_mut_ptr(), self.0) }
         }
         #[inline(always)]
         unsafe fn load_tile(p: *const f64, idx: &[i64; 8]) -> [Self; 8] {
