@@ -1,7 +1,8 @@
 //! Where a kernel learns which rows are missing (issue 36): nowhere
 //! ([`All`]: every row valid, every mask a constant that compiles away, so
 //! clean data runs the code it ran before), or an Arrow validity bitmap
-//! ([`Bitmap`], read in place, a 64-bit word at a time). Kernels are
+//! ([`Bitmap`], read in place, a 64-bit word at a time), or the values
+//! themselves (the sum's finite values, `sum.rs` `Finite`). Kernels are
 //! generic over it, one kernel per operation: they mask the values they
 //! load instead of reading a filled copy.
 
@@ -11,8 +12,9 @@ use arrow_buffer::{BooleanBufferBuilder, NullBuffer};
 pub trait Valid: Copy + Send + Sync {
     /// Every row valid (the masks are constants).
     const ALL: bool;
-    /// Bit `j` set where row `r + j` is valid, for `j < 56` (and rows below
-    /// the column's length; bits past it are unspecified).
+    /// Bit `j` set where row `r + j` is valid, for `j < 8` at least (what
+    /// the kernels read a call: a bitmap gives 57) and rows below the
+    /// column's length; bits past those are unspecified.
     fn bits(self, r: usize) -> u64;
 }
 
