@@ -12,7 +12,7 @@ PY := $(VENV)/bin/python
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup build build-release rust-build test test-rust test-python test-abi3 typecheck demo bench clean
+.PHONY: setup build build-release rust-build wheel test test-rust test-python test-abi3 typecheck demo bench clean
 
 SHELL := /bin/bash
 # $(call stage,NAME,COMMAND): run COMMAND and print how long it took, so the
@@ -20,7 +20,7 @@ SHELL := /bin/bash
 stage = @t0=$$(date +%s); $(2); rc=$$?; echo "== stage $(1): $$(( $$(date +%s) - t0 ))s (exit $$rc)"; exit $$rc
 
 # What the tests and the demo need (a variable: its commas stay out of $(call)).
-PIP_TEST := "maturin>=1.9.4,<2" numpy "pyarrow>=15" pandas polars bottleneck hypothesis pytest "pyspark>=4,<5" protobuf grpcio grpcio-status googleapis-common-protos zstandard mypy
+PIP_TEST := "maturin>=1.9.4,<2" "ziglang>=0.13,<0.18" numpy "pyarrow>=15" pandas polars bottleneck hypothesis pytest "pyspark>=4,<5" protobuf grpcio grpcio-status googleapis-common-protos zstandard mypy
 
 $(VENV)/.deps: pyproject.toml
 	$(call stage,setup,$(PYTHON) -m venv $(VENV) && $(PY) -m pip install --quiet --upgrade pip && \
@@ -43,24 +43,51 @@ setup: $(VENV)/.deps
 rust-build:
 	$(call stage,rust-build,cargo test --workspace --tests --no-run)
 
+# The portable extension: on Linux (glibc), the extension's final link goes
+# through zig (rust/zigcc) against glibc 2.17's symbol versions, so its wheel
+# is manylinux2014 and loads on executors as old as CentOS 7, and maturin's
+# audit refuses a .so that needs more. Only that link changes (a rustc flag
+# of the binding crate, not a cargo linker setting): the crates it links are
+# the ones `cargo test` compiles, shared, not compiled again for another
+# target as `maturin build --zig` would. Every build of the extension links
+# this way (the editable one too), so `wheel` reuses the test build's
+# compile. LINK= COMPAT= builds with the system linker instead.
+ifneq ($(shell getconf GNU_LIBC_VERSION 2>/dev/null),)
+LINK ?= -- -C linker=$(abspath rust/zigcc)
+COMPAT ?= --compatibility manylinux2014
+endif
+
 # The extension pytest loads: the shared test profile (editable install).
 build: setup rust-build
-	$(call stage,build,maturin develop --quiet)
+	$(call stage,build,maturin develop --quiet $(LINK))
 
 # The extension benchmarks and the demo time: release (thin LTO).
 build-release: setup
-	maturin develop --release --quiet
+	maturin develop --release --quiet $(LINK)
+
+# The wheel to install or ship (docs/spark.md): dist/slidewise-*.whl, for
+# CPython 3.9+ (abi3) on this platform, manylinux2014 on Linux. PROFILE=dev
+# packs the test build (seconds after `build`); `make test` does, and checks
+# that wheel (tests/test_wheel.py, stage abi3).
+PROFILE ?= release
+wheel: setup
+	$(call stage,wheel,rm -f dist/slidewise-*.whl && maturin build --quiet --profile $(PROFILE) $(COMPAT) -i $(PY) -o dist $(LINK))
 
 test-rust: rust-build
 	$(call stage,test-rust,cargo test --workspace --tests)
 
-test-python: build
-	$(call stage,test-python,$(PY) -m pytest --durations=25)
+# The tests check the wheel of the test build (PROFILE=dev, also for
+# test-abi3): SLIDEWISE_TEST_WHEELS makes tests/test_wheel.py and the
+# local-cluster test require it (they skip without it when run by hand).
+test-python test-abi3: PROFILE = dev
+test-python: build wheel
+	$(call stage,test-python,SLIDEWISE_TEST_WHEELS=dist $(PY) -m pytest --durations=25)
 
 # abi3: the extension is built for CPython's stable ABI (3.9 and later), so
-# one wheel serves every version. The wheel is packed from the test build
-# (the same compiled extension: seconds) and run on a second CPython, 3.9
-# (the floor), from pyenv, in a venv of its own with numpy and pyarrow only.
+# one wheel serves every version. The wheel `make wheel` packs (in `make
+# test`: from the test build, the same compiled extension: seconds; the
+# portable one, the one tests/test_wheel.py checks) runs on a second CPython,
+# 3.9 (the floor), from pyenv, in a venv of its own with numpy and pyarrow only.
 ABI3_PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.9*/bin/python))
 ABI3_VENV := .venv-abi3
 
@@ -68,9 +95,8 @@ $(ABI3_VENV)/.deps:
 	@if [ -z "$(ABI3_PYTHON)" ]; then echo "no CPython 3.9 under pyenv: set ABI3_PYTHON to a second CPython"; exit 1; fi
 	$(call stage,abi3-setup,$(ABI3_PYTHON) -m venv $(ABI3_VENV) && $(ABI3_VENV)/bin/pip install --quiet numpy "pyarrow>=15" && touch $@)
 
-test-abi3: build $(ABI3_VENV)/.deps
-	$(call stage,test-abi3,rm -rf target/wheels && maturin build --quiet --profile dev -i $(PY) -o target/wheels && \
-		$(ABI3_VENV)/bin/pip install --quiet --no-deps --force-reinstall target/wheels/slidewise-*-cp39-abi3-*.whl && \
+test-abi3: wheel $(ABI3_VENV)/.deps
+	$(call stage,test-abi3,$(ABI3_VENV)/bin/pip install --quiet --no-deps --force-reinstall dist/slidewise-*-cp39-abi3-*.whl && \
 		$(ABI3_VENV)/bin/python tests/abi3_smoke.py)
 
 # mypy --strict over the package, the binding's stub and the docs' examples
@@ -86,9 +112,12 @@ typecheck: setup
 # build, then the binding), the test runs after: cargo's proptests then run beside pytest,
 # whose Spark tests leave a core idle while they wait on the JVM, instead of
 # beside the binding's compile, which keeps both cores busy.
+# The wheel is packed between the two (seconds: the test build's extension),
+# alone, so that it never waits on cargo's lock behind the Rust tests.
 test:
 	@$(MAKE) --no-print-directory -j2 --output-sync=target build typecheck $(ABI3_VENV)/.deps
-	@$(MAKE) --no-print-directory -j2 --output-sync=target -o build -o rust-build -o setup test-rust test-python test-abi3
+	@$(MAKE) --no-print-directory PROFILE=dev -o build -o rust-build -o setup wheel
+	@$(MAKE) --no-print-directory -j2 --output-sync=target -o build -o rust-build -o setup -o wheel test-rust test-python test-abi3
 
 demo: build-release $(VENV)/.plot-deps
 	$(PY) -m slidewise demo
@@ -99,7 +128,7 @@ bench: build-release $(VENV)/.bench-deps
 	$(VENV)/bin/asv run --quick --show-stderr -E existing:$(abspath $(PY))
 
 clean:
-	rm -rf $(VENV) $(ABI3_VENV) target .asv .mypy_cache
+	rm -rf $(VENV) $(ABI3_VENV) target dist .asv .mypy_cache
 
 # docs/benchmarks.md from the comparison scripts (benches/report.py), on the
 # release build: `make report` runs them in full (20-40 minutes on 2 cores),

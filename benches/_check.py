@@ -170,3 +170,59 @@ def check(case: str, got, want, peer: str, *, rtol: float = 1e-9, atol: float = 
         raise Mismatch(f"{case}: slidewise and {peer} differ in {len(rows):,} of {len(g):,} rows "
                        f"(tolerance {rtol:g} relative + {atol[i]:g}{' on the squares' if squared else ''}); "
                        f"first at row {i:,}: slidewise {show(g, gnull)}, {peer} {show(w, wnull)}")
+
+
+class connect_server:
+    """A Spark Connect server in a JVM of its own (``SparkConnectServer``,
+    master ``local[2]``, on a free loopback port) for a process that also
+    holds a classic session: pyspark's ``remote("local[2]")`` would start its
+    server inside that process's JVM, which a classic session forbids. Use
+    as ``with connect_server(conf) as url:``; the client is then built with
+    the Connect builder (``pyspark.sql.connect.session.SparkSession``)."""
+
+    def __init__(self, conf: "dict | None" = None, timeout: float = 180.0) -> None:
+        self.conf, self.timeout = dict(conf or {}), timeout
+
+    def __enter__(self) -> str:
+        import socket
+        import sys
+        import tempfile
+        import time
+
+        import pyspark
+
+        home = os.path.dirname(os.path.abspath(pyspark.__file__))
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.log = tempfile.NamedTemporaryFile("w", prefix="slidewise-connect-", suffix=".log", delete=False)
+        conf = {"spark.connect.grpc.binding.address": "127.0.0.1", "spark.connect.grpc.binding.port": str(port),
+                "spark.ui.enabled": "false", **self.conf}
+        cmd = [os.path.join(home, "bin", "spark-submit"), "--class",
+               "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", "local[2]"]
+        for k, v in conf.items():
+            cmd += ["--conf", f"{k}={v}"]
+        env = dict(os.environ, SPARK_HOME=home, PYSPARK_PYTHON=sys.executable)
+        env.pop("SPARK_REMOTE", None)
+        self.proc = subprocess.Popen(cmd + ["spark-internal"], stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the Spark Connect server exited ({self.proc.returncode}); see {self.log.name}")
+            try:
+                socket.create_connection(("127.0.0.1", port), 1).close()
+                return f"sc://127.0.0.1:{port}"
+            except OSError:
+                if time.monotonic() > deadline:
+                    self.proc.kill()
+                    raise RuntimeError(f"the Spark Connect server did not listen within {self.timeout:.0f} s; "
+                                       f"see {self.log.name}")
+                time.sleep(0.5)
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+

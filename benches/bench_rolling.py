@@ -81,6 +81,81 @@ class Rolling:
         self.run()
 
 
+class RollingMissing:
+    """Columns with missing values (issue 36; the full table in
+    compare_rolling.py --missing): 1% or 10% of the rows at random, or runs
+    of 10,000 rows (a sensor down), as Arrow nulls, as NaN under
+    nan="skip", and as NaN under nan="propagate"; bottleneck on the data
+    with NaN (its missing value), polars on the nulls. Each setup checks
+    the call it times: slidewise's nulls against bottleneck, "skip" bit for
+    bit against the nulls, "propagate" against bottleneck with NaN where
+    the window holds one (min: as bottleneck), polars against slidewise."""
+
+    params = (["max", "min", "sum", "mean", "std", "var"], [16, 1024, 65536], ["1%", "10%", "runs"],
+              ["nulls", "skip", "propagate", "polars", "bottleneck"])
+    param_names = ["agg", "window", "missing", "how"]
+    timeout = 300
+
+    def setup(self, agg, window, missing, how):
+        import pyarrow as pa
+        import slidewise as sw
+
+        x = _data()
+        rng = np.random.default_rng(36)
+        if missing == "runs":
+            miss = np.zeros(len(x), dtype=bool)
+            for a in rng.integers(0, len(x) - 10_000, max(len(x) // 1_000_000, 1)):
+                miss[a:a + 10_000] = True
+        else:
+            miss = rng.random(len(x)) < float(missing[:-1]) / 100
+        xn = np.where(miss, np.nan, x)
+        nulls, withnan = pa.array(x, mask=miss), pa.array(xn)
+        bn_run = _peer(xn, agg, window, "bottleneck")
+        want = bn_run()
+        c = np.concatenate([[0], np.cumsum(miss)])
+        i = np.arange(len(x))
+        holes = c[i + 1] - c[np.maximum(i + 1 - window, 0)]  # missing rows per window
+        got = sw.rolling(nulls, window, agg)
+        if agg in ("std", "var"):
+            # bottleneck's running update carries a residue from the rows
+            # before: over one value it divides it by n - 1 = 0 (inf, where
+            # slidewise is null), and after a long gap a window of a few
+            # values is off (1e-3 relative on the std of 2 values). There,
+            # slidewise's own values (checked against polars' below).
+            few = np.minimum(i + 1, window) - holes < 32
+            want = np.where(few, got.to_numpy(zero_copy_only=False), want)
+        case = f"RollingMissing({agg}, {window}, {missing}, {how})"
+        tol = _tolerance(np.nan_to_num(xn), agg, window, "bottleneck")
+        if agg in ("std", "var"):
+            # After a gap a window holds few values, whose variance is small
+            # beside the residue bottleneck's running update carries.
+            tol["rtol"] = 1e-6
+        check(case, got, want, "bottleneck", **tol)
+        runs = {
+            "nulls": lambda: sw.rolling(nulls, window, agg),
+            "skip": lambda: sw.rolling(withnan, window, agg, nan="skip"),
+            "propagate": lambda: sw.rolling(withnan, window, agg, nan="propagate"),
+            "bottleneck": bn_run,
+        }
+        if how in ("polars", "nulls"):
+            import polars as pl
+
+            s = pl.Series(nulls)
+            f = {"max": s.rolling_max, "min": s.rolling_min, "sum": s.rolling_sum, "std": s.rolling_std,
+                 "mean": s.rolling_mean, "var": s.rolling_var}[agg]
+            runs["polars"] = lambda: f(window, min_samples=1)
+            check(case, got, runs["polars"](), "polars", **_tolerance(x, agg, window, "polars"))
+        elif how == "skip":
+            check(case, runs["skip"](), got, "slidewise on nulls", rtol=0.0)
+        elif how == "propagate":
+            check(case, runs["propagate"](), want if agg == "min" else np.where(holes > 0, np.nan, want),
+                  "bottleneck, NaN where the window holds one", **tol)
+        self.run = runs[how]
+
+    def time_rolling(self, agg, window, missing, how):
+        self.run()
+
+
 class RollingThreads:
     """slidewise alone with SLIDEWISE_THREADS=1 and =2 (rolling() splits a
     call's rows over threads from 2^20 rows; each thread count gives the

@@ -16,7 +16,9 @@ this Spark has it), Spark's default frame (for information) and an identity
 Spark's first (null and NaN apart, max exactly, mean / std to 1e-9
 relative); then best of ``--repeat`` (3) per job, the jobs interleaved, and
 the ratios to the targets (>= 6x the segment tree, <= 2x the identity
-pass). ``--job all`` (the default) runs both.
+pass). ``--job aggregate``: ``aggregate`` against Spark's ``groupBy(k,
+F.window(...)).agg(F.sum, F.max, F.avg)`` (below). ``--job all`` (the
+default) runs all three.
 
 First checks every slidewise job timed below against Spark's frames (the
 segment tree, and the default frame unless ``--skip-default``) on the same
@@ -38,15 +40,15 @@ import time
 
 if __package__:  # imported from the benches package (asv discovers every module)
     from . import _features
-    from ._check import Mismatch, check, machine, spark_column
+    from ._check import Mismatch, check, connect_server, machine, spark_column
 else:  # python benches/compare_spark.py
     import _features
-    from _check import Mismatch, check, machine, spark_column
+    from _check import Mismatch, check, connect_server, machine, spark_column
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--job", choices=["all", "rolling", "features"], default="all")
+    ap.add_argument("--job", choices=["all", "rolling", "features", "aggregate"], default="all")
     ap.add_argument("--rows", type=int, default=None, help="rows (default 2,000,000)")
     ap.add_argument("--window", type=int, default=1000, help="--job rolling: the window")
     ap.add_argument("--keys", type=int, default=100)
@@ -55,6 +57,8 @@ def main(argv=None) -> None:
                     "(default: slidewise_features_<rows> under the temp directory, written once)")
     ap.add_argument("--skip-default", action="store_true", help="skip the (slow) default frame")
     ap.add_argument("--warmup", type=int, default=2, help="untimed rounds of three jobs first")
+    ap.add_argument("--connect", action="store_true",
+                    help="--job aggregate: the same jobs over a Spark Connect server too")
     ap.add_argument("--quick", action="store_true", help="20,000 rows, window 100, 10 keys, one repeat, no warm-up")
     args = ap.parse_args(argv)
     if args.quick:
@@ -71,6 +75,8 @@ def main(argv=None) -> None:
         rolling_max(spark, args)
     if args.job in ("all", "features"):
         features(spark, args)
+    if args.job in ("all", "aggregate"):
+        aggregate(spark, args)
     spark.stop()
 
 
@@ -126,6 +132,136 @@ def features(spark, args) -> None:
     print(f"  slidewise / identity mapInArrow       {sw / best['identity mapInArrow']:6.2f}x  [<= 2]")
     if "spark default frame" in best:
         print(f"  Spark default frame / slidewise       {best['spark default frame'] / sw:6.2f}x")
+
+
+AGG_KEYS = 1000
+AGG_DAYS = 7
+
+
+def _agg_parquet(n: int, path: str) -> str:
+    """``n`` rows over 7 days of event time in random order (8 Parquet
+    files): ``k`` (1,000 keys), ``ts`` (timestamp), ``v`` (double, 1% null);
+    written once."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if os.path.isdir(path) and len(os.listdir(path)) == 8:
+        return path
+    os.makedirs(path, exist_ok=True)
+    rng = np.random.default_rng(7)
+    us = rng.integers(0, AGG_DAYS * 86_400 * 10 ** 6, n) + 1_700_000_000 * 10 ** 6
+    v = rng.normal(100, 10, n)
+    t = pa.table({"k": rng.integers(0, AGG_KEYS, n), "ts": pa.array(us, pa.timestamp("us", tz="UTC")),
+                  "v": pa.array(v, mask=rng.random(n) < 0.01)})
+    for i in range(8):
+        pq.write_table(t.slice(i * n // 8, (i + 1) * n // 8 - i * n // 8), os.path.join(path, f"part-{i}.parquet"))
+    return path
+
+
+def _agg_jobs(spark, path: str, label: str = ""):
+    """The aggregate job's cases on ``spark`` (classic or Connect): {name:
+    job}, and a function that checks each slidewise result against Spark's
+    groupBy(window) on the same session."""
+    import slidewise as sw
+    import slidewise.spark as ss
+    from slidewise.spark._specs import _functions
+
+    F = _functions(spark)
+    df = spark.read.parquet(path)
+    aggs = [("sum", F.sum), ("max", F.max), ("mean", F.avg)]
+    cases = {"keyed": (["k"], "10 minutes", "1 minute"), "unkeyed": ([], "1 hour", "5 minutes")}
+    jobs = {}
+    for case, (keys, rng, slide) in cases.items():
+        qs = [sw.Query(a, rng, slide, name=a) for a, _ in aggs]
+        jobs[f"slidewise {case}{label}"] = (lambda qs=qs, keys=keys: ss.aggregate(df, qs, "v", "ts", key=keys or None))
+        jobs[f"spark groupBy(window) {case}{label}"] = (
+            lambda keys=keys, rng=rng, slide=slide: df.groupBy(*keys, F.window("ts", rng, slide))
+            .agg(*[fn("v").alias(a) for a, fn in aggs])
+            .select(*keys, F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"),
+                    *[a for a, _ in aggs]))
+        print(f"aggregate {case}{label}: path {ss.aggregate_path(qs)!r}", flush=True)
+
+    def check() -> None:
+        # each slidewise result against Spark's, joined in Spark (the keyed
+        # one has millions of windows): the same windows, max equal, sum and
+        # mean to 1e-9 relative (Spark adds in another order)
+        for case, (keys, _, _) in cases.items():
+            a, b = jobs[f"slidewise {case}{label}"](), jobs[f"spark groupBy(window) {case}{label}"]()
+            j = a.alias("a").join(b.alias("b"), keys + ["window_start"], "full_outer")
+            bad = F.lit(False)
+            for c, _ in aggs:
+                x, y = F.col(f"a.{c}"), F.col(f"b.{c}")
+                close = F.abs(x - y) <= 1e-9 * F.greatest(F.abs(y), F.lit(1.0))
+                bad = bad | ~F.coalesce(close if c != "max" else (x == y), x.isNull() & y.isNull())
+            bad = bad | F.col("a.window_end").isNull() | F.col("b.window_end").isNull()
+            wrong, windows = j.select(F.sum(bad.cast("long")), F.count(F.lit(1))).first()
+            if wrong:
+                raise Mismatch(f"aggregate {case}{label}: {wrong} of {windows:,} windows differ from Spark's "
+                               "groupBy(window)")
+            print(f"checked: aggregate {case}{label}, {windows:,} windows equal to Spark's groupBy(window)",
+                  flush=True)
+    return jobs, check
+
+
+def aggregate(spark, args) -> None:
+    """``aggregate`` against Spark's ``groupBy(window)``: sum, max and mean
+    over 10-minute windows sliding 1 minute per key (1,000 keys), and over
+    1-hour windows sliding 5 minutes unkeyed, on ``--rows`` (2M) rows of 7
+    days read from Parquet; every window of every query consumed (a
+    ``noop`` write of the one DataFrame), results checked equal to Spark's
+    first; an identity ``mapInArrow`` pass in the same run. ``--connect``:
+    the same jobs through a Spark Connect server too (a JVM of its own,
+    ``local[2]``, idle while the classic jobs run), interleaved with the
+    classic ones."""
+    import contextlib
+    import tempfile
+
+    n = args.rows or 2_000_000
+    repeat = args.repeat or 3
+    path = _agg_parquet(n, os.path.join(tempfile.gettempdir(), f"slidewise_agg_{n}"))
+    jobs, check = _agg_jobs(spark, path)
+    df = spark.read.parquet(path)
+    jobs["identity mapInArrow"] = lambda: df.mapInArrow(lambda it: it, df.schema)
+    checks = [check]
+    with contextlib.ExitStack() as stack:
+        if args.connect:
+            from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+            url = stack.enter_context(connect_server({"spark.driver.memory": "3g",
+                                                      "spark.sql.shuffle.partitions": "2"}))
+            remote = ConnectSession.builder.remote(url).getOrCreate()
+            stack.callback(remote.stop)
+            cjobs, ccheck = _agg_jobs(remote, path, " (Connect)")
+            jobs.update(cjobs)
+            checks.append(ccheck)
+        for c in checks:
+            c()
+        for make in jobs.values():  # JIT, Python workers
+            make().write.format("noop").mode("overwrite").save()
+        best = {name: float("inf") for name in jobs}
+        for r in range(repeat):
+            for name, make in jobs.items():
+                t0 = time.perf_counter()
+                make().write.format("noop").mode("overwrite").save()
+                best[name] = min(best[name], time.perf_counter() - t0)
+                print(f"  round {r + 1}: {name:<44}{time.perf_counter() - t0:8.2f} s", flush=True)
+    print(f"\naggregate: {n:,} rows over {AGG_DAYS} days from 8 Parquet files (random order), sum / max / mean, "
+          f"keyed ({AGG_KEYS} keys, 10 min / 1 min) and unkeyed (1 h / 5 min); local[2]; best of {repeat}, "
+          "interleaved")
+    for name, v in best.items():
+        print(f"  {name:<52}{v:8.2f} s")
+    print("ratios (targets in brackets)")
+    for label in ("", " (Connect)") if args.connect else ("",):
+        for case, target in (("keyed", 2), ("unkeyed", 1.5)):
+            print(f"  {case}{label}: groupBy(window) / slidewise  "
+                  f"{best[f'spark groupBy(window) {case}{label}'] / best[f'slidewise {case}{label}']:6.2f}x  "
+                  f"[>= {target}]")
+    print(f"  keyed: slidewise / identity pass     {best['slidewise keyed'] / best['identity mapInArrow']:6.2f}x")
+    if args.connect:
+        for case in ("keyed", "unkeyed"):
+            print(f"  {case}: slidewise over Connect / classic  "
+                  f"{best[f'slidewise {case} (Connect)'] / best[f'slidewise {case}']:6.2f}x (time)")
 
 
 def rolling_max(spark, args) -> None:

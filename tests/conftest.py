@@ -4,6 +4,8 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
+# the repository root: tests use benches/_check.py's Connect server
+sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import slidewise as sw  # noqa: E402
 
@@ -54,53 +56,25 @@ def spark():
 
 
 @pytest.fixture(scope="session")
-def spark_connect(spark):
-    """A Spark Connect session to a real local Connect server: a separate
-    JVM (``SparkConnectServer``, master ``local[2]``, on a free loopback
-    port), as a laptop reaches a remote Spark 4 cluster. A process holds one
-    classic SparkContext (the ``spark`` fixture), and pyspark's own
-    ``remote("local[2]")`` starts its server inside that process's JVM, so it
-    cannot run beside it; the client is built with the Connect builder."""
-    import socket
-    import subprocess
-    import tempfile
-    import time
+def connect_url(spark):
+    """The URL (``sc://127.0.0.1:PORT``) of a real local Spark Connect
+    server: a separate JVM (``SparkConnectServer``, master ``local[2]``), as
+    a laptop reaches a remote Spark 4 cluster (benches/_check.py's
+    ``connect_server``: pyspark's own ``remote("local[2]")`` cannot run beside
+    the classic ``spark`` session in one process)."""
+    from benches._check import connect_server
 
-    import pyspark
+    conf = {"spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "4",
+            "spark.python.authenticate.socketTimeout": "120s", "spark.sql.execution.arrow.pyspark.enabled": "true"}
+    with connect_server(conf) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def spark_connect(connect_url):
+    """A Spark Connect session to :func:`connect_url`'s server."""
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-    home = os.path.dirname(os.path.abspath(pyspark.__file__))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = tempfile.NamedTemporaryFile("w", prefix="slidewise-connect-", suffix=".log", delete=False)
-    conf = {"spark.connect.grpc.binding.address": "127.0.0.1", "spark.connect.grpc.binding.port": str(port),
-            "spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false",
-            "spark.python.authenticate.socketTimeout": "120s", "spark.sql.execution.arrow.pyspark.enabled": "true"}
-    cmd = [os.path.join(home, "bin", "spark-submit"), "--class",
-           "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", "local[2]"]
-    for k, v in conf.items():
-        cmd += ["--conf", f"{k}={v}"]
-    env = dict(os.environ, SPARK_HOME=home, PYSPARK_PYTHON=sys.executable)
-    env.pop("SPARK_REMOTE", None)
-    server = subprocess.Popen(cmd + ["spark-internal"], stdout=log, stderr=subprocess.STDOUT, env=env)
-    deadline = time.monotonic() + 180
-    while True:
-        if server.poll() is not None:
-            raise RuntimeError(f"the Spark Connect server exited ({server.returncode}); see {log.name}")
-        try:
-            socket.create_connection(("127.0.0.1", port), 1).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                server.kill()
-                raise RuntimeError(f"the Spark Connect server did not listen within 180 s; see {log.name}")
-            time.sleep(0.5)
-    s = ConnectSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
+    s = ConnectSession.builder.remote(connect_url).getOrCreate()
     yield s
     s.stop()
-    server.terminate()
-    try:
-        server.wait(30)
-    except subprocess.TimeoutExpired:
-        server.kill()

@@ -71,7 +71,7 @@ def test_a_stream_pickled_before_the_rule_keeps_its_meaning():
     # as first_ignore_nulls, and continue with the same answers.
     s = sw.Stream([sw.Query("first", range=2, slide=2, ignore_nulls=True, name="f")])
     s.push({"v": pa.array([None, 5.0, None])})
-    st = s.__getstate__()
+    st = s._state()  # the dict a version-8 pickle held, unsealed
     st["version"] = 7
     st["queries"] = [sw.Query("first", range=2, slide=2, name="f")]  # how version 7 named it
     old = sw.Stream.__new__(sw.Stream)

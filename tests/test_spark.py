@@ -559,23 +559,136 @@ def test_rolling_errors(spark):
         ss.rolling(sdf, "x", "t", 2, "max", output="x")
 
 
+WIDE_AGGS = [("sum", F.sum), ("max", F.max), ("min", F.min), ("mean", F.avg), ("count", F.count),
+             ("std", F.stddev), ("var", F.var_samp), ("std_pop", F.stddev_pop), ("var_pop", F.var_pop)]
+
+
 @pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "unkeyed"])
-def test_aggregate_equals_groupby_window(spark, keyed):
-    pdf, nulls, nans = _data(2000, 3, 2000, seed=6)
+@pytest.mark.parametrize("dtype", ["float64", "int32"])
+def test_aggregate_equals_groupby_window(spark, keyed, dtype):
+    """Queries sharing a window: one DataFrame, a column per query, equal to
+    groupBy(k, window(ts, 10s, 3s)).agg(sum, max, ...) (the panes path);
+    with nulls and NaN in a double column, nulls in an int column (sum stays
+    bigint, max / min int); a value-less window still a window (count 0);
+    then one query alone (``value``), first / last (the sorted path) and a
+    tumbling window."""
+    pdf, nulls, nans = _data(2000, 3, 2000, seed=6, dtype=dtype)
+    if dtype == "int32":
+        pdf["v"] = pdf["v"].astype(np.int32)
     pdf["ts"] = pd.to_datetime(pdf["t"] * 37, unit="ms")
     sdf = _sdf(spark, pdf, nulls, nans, parts=4)
-    qs = [sw.Query("max", "10s", "3s", name="max"), sw.Query("sum", "10s", "3s", name="sum"),
-          sw.Query("count", "5s", name="count"), sw.Query("mean", "7s", "2s", name="mean")]
     key = "k" if keyed else None
-    res = ss.aggregate(sdf, qs, "v", "ts", key=key)
-    assert set(res) == {"max", "sum", "count", "mean"}
     keys = ["k"] if keyed else []
-    got = {}
-    for q, fn, rng_, slide in [("max", F.max, "10 seconds", "3 seconds"), ("sum", F.sum, "10 seconds", "3 seconds"),
-                               ("count", F.count, "5 seconds", "5 seconds"), ("mean", F.avg, "7 seconds", "2 seconds")]:
-        got[q] = res[q].toArrow()
-        _same_windows(got[q], _spark_windows(sdf, keys, "ts", "v", fn, rng_, slide), keys, q)
-    _same_windows(ss.aggregate(sdf, qs[0], "v", "ts", key=key).toArrow(), got["max"], keys, "single")
+    qs = [sw.Query(a, "10s", "3s", name=a) for a, _ in WIDE_AGGS]
+    assert ss.aggregate_path(qs) == "panes"
+    res = ss.aggregate(sdf, qs, "v", "ts", key=key)
+    want = (sdf.groupBy(*keys, F.window("ts", "10 seconds", "3 seconds"))
+            .agg(*[fn("v").alias(a) for a, fn in WIDE_AGGS])
+            .select(*keys, F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"),
+                    *[a for a, _ in WIDE_AGGS]))
+    assert res.columns == keys + ["window_start", "window_end"] + [a for a, _ in WIDE_AGGS]
+    assert [f.dataType for f in res.schema.fields] == [f.dataType for f in want.schema.fields]
+    got, ref = res.toArrow(), want.toArrow()
+    cols = keys + ["window_start", "window_end"]
+    for a, _ in WIDE_AGGS:
+        _same_windows(got.select(cols + [a]).rename_columns(cols + ["value"]),
+                      ref.select(cols + [a]).rename_columns(cols + ["value"]), keys, a)
+    # one query: the column is "value"
+    _same_windows(ss.aggregate(sdf, sw.Query("mean", "7s", "2s"), "v", "ts", key=key),
+                  _spark_windows(sdf, keys, "ts", "v", F.avg, "7 seconds", "2 seconds"), keys, "single")
+    # first / last run the sorted path: the value of the window's first /
+    # last row in time (one row per time here: Spark's min_by / max_by of ts)
+    one = sdf.dropDuplicates([*keys, "ts"])
+    fl = [sw.Query("first", "5s", name="first"), sw.Query("last", "5s", name="last"), sw.Query("sum", "5s", name="s")]
+    assert ss.aggregate_path(fl) == "sorted"
+    res = ss.aggregate(one, fl, "v", "ts", key=key).toArrow()
+    for name, fn in [("first", lambda v: F.min_by(v, "ts")), ("last", lambda v: F.max_by(v, "ts")), ("s", F.sum)]:
+        _same_windows(res.select(cols + [name]).rename_columns(cols + ["value"]),
+                      _spark_windows(one, keys, "ts", "v", fn, "5 seconds", "5 seconds"), keys, name)
+
+
+@pytest.mark.parametrize("chunk", [None, 64], ids=["one-chunk", "many-chunks"])
+def test_aggregate_panes_dense_keys(spark, monkeypatch, chunk):
+    """Many rows per (key, pane), in random order over 5 partitions, each
+    partition's rows reduced in one chunk or in chunks of 64 rows whose
+    partials are merged (Chan's merge for the variance): equal to
+    groupBy(k, window). Values near 1e6 with unit noise: a variance merged
+    naively from sums of squares would be far off."""
+    from slidewise.spark import _panes
+
+    if chunk:
+        monkeypatch.setattr(_panes, "_MERGE_ROWS", chunk)
+    rng = np.random.default_rng(12)
+    n = 4000
+    pdf = pd.DataFrame({"id": np.arange(n), "k": rng.integers(0, 3, n), "t": rng.integers(0, 400, n),
+                        "v": 1e6 + rng.normal(size=n)})
+    pdf["ts"] = pd.to_datetime(pdf["t"], unit="s")
+    sdf = _sdf(spark, pdf, rng.random(n) < 0.05, rng.random(n) < 0.002, parts=5)
+    aggs = [("sum", F.sum), ("max", F.max), ("var", F.var_samp), ("std_pop", F.stddev_pop), ("count", F.count)]
+    got = ss.aggregate(sdf, [sw.Query(a, "60s", "20s", name=a) for a, _ in aggs], "v", "ts", key="k").toArrow()
+    want = (sdf.groupBy("k", F.window("ts", "60 seconds", "20 seconds")).agg(*[fn("v").alias(a) for a, fn in aggs])
+            .select("k", F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"),
+                    *[a for a, _ in aggs])).toArrow()
+    assert want["count"].to_numpy().max() > 100
+    cols = ["k", "window_start", "window_end"]
+    for a, _ in aggs:
+        _same_windows(got.select(cols + [a]).rename_columns(cols + ["value"]),
+                      want.select(cols + [a]).rename_columns(cols + ["value"]), ["k"], a)
+
+
+@pytest.mark.parametrize("spread", [10, 2 ** 61], ids=["packed", "per-key"])
+def test_panes_window_rows(spread):
+    """_panes._window_rows: each window's partial rows [lo, hi), by a
+    search over (key, pane) packed in an int64, or per key when the panes
+    spread too far for that, against a scan."""
+    from slidewise.spark import _panes
+
+    rng = np.random.default_rng(5)
+    kid = np.sort(rng.integers(0, 4, 300))
+    pane = np.concatenate([np.sort(rng.integers(-spread, spread, int((kid == k).sum()))) for k in range(4)])
+    wkey = np.repeat(np.arange(4), 25)
+    wfirst = np.concatenate([np.sort(rng.integers(-spread, spread, 25)) for _ in range(4)])
+    R = 7
+    lo, hi = _panes._window_rows(kid, pane, wkey, wfirst, R)
+    for j in range(len(wkey)):
+        rows = np.flatnonzero((kid == wkey[j]) & (pane >= wfirst[j]) & (pane < wfirst[j] + R))
+        want = (rows[0], rows[-1] + 1) if len(rows) else None
+        if want:
+            assert (lo[j], hi[j]) == want
+        else:
+            assert lo[j] == hi[j]
+
+
+def test_aggregate_integer_sum_overflow_is_an_error(spark):
+    """An int64 sum past bigint is an error naming it, as under Spark's
+    ANSI mode, whether it overflows within a pane or only across a window's
+    panes; a sum near the limit that fits is exact."""
+    big = 2 ** 62
+    for vals, secs, fails in [([big, big], [0, 1], True), ([big, big], [0, 30], True),
+                              ([big, 2 ** 61, 2 ** 60, 5], [0, 1, 2, 30], False)]:
+        sdf = spark.createDataFrame(pd.DataFrame({"v": np.array(vals, dtype=np.int64),
+                                                  "ts": pd.to_datetime(secs, unit="s")}))
+        q = sw.Query("sum", "1m", "20s")
+        if fails:
+            with pytest.raises(Exception, match="ARITHMETIC_OVERFLOW"):
+                ss.aggregate(sdf, q, "v", "ts").toArrow()
+        else:
+            got = ss.aggregate(sdf, q, "v", "ts").toArrow()
+            assert max(got["value"].to_pylist()) == big + 2 ** 61 + 2 ** 60 + 5
+
+
+def test_aggregate_queries_share_a_window(spark):
+    """A list of queries is one groupBy(window): queries of another window
+    are refused with a message saying to call again; names may not clash
+    with the output's columns."""
+    sdf = spark.createDataFrame(pd.DataFrame({"k": [1, 2], "v": [1.0, 2.0],
+                                              "ts": pd.to_datetime([0, 1], unit="s")}))
+    with pytest.raises(ValueError, match="call aggregate once per window"):
+        ss.aggregate(sdf, [sw.Query("max", "10s", name="a"), sw.Query("max", "1m", name="b")], "v", "ts")
+    with pytest.raises(ValueError, match="call aggregate once per window"):
+        ss.aggregate(sdf, [sw.Query("max", session="30s", name="a"), sw.Query("max", "30s", name="b")], "v", "ts")
+    with pytest.raises(ValueError, match="clash"):
+        ss.aggregate(sdf, [sw.Query("max", "10s", name="k")], "v", "ts", key="k")
 
 
 def _spark_windows(sdf, keys, time, value, fn, rng_, slide):
@@ -632,28 +745,23 @@ def test_aggregate_sessions_equal_session_window(spark, case):
     elif case == "unkeyed":
         keys = []
     sdf = sdf.withColumn("ts", F.when(F.col("id") % 97 == 5, F.lit(None)).otherwise(F.col("ts")))
-    qs = [sw.Query(a, session="30s", name=a) for a, _ in SESSION_AGGS] + [sw.Query("sum", session="2m", name="long")]
-    res = ss.aggregate(sdf, qs, "v", "ts", key=keys or None)
-    assert set(res) == {q.name for q in qs}
+    qs = [sw.Query(a, session="30s", name=a) for a, _ in SESSION_AGGS]
+    res = ss.aggregate(sdf, qs, "v", "ts", key=keys or None).toArrow()
+    assert ss.aggregate_path(qs) == "sorted"
     want = (sdf.groupBy(*keys, F.session_window("ts", "30 seconds"))
             .agg(*[fn("v").alias(a) for a, fn in SESSION_AGGS])
             .select(*keys, F.col("session_window.start").alias("window_start"),
                     F.col("session_window.end").alias("window_end"), *[a for a, _ in SESSION_AGGS]).toArrow())
+    cols = keys + ["window_start", "window_end"]
     for name, _ in SESSION_AGGS:
-        ref = want.select(keys + ["window_start", "window_end", name]).rename_columns(
-            keys + ["window_start", "window_end", "value"])
-        _same_windows(res[name].toArrow(), ref, keys, name)
+        ref = want.select(cols + [name]).rename_columns(cols + ["value"])
+        _same_windows(res.select(cols + [name]).rename_columns(cols + ["value"]), ref, keys, name)
     # non-trivial sessions: several per key, some of one row, some of many
     assert want.num_rows > 10 * max(1, len(keys))
     counts = want["count"].to_numpy()
     assert counts.min() <= 1 and counts.max() >= 5
-    _same_windows(res["long"], _spark_sessions(sdf, keys, "ts", "v", F.sum, "2 minutes"), keys, "long")
-    # a session query next to a time window query, one pass
-    mixed = ss.aggregate(sdf, [sw.Query("max", session="30s", name="s"), sw.Query("max", "1m", name="w")], "v",
-                         "ts", key=keys or None)
-    _same_windows(mixed["s"], want.select(keys + ["window_start", "window_end", "max"]).rename_columns(
-        keys + ["window_start", "window_end", "value"]), keys, "mixed.s")
-    _same_windows(mixed["w"], _spark_windows(sdf, keys, "ts", "v", F.max, "1 minute", "1 minute"), keys, "mixed.w")
+    _same_windows(ss.aggregate(sdf, sw.Query("sum", session="2m"), "v", "ts", key=keys or None),
+                  _spark_sessions(sdf, keys, "ts", "v", F.sum, "2 minutes"), keys, "long")
 
 
 # ---------------------------------------------------------------------------
@@ -783,19 +891,22 @@ def test_cli_run(spark, tmp_path, capsys):
                      "--query", "max range=10s slide=5s", "--query", "mean range=20s slide=20s name=m",
                      "--output", str(out)]) == 0
     printed = capsys.readouterr().out
-    for name, fn, rng_, slide in [("max_10s_5s", F.max, "10 seconds", "5 seconds"),
-                                  ("m", F.avg, "20 seconds", "20 seconds")]:
-        got = pq.read_table(out / name)
+    cols = ["dev", "window_start", "window_end"]
+    for name, label, fn, rng_, slide in [("max_10s_5s", "range=10s_slide=5s", F.max, "10 seconds", "5 seconds"),
+                                         ("m", "range=20s_slide=20s", F.avg, "20 seconds", "20 seconds")]:
+        got = pq.read_table(out / label)  # one dataset per window, a column per query
+        assert got.column_names == cols + [name]
         # Parquet gives back timestamps in its own unit and zone: same instants, not the same type
-        _same_windows(got, _spark_windows(sdf, ["dev"], "ts", "x", fn, rng_, slide), ["dev"], name, same_type=False)
-        assert got["value"].type == pa.float64()
-        assert f"{name}: {got.num_rows:,} windows" in printed
+        _same_windows(got.rename_columns(cols + ["value"]), _spark_windows(sdf, ["dev"], "ts", "x", fn, rng_, slide),
+                      ["dev"], name, same_type=False)
+        assert got[name].type == pa.float64()
+        assert f"{name}: {got.num_rows:,} windows -> {out / label}" in printed
     # count windows over the input order, one query writes --output itself;
     # 1000 rows, slide 120: the last window is the partial one at flush
     out2 = tmp_path / "out2.parquet"
     assert cli.main(["run", "--input", str(src), "--value", "x", "--query", "sum range=150 slide=120",
                      "--output", str(out2)]) == 0
-    got = pq.read_table(out2).sort_by("window_start")
+    got = pq.read_table(out2).sort_by("window_start").rename_columns(["window_start", "window_end", "value"])
     ends = list(range(120, n + 1, 120))
     edges = ends + [ends[-1] + 120]
     ends.append(n)
@@ -814,448 +925,6 @@ def test_cli_run(spark, tmp_path, capsys):
         from slidewise import _run
 
         _run.parse_query("max range=10 bogus=1")
-
-
-# ---------------------------------------------------------------------------
-# Structured Streaming
-
-
-def _stream_files(d, nfiles=4, per=150, seed=9):
-    rng = np.random.default_rng(seed)
-    frames = []
-    for i in range(nfiles):
-        # ms; rows every ~100 ms, jitter < the watermark delay; not at the epoch: in the first
-        # micro-batch the watermark is 0 and Spark drops rows with time <= 0 as late
-        base = 10_000 + i * per * 100
-        t = base + np.arange(per) * 100 + rng.integers(-500, 500, per)
-        f = pd.DataFrame({"k": rng.integers(0, 3, per), "ts": pd.to_datetime(t, unit="ms"),
-                          "v": rng.normal(size=per).round(3)})
-        f.loc[rng.random(per) < 0.05, "v"] = np.nan
-        frames.append(f)
-    return frames
-
-
-def _run_stream(spark, src, out, ck, files, start, stop):
-    for i in range(start, stop):
-        files[i].to_parquet(os.path.join(src, f"part-{i:03d}.parquet"))
-    qs = [sw.Query("max", "4s", "2s", name="max"), sw.Query("sum", "3s", name="sum")]
-    sdf = (spark.readStream.schema("k bigint, ts timestamp, v double").option("maxFilesPerTrigger", 1)
-           .parquet(src))
-    res = ss.stream_aggregate(sdf, qs, "v", "ts", key="k", watermark="2 seconds")
-    q = (res.writeStream.format("parquet").option("path", out).option("checkpointLocation", ck)
-         .outputMode("append").trigger(availableNow=True).start())
-    q.awaitTermination(600)
-    assert q.exception() is None, q.exception()
-
-
-def test_stream_aggregate_restart_from_checkpoint(spark, tmp_path):
-    """Stop after two files, restart from the checkpoint with two more: the
-    same windows as one uninterrupted run, and each equals groupBy(window)
-    over all rows."""
-    spark.conf.set("spark.sql.streaming.stateStore.providerClass",
-                   "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
-    try:
-        files = _stream_files(tmp_path)
-        dirs = {}
-        for run in ("whole", "restart"):
-            src, out, ck = (str(tmp_path / run / x) for x in ("src", "out", "ck"))
-            os.makedirs(src)
-            if run == "whole":
-                _run_stream(spark, src, out, ck, files, 0, 4)
-            else:
-                _run_stream(spark, src, out, ck, files, 0, 2)
-                _run_stream(spark, src, out, ck, files, 2, 4)
-            dirs[run] = out
-    finally:
-        spark.conf.unset("spark.sql.streaming.stateStore.providerClass")
-    srt = [(c, "ascending") for c in ["query", "k", "window_start"]]
-    a = pq.read_table(dirs["whole"]).sort_by(srt)
-    b = pq.read_table(dirs["restart"]).sort_by(srt)
-    assert a.num_rows > 20
-    assert not a.select(["query", "k", "window_start"]).to_pandas().duplicated().any()
-    assert a.column_names == b.column_names == ["k", "query", "window_start", "window_end", "value"]
-    for c in a.column_names:
-        _same_values(b[c], a[c], f"restart.{c}")
-    # every window written equals Spark's over all rows (the input has no NaN:
-    # pandas' NaN are nulls in Parquet and in createDataFrame)
-    allrows = spark.createDataFrame(pd.concat(files, ignore_index=True))
-    for name, rng_, slide, fn in [("max", "4 seconds", "2 seconds", F.max), ("sum", "3 seconds", "3 seconds", F.sum)]:
-        want = _spark_windows(allrows, ["k"], "ts", "v", fn, rng_, slide).toArrow()
-        got = a.filter(pc.equal(a["query"], name))
-        assert got.num_rows > 10, name
-        at = {kw: i for i, kw in enumerate(zip(want["k"].to_pylist(), _us(want["window_start"])))}
-        keys = list(zip(got["k"].to_pylist(), _us(got["window_start"])))
-        assert all(kw in at for kw in keys), (name, [kw for kw in keys if kw not in at][:5])
-        ref = want.take(pa.array([at[kw] for kw in keys], pa.int64()))
-        _same_values(got["window_end"], ref["window_end"], f"{name}.window_end", same_type=False)
-        _same_values(got["value"], ref["value"], f"{name}.value")
-
-
-def _us(col):
-    """A timestamp column as int64 microseconds since the epoch (any unit/zone)."""
-    return np.asarray(col.to_numpy(zero_copy_only=False)).astype("datetime64[us]").astype(np.int64).tolist()
-
-
-# ---------------------------------------------------------------------------
-# out of order: micro-batch by micro-batch against Spark's own streaming
-# aggregation (withWatermark("ts", "30 seconds"), append mode)
-
-# (key, event time in s, value; None: null), one list per micro-batch. W: the
-# watermark a batch finds (max time of the earlier batches - 30 s; Spark: 0
-# in its first batch). Late rows are each alone in their (key, window) of
-# their batch: Spark counts dropped (key, window) partial aggregates.
-_TIME_BATCHES = [
-    # W none
-    [("a", 1000, 1.5), ("a", 1003, 2.25), ("b", 1001, -1.0), ("b", 1012, 4.0), ("c", 1005, 0.5), ("a", 1025, 3.0)],
-    # W 995: rows behind the max, in windows still open
-    [("a", 1041, 7.0), ("b", 1030, 0.25), ("a", 998, -2.0), ("c", 996, 6.0), ("b", 992, 1.25), ("c", 1010.5, 2.0)],
-    # W 1011: a@1009, b@1005, c@1000 late ([1000, 1010) ends at 1010 <= W);
-    # b@1011 (t == W) and c@1010.5 (t < W) on time: [1010, 1020) is open;
-    # key e has only a null
-    [("a", 1009, 9.0), ("b", 1011, 3.5), ("c", 1012.5, -4.0), ("b", 1005, 8.0), ("c", 1000, 5.0),
-     ("a", 1060, 1.0), ("a", 1020, -0.5), ("b", 1035, None), ("e", 1022, None)],
-    # W 1030: a@1029.9 and c@1021 late (window end == W); b@1030 (t == W) on
-    # time; a new key's d@1027 late (sliding windows of 5 s: late for [1020,
-    # 1030), on time for [1025, 1035))
-    [("a", 1029.9, 6.5), ("b", 1030, 2.0), ("c", 1021, -3.0), ("b", 1039, float("nan")), ("c", 1070, 0.75),
-     ("d", 1027, 3.25)],
-    # W 1040: b@1038 late
-    [("b", 1038, 5.5), ("a", 1045, 1.75), ("c", 1050, -1.5), ("c", 1058, 2.5), ("a", 1090, 4.5)],
-]
-
-# the same for session windows of gap 10 s: a row's own window [t, t + 10]
-_SESSION_BATCHES = [
-    # W none: b@1000 and b@1010 exactly a gap apart: one session
-    [("a", 1000, 1.5), ("a", 1005, 2.25), ("b", 1000, -1.0), ("b", 1010, 4.0), ("c", 1002, 0.5), ("a", 1030, 3.0)],
-    # W 1000: c@991 on time ([991, 1001]); b@1020 touches b's [1000, 1020]
-    [("a", 1016, 7.0), ("c", 991, 6.0), ("b", 1020, 0.25), ("a", 1055, -2.0)],
-    # W 1025: a@1014, c@1012 late; b@1015 late ([1015, 1025] ends at W) though
-    # b's session [1000, 1030] is open; a@1017 extends a's [1016, 1026]; key
-    # e has only a null
-    [("a", 1014, 9.0), ("a", 1017, 3.5), ("c", 1012, -4.0), ("b", 1015, 8.0), ("c", 1040, 5.0), ("b", 1070, 1.0),
-     ("e", 1022, None)],
-    # W 1040: a@1029 late; c@1031 merges into c's [1040, 1050], a@1047 into
-    # a's [1055, 1065], a null b@1065 into b's [1070, 1080]
-    [("a", 1029, 6.5), ("c", 1031, 2.0), ("a", 1047, -3.0), ("b", 1065, None), ("a", 1080, 0.75)],
-    # W 1050: c@1039 late; b@1060 (NaN) merges into b's [1065, 1080]; then W 1085
-    [("c", 1039, 5.5), ("b", 1060, float("nan")), ("a", 1115, 1.75)],
-]
-
-
-def _frames(batches):
-    """One Arrow table (id, k, ts, v) per micro-batch; ids count from 0."""
-    out, i = [], 0
-    for b in batches:
-        n = len(b)
-        out.append(pa.table({
-            "id": pa.array(range(i, i + n), pa.int64()),
-            "k": pa.array([r[0] for r in b], pa.string()),
-            "ts": pa.array([int(round(r[1] * 1e6)) for r in b], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
-            "v": pa.array([r[2] for r in b], pa.float64(), from_pandas=False)}))
-        i += n
-    return out
-
-
-_ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-
-
-def _start_stream(spark, src, build, out=None):
-    """Start ``build(df)`` over the Parquet files of ``src`` (one file per
-    micro-batch: maxFilesPerTrigger=1) in append mode, into a memory sink
-    or, with ``out``, Parquet in ``out/sink`` with its checkpoint in
-    ``out/ck``. Returns the query and a function reading its sink."""
-    import uuid
-
-    os.makedirs(src, exist_ok=True)
-    sdf = (spark.readStream.schema("id bigint, k string, ts timestamp, v double")
-           .option("maxFilesPerTrigger", 1).parquet(src))
-    name = f"slidewise_{uuid.uuid4().hex}"
-    # one state partition: quicker batches; transformWithState needs RocksDB
-    parts = spark.conf.get("spark.sql.shuffle.partitions")
-    spark.conf.set("spark.sql.shuffle.partitions", "1")
-    spark.conf.set("spark.sql.streaming.stateStore.providerClass", _ROCKSDB)
-    try:
-        w = build(sdf).writeStream.outputMode("append")
-        if out is None:
-            w = w.format("memory").queryName(name)
-        else:
-            w = w.format("parquet").option("path", os.path.join(out, "sink")).option(
-                "checkpointLocation", os.path.join(out, "ck"))
-        q = w.start()
-    finally:
-        spark.conf.set("spark.sql.shuffle.partitions", parts)
-        spark.conf.unset("spark.sql.streaming.stateStore.providerClass")
-    if out is None:
-        return q, lambda: spark.table(name).toArrow()
-    return q, lambda: pq.read_table(os.path.join(out, "sink"))
-
-
-def _feed(src, frames, queries, first=0, together=False):
-    """Frame i (from ``first``) becomes Parquet file i in ``src``, then
-    processAllAvailable() on each query runs its micro-batch and the
-    no-data batch Spark adds when the watermark moved (it emits the windows
-    the new watermark closed, and the next batch judges late rows against
-    it: slidewise's rule per push). Returns, per query, its
-    numRowsDroppedByWatermark per frame. ``together``: all files first
-    (modification times in order), then one processAllAvailable(): data
-    batches back to back, each judging late rows by the watermark of the
-    one before; one count for them all."""
-    import time
-
-    drops = [[] for _ in queries]
-    todo = list(enumerate(frames[first:], first))
-    for group in ([todo] if together else [[x] for x in todo]):
-        seen = [len(q.recentProgress) for q in queries]
-        for i, f in group:
-            # whole files only (Spark skips names starting with "."), in order
-            tmp, path = os.path.join(src, f".part-{i:03d}"), os.path.join(src, f"part-{i:03d}.parquet")
-            pq.write_table(f, tmp)
-            os.utime(tmp, (1_000_000 + i, 1_000_000 + i))
-            os.replace(tmp, path)
-        want = [f.num_rows for _, f in group]
-        for q, n, d in zip(queries, seen, drops):
-            deadline = time.time() + 120
-            while True:
-                # a trigger that listed the directory just before the files
-                # came can end processAllAvailable() early
-                q.processAllAvailable()
-                new = q.recentProgress[n:]
-                rows = [p["numInputRows"] for p in new if p["numInputRows"]]
-                if sum(rows) >= sum(want) or time.time() > deadline:
-                    break
-                time.sleep(0.2)
-            assert rows == want, ("one file per micro-batch", rows, want)
-            d.append(sum(p["stateOperators"][0]["numRowsDroppedByWatermark"] for p in new if p["stateOperators"]))
-    for q in queries:
-        assert q.exception() is None, q.exception()
-    return drops
-
-
-def _spark_micro_batches(spark, src, frames, build):
-    """``build(df)`` (append mode) over ``frames``, one micro-batch each
-    (see _feed): the sink's rows and numRowsDroppedByWatermark per frame."""
-    q, read = _start_stream(spark, src, build)
-    try:
-        (drops,) = _feed(src, frames, [q])
-    finally:
-        q.stop()
-    return read(), drops
-
-
-def _reference_query(window, aggs=None):
-    """Spark's own append-mode streaming aggregate by (k, ``window``): the
-    windows with ``aggs`` of their values ({column: function}; default the
-    sum as "value") and the ids of their rows."""
-    aggs = aggs or {"value": F.sum}
-
-    def build(sdf):
-        return (sdf.withWatermark("ts", "30 seconds").groupBy("k", window.alias("w"))
-                .agg(*[fn("v").alias(c) for c, fn in aggs.items()], F.collect_list("id").alias("ids"))
-                .select("k", F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"),
-                        *aggs, "ids"))
-    return build
-
-
-def _late_ids(frame, late):
-    """The ids of a frame's rows that ``late`` (k, ts, v) holds."""
-    at = {(k, t): i for i, k, t in zip(frame["id"].to_pylist(), frame["k"].to_pylist(), _us(frame["ts"]))}
-    assert len(at) == frame.num_rows, "(k, ts) identifies a row of a frame"
-    return [at[(k, t)] for k, t in zip(late["k"].to_pylist(), _us(late["ts"]))]
-
-
-@pytest.mark.parametrize("kind", ["time", "session"])
-def test_stream_keyed_out_of_order_equals_spark_streaming(spark, tmp_path, kind):
-    """sw.Stream(key="k", lateness="30s") pushed the micro-batches Spark
-    runs: the windows its pushes emit (no flush: Spark never emits an open
-    window) are Spark's append-mode output of withWatermark("ts", "30
-    seconds").groupBy("k", window or session_window(ts, "10 seconds")), with
-    the same values; per push, as many late rows as Spark dropped in that
-    batch, and no window of Spark's holds one of them. The data has rows
-    behind the watermark in windows still open (on time in both), late rows
-    at the boundary (window end == watermark), a late row next to an open
-    session it would touch, sessions merged by a later row, a null and a NaN."""
-    frames = _frames(_TIME_BATCHES if kind == "time" else _SESSION_BATCHES)
-    if kind == "time":
-        q, window = sw.Query("sum", "10 seconds", name="q"), F.window("ts", "10 seconds")
-    else:
-        q, window = sw.Query("sum", session="10 seconds", name="q"), F.session_window("ts", "10 seconds")
-    want, drops = _spark_micro_batches(spark, str(tmp_path / "src"), frames, _reference_query(window))
-    stream = sw.Stream(q, value="v", time="ts", key="k", lateness="30s")
-    got, late = [], []
-    for f in frames:
-        got.append(stream.push(f)["q"])
-        late.append(_late_ids(f, stream.late_rows()))
-    assert stream.row_counts == {"rows_in": sum(f.num_rows for f in frames),
-                                 "on_time": sum(f.num_rows for f in frames) - sum(map(len, late)),
-                                 "late": sum(map(len, late))}
-    assert [len(x) for x in late] == drops, ("late rows per batch", [len(x) for x in late], drops)
-    assert sum(drops) >= 5
-    in_windows = [i for ids in want["ids"].to_pylist() for i in ids]
-    assert len(in_windows) == len(set(in_windows))
-    assert not set(in_windows) & {i for x in late for i in x}
-    _same_windows(pa.concat_tables(got), want.select(["k", "window_start", "window_end", "value"]), ["k"], kind)
-    assert want.num_rows >= 8 and pc.sum(pc.is_nan(want["value"])).as_py() == 1 and want["value"].null_count == 1
-
-
-@pytest.mark.parametrize("kind", ["time", "sliding", "session"])
-def test_stream_aggregate_equals_spark_streaming(spark, tmp_path, kind):
-    """stream_aggregate (transformWithStateInPandas) against Spark's own
-    streaming withWatermark("ts", "30 seconds").groupBy("k", window) in
-    append mode over the same micro-batches, both queries side by side over
-    one source; stream_aggregate stopped after two batches and restarted
-    from its checkpoint: the same windows (none extra, none missing) and
-    values (sum, count, max, mean; sliding: sum), NaN and null apart, and
-    (tumbling, sessions) the same rows dropped as late per batch: Spark
-    drops them before the processor, whose input carries the end of a
-    row's last window as its event-time column. Rows behind the watermark
-    in windows still open count (time windows: [t - t mod slide, ... +
-    range) ends after the watermark; sessions: t + gap does); a sliding
-    window whose rows all came late for it is dropped."""
-    if kind == "session":
-        frames, window = _frames(_SESSION_BATCHES), F.session_window("ts", "10 seconds")
-        aggs = {"sum": F.sum, "count": F.count, "max": F.max, "mean": F.avg}
-        qs = [sw.Query(a, session="10s", name=a) for a in aggs]
-    elif kind == "time":
-        frames, window = _frames(_TIME_BATCHES), F.window("ts", "10 seconds")
-        aggs = {"sum": F.sum, "count": F.count, "max": F.max, "mean": F.avg}
-        qs = [sw.Query(a, "10s", name=a) for a in aggs]
-    else:
-        frames, window = _frames(_TIME_BATCHES), F.window("ts", "10 seconds", "5 seconds")
-        aggs = {"sum": F.sum}
-        qs = [sw.Query("sum", "10s", "5s", name="sum")]
-
-    def build(sdf):
-        return ss.stream_aggregate(sdf, qs, "v", "ts", key="k", watermark="30 seconds")
-
-    src, out = str(tmp_path / "src"), str(tmp_path / "out")
-    ref, read_ref = _start_stream(spark, src, _reference_query(window, aggs))
-    try:
-        mine, _ = _start_stream(spark, src, build, out=out)
-        try:
-            drops, d1 = _feed(src, frames[:2], [ref, mine])
-        finally:
-            mine.stop()
-        mine, read = _start_stream(spark, src, build, out=out)  # from its checkpoint
-        try:
-            # sliding: the last batches back to back (the watermark moves
-            # between data batches: Spark keeps a row's windows that end
-            # after the previous batch's watermark)
-            d, d2 = _feed(src, frames, [ref, mine], first=2, together=kind == "sliding")
-        finally:
-            mine.stop()
-    finally:
-        ref.stop()
-    drops += d
-    want, got = read_ref(), read()
-    if kind != "sliding":  # sliding: Spark counts the (row, window) pairs it drops
-        assert d1 + d2 == drops and sum(drops) >= 5
-    assert got.column_names == ["k", "query", "window_start", "window_end", "value"]
-    assert pc.sum(pc.is_nan(want["sum"])).as_py() >= 1 and want["sum"].null_count >= 1
-    for a in aggs:
-        g = got.filter(pc.equal(got["query"], a)).select(["k", "window_start", "window_end", "value"])
-        w = want.select(["k", "window_start", "window_end", a]).rename_columns(
-            ["k", "window_start", "window_end", "value"])
-        _same_windows(g, w, ["k"], a, same_type=False)
-
-
-@pytest.mark.parametrize("kind", ["time", "sliding", "session"])
-def test_stream_aggregate_late_rows_equal_spark_drops(spark, tmp_path, kind):
-    """stream_aggregate(..., late_rows=True) gives (windows, late); a query
-    on each, side by side with Spark's own withWatermark("ts", "30
-    seconds").groupBy("k", window) over the same micro-batches, both
-    stopped after two batches and restarted from their checkpoints. The
-    batches of test_stream_aggregate_equals_spark_streaming, then one that
-    closes every window (z@2000) with two more late rows, a null and a NaN.
-    windows: exactly Spark's windows and values. late: exactly the rows
-    Spark dropped, with key, time and value (null and NaN apart): none of
-    them in a window of Spark's, and every other row (but z's) in one; per
-    batch (tumbling, sessions) as many as Spark's numRowsDroppedByWatermark,
-    which on each of the two queries counts one dropped probe per late row."""
-    last = [("a", 1001, None), ("b", 1002, float("nan")), ("z", 2000, 0.0)]
-    if kind == "session":
-        frames, window = _frames(_SESSION_BATCHES + [last]), F.session_window("ts", "10 seconds")
-        qs = [sw.Query(a, session="10s", name=a) for a in ("sum", "count")]
-    elif kind == "time":
-        frames, window = _frames(_TIME_BATCHES + [last]), F.window("ts", "10 seconds")
-        qs = [sw.Query(a, "10s", name=a) for a in ("sum", "count")]
-    else:
-        frames, window = _frames(_TIME_BATCHES + [last]), F.window("ts", "10 seconds", "5 seconds")
-        qs = [sw.Query(a, "10s", "5s", name=a) for a in ("sum", "count")]
-    aggs = {"sum": F.sum, "count": F.count}
-
-    def build(i):
-        return lambda sdf: ss.stream_aggregate(sdf, qs, "v", "ts", key="k", watermark="30 seconds", late_rows=True)[i]
-
-    src = str(tmp_path / "src")
-    outs = [str(tmp_path / "windows"), str(tmp_path / "late")]
-    ref, read_ref = _start_stream(spark, src, _reference_query(window, aggs))
-    try:
-        mine = [_start_stream(spark, src, build(i), out=o)[0] for i, o in enumerate(outs)]
-        try:
-            drops, *d1 = _feed(src, frames[:2], [ref, *mine])
-        finally:
-            for q in mine:
-                q.stop()
-        started = [_start_stream(spark, src, build(i), out=o) for i, o in enumerate(outs)]  # from the checkpoints
-        mine = [q for q, _ in started]
-        try:
-            d, *d2 = _feed(src, frames, [ref, *mine], first=2, together=kind == "sliding")
-        finally:
-            for q in mine:
-                q.stop()
-    finally:
-        ref.stop()
-    drops += d
-    want = read_ref()
-    got, late = (read() for _, read in started)
-    # windows: as without late_rows
-    assert got.column_names == ["k", "query", "window_start", "window_end", "value"]
-    for a in aggs:
-        g = got.filter(pc.equal(got["query"], a)).select(["k", "window_start", "window_end", "value"])
-        w = want.select(["k", "window_start", "window_end", a]).rename_columns(
-            ["k", "window_start", "window_end", "value"])
-        _same_windows(g, w, ["k"], a, same_type=False)
-    # late: the rows in no window of Spark's (every window is closed by now)
-    assert late.column_names == ["k", "ts", "v"] and late["v"].type == pa.float64()
-    allrows = pa.concat_tables(frames)
-    def rows(t):
-        return zip(t["k"].to_pylist(), _us(t["ts"]), map(str, t["v"].to_pylist()))
-
-    at = {r: i for i, r in zip(allrows["id"].to_pylist(), rows(allrows))}
-    assert len(at) == allrows.num_rows, "(k, ts, v) identifies a row"
-    late_ids = [at[r] for r in rows(late)]
-    assert len(late_ids) == len(set(late_ids))
-    in_windows = {i for ids in want["ids"].to_pylist() for i in ids}
-    drain = allrows.num_rows - 1
-    assert set(late_ids) == set(range(allrows.num_rows)) - in_windows - {drain}
-    assert len(late_ids) >= (3 if kind == "sliding" else 7) and {drain - 1, drain - 2} <= set(late_ids)
-    late = late.append_column("id", pa.array(late_ids, pa.int64()))
-    _compare(late, allrows.filter(pc.is_in(allrows["id"], pa.array(late_ids, pa.int64()))),
-             [("v", "v"), ("k", "k")])
-    if kind != "sliding":  # sliding: Spark counts the (row, window) pairs it drops
-        ends = np.cumsum([f.num_rows for f in frames])
-        per_batch = np.bincount(np.searchsorted(ends, late_ids, side="right"), minlength=len(frames)).tolist()
-        assert per_batch == drops, ("late rows per batch", per_batch, drops)
-        for x, y in zip(d1, d2):
-            assert x + y == drops  # one dropped probe per late row
-    assert sum(drops) >= 7
-
-
-def test_stream_aggregate_errors(spark):
-    sdf = spark.createDataFrame(pd.DataFrame({"k": [1], "ts": pd.to_datetime([1], unit="s"), "v": [1.0]}))
-    with pytest.raises(ValueError, match="once per kind"):
-        ss.stream_aggregate(sdf, [sw.Query("sum", "10s"), sw.Query("sum", session="5s")], "v", "ts", "k",
-                            watermark="1 minute")
-    with pytest.raises(ValueError, match="watermark on 'ts'"):
-        ss.stream_aggregate(sdf, sw.Query("sum", session="5s"), "v", "ts", "k")
-    with pytest.raises(ValueError, match="watermark on 'ts'"):
-        ss.stream_aggregate(sdf.withColumn("t2", F.col("ts")).withWatermark("t2", "1 minute"),
-                            sw.Query("sum", "10s"), "v", "ts", "k")
-    with pytest.raises(ValueError, match="time windows .* or session windows"):
-        ss.stream_aggregate(sdf, sw.Query("sum", 10), "v", "ts", "k", watermark="1 minute")
-    with pytest.raises(ValueError, match="must be unique"):
-        ss.stream_aggregate(sdf, [sw.Query("sum", "10s", name="a"), sw.Query("max", "10s", name="a")], "v", "ts",
-                            "k", watermark="1 minute")
 
 
 # ---------------------------------------------------------------------------
@@ -1360,10 +1029,9 @@ def test_aggregate_float_keys_equal_groupby(spark):
     sdf = _float_key_sdf(spark, 1200, 3, "double")
     qs = [sw.Query("sum", "10s", name="sum"), sw.Query("max", "10s", "5s", name="max"),
           sw.Query("count", session="3s", name="sess")]
-    res = ss.aggregate(sdf, qs[:2], "v", "ts", key="k")
-    for name, fn, slide in [("sum", F.sum, "10 seconds"), ("max", F.max, "5 seconds")]:
+    for i, (name, fn, slide) in enumerate([("sum", F.sum, "10 seconds"), ("max", F.max, "5 seconds")]):
         want = _spark_windows(sdf, ["k"], "ts", "v", fn, "10 seconds", slide).toArrow()
-        got = res[name].toArrow()
+        got = ss.aggregate(sdf, qs[i], "v", "ts", key="k").toArrow()
         _same_windows(got, want, ["k"], name)
         srt = [("k", "ascending"), ("window_start", "ascending")]
         _same_signs(got.sort_by(srt), want.sort_by(srt), "k")

@@ -21,6 +21,10 @@ executor Python environment, or a different driver build):
 * ``broken``: the driver ships a build that cannot be imported on the
   executors, which have another build of their own: the job fails with an
   error naming both versions.
+* ``wheels``: the driver's files restored, the session's conf
+  ``spark.slidewise.ship.wheels`` names the directory of the portable wheel
+  `make wheel` built (tests/test_wheel.py); executors without slidewise
+  load that wheel, shipped instead of the driver's package.
 
 Every rolling result is compared with Spark's own window functions on the
 same DataFrame, as Arrow (null and NaN kept apart).
@@ -48,6 +52,7 @@ import slidewise as sw
 pyspark = pytest.importorskip("pyspark")
 
 from slidewise.spark import _ship  # noqa: E402
+from test_wheel import _wheels  # noqa: E402
 
 SPARK_HOME = os.path.dirname(os.path.abspath(pyspark.__file__))
 FAKE_VERSION = "0.0.0+fake"
@@ -61,7 +66,7 @@ pytestmark = [
 _DRIVER = textwrap.dedent(r'''
     import json, os, shutil, sys, time, warnings
     START = time.time()
-    out, drv, fake, twin = sys.argv[1:5]
+    out, drv, fake, twin, real, wheels = sys.argv[1:7]
     sys.path.insert(0, drv)  # the driver's slidewise: the temporary copy
     import numpy as np, pandas as pd
     import pyarrow as pa
@@ -155,7 +160,7 @@ _DRIVER = textwrap.dedent(r'''
                 r["error"] = f"{type(e).__name__}: {e}"
         r["warnings"] = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
         r["build"] = list(_ship._BUILD or ())
-        r["archives"] = sorted(os.path.basename(a.partition("#")[0]) for a in sc.listArchives)
+        r["archives"] = sorted(os.path.basename(a) for a in sc.listArchives)
         r["seconds"] = round(time.time() - t0, 2)
 
     def bare(r):
@@ -189,8 +194,15 @@ _DRIVER = textwrap.dedent(r'''
         sc.environment["PYTHONPATH"] = fake
         ss.rolling(sdf, "v", "t", 5, ["max"], partition_by="k").collect()
 
+    def wheels_(r):
+        shutil.copyfile(os.path.join(real, "__init__.py"), os.path.join(drv, "slidewise", "__init__.py"))
+        sc.environment["PYTHONPATH"] = ""  # executors without slidewise again
+        spark.conf.set("spark.slidewise.ship.wheels", wheels)
+        compare("wheels", ["keyed", "unkeyed"])
+        r["probe"] = run_probe()
+
     for name, body in [("bare", bare), ("changed", changed), ("mismatch", mismatch), ("twin", twin_),
-                       ("broken", broken)]:
+                       ("broken", broken)] + ([("wheels", wheels_)] if wheels else []):
         phase(name, body)
     res["seconds"]["phases"] = round(time.time() - START, 2)
     spark.stop()
@@ -229,7 +241,12 @@ def cluster(tmp_path_factory):
     env.update(PYSPARK_PYTHON=bare, PYSPARK_DRIVER_PYTHON=sys.executable, SPARK_HOME=str(home),
                SLIDEWISE_CACHE=str(tmp / "cache"), SPARK_LOCAL_IP="127.0.0.1")
     env.pop("PYTHONPATH", None)
-    r = subprocess.run([sys.executable, str(script), str(out), str(drv), str(fake), str(twin)],
+    env.pop(_ship._ENV, None)
+    try:
+        wheels = os.path.dirname(_wheels()[0])
+    except pytest.skip.Exception:  # run by hand without a wheel: that phase only is skipped
+        wheels = ""
+    r = subprocess.run([sys.executable, str(script), str(out), str(drv), str(fake), str(twin), real, wheels],
                        capture_output=True, text=True, env=env, timeout=900, cwd=str(tmp))
     assert r.returncode == 0 and (out / "result.json").exists(), r.stderr[-5000:]
     res = json.loads((out / "result.json").read_text())
@@ -238,7 +255,7 @@ def cluster(tmp_path_factory):
         with open(p, errors="replace") as f:
             logs.append(f.read())
     res.update(tmp=str(tmp), out=str(out), drv=str(drv), fake=str(fake), twin=str(twin), bare=bare, real=real,
-               executor_logs="".join(logs))
+               wheels=wheels, executor_logs="".join(logs))
     yield res
     # the bulky parts: package copies, zips, archives unpacked by the executors
     for d in [drv, twin, tmp / "cache"] + glob.glob(str(home / "work" / "app-*" / "*" / "slidewise-*")):
@@ -314,7 +331,7 @@ def test_executors_use_the_shipped_copy(cluster):
     ph = cluster["phases"]["bare"]
     build = ph["build"]
     assert build[2] == cluster["version"] == sw.__version__
-    assert ph["archives"] == [build[1] + ".zip"], ph["archives"]
+    assert ph["archives"] == [build[1]], ph["archives"]
     for p in ph["probe"]:
         assert os.path.dirname(os.path.realpath(p["file"])) == _shipped_dir(cluster, p, build), p
         assert not _under(p["file"], cluster["real"]) and not _under(p["file"], cluster["drv"]), p
@@ -326,7 +343,7 @@ def test_changed_install_on_the_driver_is_reshipped(cluster):
     first, ph = cluster["phases"]["bare"]["build"], cluster["phases"]["changed"]
     build = ph["build"]
     assert build[0] != first[0] and build[1] != first[1]
-    assert ph["archives"] == sorted([first[1] + ".zip", build[1] + ".zip"]), ph["archives"]
+    assert ph["archives"] == sorted([first[1], build[1]]), ph["archives"]
     assert any("changed on disk" in w and build[1] in w for w in ph["warnings"]), ph["warnings"]
     # worker processes that ran the first build now run the new one
     assert {p["pid"] for p in ph["probe"]} & {p["pid"] for p in cluster["phases"]["bare"]["probe"]}
@@ -334,7 +351,7 @@ def test_changed_install_on_the_driver_is_reshipped(cluster):
         assert os.path.dirname(os.path.realpath(p["file"])) == _shipped_dir(cluster, p, build), p
         assert p["mark"] == "changed" and p["build"] == build[0], p
     zips = sorted(os.path.basename(z) for z in glob.glob(os.path.join(cluster["tmp"], "cache", "*.zip")))
-    assert zips == sorted(a for a in cluster["phases"]["broken"]["archives"]), zips
+    assert zips == sorted(list(cluster["phases"].values())[-1]["archives"]), zips  # every build shipped
 
 
 def test_mismatched_install_on_the_executors_is_not_used_and_reported(cluster):
@@ -375,3 +392,26 @@ def test_unimportable_shipped_build_fails_naming_both_versions(cluster):
     for w in (f"the driver's slidewise {cluster['version']} (build {build[0][:16]})", "cannot be imported",
               f"own slidewise {FAKE_VERSION}", "simulated: built for another platform"):
         assert w in err, (w, err[-3000:])
+
+
+@pytest.mark.parametrize("case", ["keyed", "unkeyed"])
+def test_portable_wheel_named_by_the_setting_is_shipped(cluster, case):
+    """The wheel `make wheel` built, named by the session's conf, runs on
+    executors without slidewise and gives Spark's answers."""
+    if not cluster["wheels"]:
+        _wheels()  # skips (run by hand without a wheel) or fails (make test)
+    ph = cluster["phases"]["wheels"]
+    assert "error" not in ph, ph
+    build = ph["build"]
+    assert [w for w, _ in build[3]] == sorted(n for n in os.listdir(cluster["wheels"]) if n.endswith(".whl"))
+    assert build[1] in ph["archives"] and not ph["warnings"], ph
+    for p in ph["probe"]:
+        assert p["bare"] == "1" and p["own"] is None, p  # the executor's Python lacks slidewise
+        stems = [w[:-len(".whl")] for w, _ in build[3]]
+        where = os.path.dirname(os.path.dirname(os.path.realpath(p["file"])))
+        assert os.path.basename(where) in stems, p
+        assert os.path.dirname(where) == os.path.join(p["root"], build[1], _ship._WHEELS_DIR), p
+        assert p["build"] == build[0] and p["version"] == cluster["version"] and p["mark"] is None, p
+    out = cluster["out"]
+    _same(feather.read_table(os.path.join(out, f"wheels-{case}-got.arrow")),
+          feather.read_table(os.path.join(out, f"{case}-want.arrow")), f"wheels/{case}")

@@ -615,38 +615,29 @@ def _spark_groups(df, keys, window_expr, field):
 
 def _agg_tables(df, keyset, kinds):
     """{(kind, agg): (slidewise table, Spark table)} with columns keys...,
-    window_start, window_end, value, sorted by (keys, window_start); the
-    slidewise results of all queries in one job (a union, values cast to
-    double), their types checked against Spark's first."""
+    window_start, window_end, value, sorted by (keys, window_start): one
+    aggregate call per kind (its queries share the window: a column each),
+    their types checked against Spark's first, values cast to double."""
     keys = KEYCOLS[keyset]
-    qs = [slidewise.Query(a, WINDOW, SLIDE, name=f"window_{a}") for a in AGGS if "window" in kinds]
-    qs += [slidewise.Query(a, session=GAP, name=f"session_{a}") for a in AGGS if "session" in kinds]
-    res = sws.aggregate(df, qs, "v", "ts", key=keys or None)
-    assert set(res) == {q.name for q in qs}
+    calls = {"window": [slidewise.Query(a, WINDOW, SLIDE, name=a) for a in AGGS],
+             "session": [slidewise.Query(a, session=GAP, name=a) for a in AGGS]}
     want = {"window": lambda: _spark_groups(df, keys, F.window("ts", "5 seconds", "2 seconds"), "window"),
             "session": lambda: _spark_groups(df, keys, F.session_window("ts", "2 seconds"), "session_window")}
-    want = {k: want[k]() for k in kinds}
     cols = keys + ["window_start", "window_end"]
-    for q in qs:
-        kind, a = q.name.split("_", 1)
-        gs = {f.name: f.dataType for f in res[q.name].schema.fields}
-        ws = {f.name: f.dataType for f in want[kind].schema.fields}
-        assert list(gs) == cols + ["value"], q.name
-        assert [gs[c] for c in cols] + [gs["value"]] == [ws[c] for c in cols] + [ws[a]], q.name
-    union = None
-    for q in qs:
-        part = res[q.name].select(F.lit(q.name).alias("q"), *cols, F.col("value").cast("double").alias("value"))
-        union = part if union is None else union.unionByName(part)
-    got = union.toArrow()
     srt = [(c, "ascending") for c in keys + ["window_start"]]
     out = {}
-    for kind in want:
-        w = want[kind].toArrow()
+    for kind in kinds:
+        res = sws.aggregate(df, calls[kind], "v", "ts", key=keys or None)
+        ref = want[kind]()
+        assert res.columns == cols + AGGS, kind
+        assert [f.dataType for f in res.schema.fields] == [ref.schema[c].dataType for c in cols + AGGS], kind
+        got, w = res.toArrow(), ref.toArrow()
         for a in AGGS:
-            g = got.filter(pc.equal(got["q"], f"{kind}_{a}")).drop(["q"]).sort_by(srt)
-            ref = w.select(cols + [a]).rename_columns(cols + ["value"])
-            ref = ref.set_column(len(cols), "value", ref["value"].cast(pa.float64())).sort_by(srt)
-            out[(kind, a)] = (g, ref)
+            pair = []
+            for t in (got, w):
+                t = t.select(cols + [a]).rename_columns(cols + ["value"])
+                pair.append(t.set_column(len(cols), "value", t["value"].cast(pa.float64())).sort_by(srt))
+            out[(kind, a)] = tuple(pair)
     return out
 
 
@@ -723,15 +714,10 @@ def test_aggregate_equals_spark(spark, request, name, group):
 def test_aggregate_zero_rows(spark):
     """aggregate of a DataFrame without rows: no windows, Spark's types."""
     df = _df(spark, [], "multi", parts=2)
-    res = sws.aggregate(df, [slidewise.Query(a, WINDOW, SLIDE, name=a) for a in AGGS] +
-                        [slidewise.Query("sum", session=GAP, name="s")], "v", "ts", key=["ks", "kf"])
+    res = sws.aggregate(df, [slidewise.Query(a, WINDOW, SLIDE, name=a) for a in AGGS], "v", "ts", key=["ks", "kf"])
     want = _spark_groups(df, ["ks", "kf"], F.window("ts", "5 seconds", "2 seconds"), "window")
-    union = None
-    for a in AGGS:
-        r = res[a]
-        assert [f.dataType for f in r.schema.fields] == [want.schema[c].dataType for c in
-                                                         ["ks", "kf", "window_start", "window_end", a]], a
-        part = r.select(F.col("value").cast("double"))
-        union = part if union is None else union.union(part)
-    assert union.union(res["s"].select(F.col("value").cast("double"))).toArrow().num_rows == 0
+    assert [f.dataType for f in res.schema.fields] == [want.schema[c].dataType for c in
+                                                       ["ks", "kf", "window_start", "window_end", *AGGS]]
+    assert res.toArrow().num_rows == 0
+    assert sws.aggregate(df, slidewise.Query("sum", session=GAP), "v", "ts", key=["ks", "kf"]).toArrow().num_rows == 0
     assert want.toArrow().num_rows == 0

@@ -9,6 +9,7 @@ query name under ``--output``. A progress bar polls Spark's status tracker.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -87,44 +88,89 @@ class Progress:
             self.updates += 1
 
 
+def window_label(text: str) -> str:
+    """A --query's window as a dataset name: 'range=10s_slide=5s'."""
+    kw = dict(p.split("=", 1) for p in text.split()[1:] if "=" in p)
+    return "_".join(f"{k}={kw[k]}" for k in ("range", "slide") if k in kw)
+
+
+class CliError(Exception):
+    """An error the command line prints as one line (exit status 1)."""
+
+
+def _reachable(url: str, what: str) -> None:
+    """Fail fast, in one line, when a Spark master or Connect server does
+    not accept connections (Spark itself retries for minutes)."""
+    import socket
+    from urllib.parse import urlparse
+
+    u = urlparse(url)
+    if u.scheme not in ("spark", "sc") or not u.hostname:
+        return
+    port = u.port or (15002 if u.scheme == "sc" else 7077)
+    try:
+        socket.create_connection((u.hostname, port), timeout=10).close()
+    except OSError as e:
+        raise CliError(f"cannot reach the {what} at {u.hostname}:{port} ({url}): {e.strerror or e}") from None
+
+
 def run(input: str, value: str, queries: List[str], output: str, time_col: Optional[str] = None,
-        key: Optional[str] = None, master: str = "local[*]", fmt: Optional[str] = None) -> Dict[str, int]:
+        key: Optional[str] = None, master: str = "local[*]", fmt: Optional[str] = None,
+        remote: Optional[str] = None) -> Dict[str, int]:
+    """Run the queries and write their windows: one dataset per window
+    (a column per query), ``output`` itself when every query shares one
+    window. Returns {dataset path: windows}. ``remote``: a Spark Connect
+    URL (``sc://host:port``), instead of ``master``."""
     import slidewise.spark as ss
 
     qs = [parse_query(q) for q in queries]
+    groups: Dict[str, List[int]] = {}
+    for i, q in enumerate(queries):
+        groups.setdefault(window_label(q), []).append(i)
+    if any(q.time for q in qs) and time_col is None:
+        raise ValueError("a time-span query (range=10s) needs --time COL")
+    if not os.path.exists(input) and "://" not in input:
+        raise CliError(f"--input {input}: no such file or directory")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    own = SparkSession.getActiveSession() is None
-    spark = (SparkSession.builder.master(master).appName("slidewise run")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
-    if own:
-        spark.sparkContext.setLogLevel("ERROR")
+    if remote:
+        _reachable(remote, "Spark Connect server")
+        own = True
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+        spark = ConnectSession.builder.remote(remote).config("spark.sql.session.timeZone", "UTC").getOrCreate()
+    else:
+        _reachable(master, "Spark master")
+        own = SparkSession.getActiveSession() is None
+        spark = (SparkSession.builder.master(master).appName("slidewise run")
+                 .config("spark.ui.showConsoleProgress", "false").config("spark.log.level", "ERROR")
+                 .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    connect = type(spark).__module__.startswith("pyspark.sql.connect")
     try:
         fmt = fmt or ("csv" if input.lower().endswith(".csv") else "parquet")
         reader = spark.read.option("header", True).option("inferSchema", True) if fmt == "csv" else spark.read
         df = reader.format(fmt).load(input)
+        for what, c in (("--value", value), ("--time", time_col), ("--key", key)):
+            if c is not None and c not in df.columns:
+                raise CliError(f"{what} {c}: no such column in {input} (columns: {', '.join(df.columns)})")
         order = time_col
         if order is None:
-            if any(q.time for q in qs):
-                raise ValueError("a time-span query (range=10s) needs --time COL")
             order = "__row"
             df = df.withColumn(order, F.monotonically_increasing_id())
         t0 = time.perf_counter()
-        res = ss.aggregate(df, qs, value, order, key=key)
         counts: Dict[str, int] = {}
-        with Progress(spark.sparkContext):
-            for q in qs:
-                path = output if len(qs) == 1 else os.path.join(output, q.name)
-                r = res[q.name]
-                r.write.mode("overwrite").parquet(path)
-                counts[q.name] = spark.read.parquet(path).count()
+        progress: Any = contextlib.nullcontext() if connect else Progress(spark.sparkContext)
+        with progress:
+            for label, idx in groups.items():
+                path = output if len(groups) == 1 else os.path.join(output, label)
+                ss.aggregate(df, [qs[i] for i in idx], value, order, key=key).write.mode("overwrite").parquet(path)
+                counts[path] = spark.read.parquet(path).count()
         dt = time.perf_counter() - t0
-        for q in qs:
-            print(f"{q.name}: {counts[q.name]:,} windows -> "
-                  f"{output if len(qs) == 1 else os.path.join(output, q.name)}")
+        for label, idx in groups.items():
+            path = output if len(groups) == 1 else os.path.join(output, label)
+            print(f"{', '.join(qs[i].name for i in idx)}: {counts[path]:,} windows -> {path}")
         print(f"done in {dt:.1f} s")
         return counts
     finally:

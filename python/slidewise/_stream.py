@@ -7,6 +7,8 @@ and key type, and hands them to the one stream of the Rust core
 from __future__ import annotations
 
 import copy
+import hashlib
+import pickle
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
@@ -24,6 +26,9 @@ from ._typing import Batch, Duration
 # 8: first / last follow Spark's default (null rows count); before, they
 # skipped nulls, which is now first_ignore_nulls / last_ignore_nulls.
 _STATE_VERSION = 8
+# 9: the version-8 dict pickled into bytes under a BLAKE2b checksum, with
+# the writer's slidewise version beside it; 3-8 load unchecked.
+_SEALED_VERSION = 9
 _PARTIALS = ("pairs", "panes", "cutty")
 _Spec = Tuple[str, str, int, int, Optional[int], Optional[str]]  # Query._spec()
 
@@ -237,7 +242,7 @@ class Stream:
 
     # -- pickle -------------------------------------------------------------
 
-    def __getstate__(self) -> Dict[str, Any]:
+    def _state(self) -> Dict[str, Any]:
         return {
             "version": _STATE_VERSION,
             "queries": self._queries,
@@ -259,10 +264,35 @@ class Stream:
             "order": self._order,
         }
 
+    def __getstate__(self) -> Dict[str, Any]:
+        # Everything a restore reads (specs, options, the core's partials)
+        # goes into one pickle under a checksum, so a corrupt checkpoint is
+        # refused instead of restoring other queries or partials.
+        body = pickle.dumps(self._state(), protocol=4)
+        return {"version": _SEALED_VERSION, "slidewise": _slidewise.__version__, "body": body,
+                "blake2b": hashlib.blake2b(body, digest_size=16).digest()}
+
     def __setstate__(self, st: Dict[str, Any]) -> None:
+        writer = st.get("slidewise") if isinstance(st, dict) else None
+        by = f"written by slidewise {writer}" if isinstance(writer, str) else "written by a slidewise before 0.2"
+        try:
+            if isinstance(st, dict) and st.get("version") == _SEALED_VERSION:
+                body = st["body"]
+                if not isinstance(body, bytes) or hashlib.blake2b(body, digest_size=16).digest() != st["blake2b"]:
+                    raise ValueError("checksum mismatch: the checkpoint is corrupt")
+                st = pickle.loads(body)
+            self._restore(st)
+        except ValueError as e:
+            raise ValueError(f"cannot restore a slidewise Stream ({by}; this is slidewise "
+                             f"{_slidewise.__version__}): {e}") from None
+        except Exception as e:  # a corrupt pickle of an old, unchecked version
+            raise ValueError(f"cannot restore a slidewise Stream ({by}; this is slidewise "
+                             f"{_slidewise.__version__}): {type(e).__name__}: {e}") from None
+
+    def _restore(self, st: Dict[str, Any]) -> None:
         version = st.get("version")
         if version not in (3, 4, 5, 6, 7, _STATE_VERSION):
-            raise ValueError(f"cannot restore a slidewise Stream saved with state version {version!r}")
+            raise ValueError(f"saved with state version {version!r}")
         self._queries = st["queries"]
         self._order = st.get("order")
         if version < 8:

@@ -5,6 +5,18 @@ from __future__ import annotations
 import argparse
 
 
+def _first_line(e: BaseException) -> str:
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return lines[0] if lines else type(e).__name__
+
+
+def _fail(message: str) -> int:
+    import sys
+
+    print(f"slidewise: error: {message}", file=sys.stderr)
+    return 1
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="slidewise", description="Incremental sliding-window aggregation")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -22,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
                    help='e.g. "max range=1000 slide=10" or "mean range=10s slide=5s"; repeat for several')
     r.add_argument("--output", required=True, help="output parquet (a directory per query when several)")
     r.add_argument("--master", default="local[*]", help="Spark master URL (default: local[*])")
+    r.add_argument("--remote", help="Spark Connect URL (sc://host:port) instead of --master")
     r.add_argument("--format", choices=["parquet", "csv"], help="input format (default: by extension)")
     args = p.parse_args(argv)
     if args.cmd == "run":
@@ -29,9 +42,13 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             _run.run(args.input, args.value, args.query, args.output, time_col=args.time, key=args.key,
-                     master=args.master, fmt=args.format)
+                     master=args.master, fmt=args.format, remote=args.remote)
         except (ValueError, TypeError) as e:
             p.error(str(e))
+        except _run.CliError as e:
+            return _fail(str(e))
+        except Exception as e:  # Spark's own errors (AnalysisException, ...): their first line, no traceback
+            return _fail(f"{type(e).__name__}: {_first_line(e)}")
         return 0
     if args.cmd == "demo":
         from slidewise import demo

@@ -23,16 +23,34 @@ plan = sws.plan_rolling(df, "v", order_by="t", window=[10, 100], agg=["mean", "s
 assert plan.path in ("assumed", "planned", "ordered", "range")
 assert set(plan.run().columns) >= {"mean_10", "std_100"}
 
-# docs/spark.md:56
-tables = sws.aggregate(df, [sw.Query("max", range="10m", slide="1m", name="max10m"),
-                            sw.Query("count", session="30s", name="sessions")],
-                       value="v", time="ts", key="sensor")
-assert tables["max10m"].columns == ["sensor", "window_start", "window_end", "value"]
+# docs/spark.md:58
+qs = [sw.Query("sum", range="10m", slide="1m", name="total"),
+      sw.Query("max", range="10m", slide="1m", name="peak"),
+      sw.Query("mean", range="10m", slide="1m", name="avg")]
+windows = sws.aggregate(df, qs, value="v", time="ts", key="sensor")
+assert windows.columns == ["sensor", "window_start", "window_end", "total", "peak", "avg"]
+assert sws.aggregate_path(qs) == "panes"
+sessions = sws.aggregate(df, sw.Query("count", session="30s"), value="v", time="ts", key="sensor")
+assert sessions.columns == ["sensor", "window_start", "window_end", "value"]
 
-# docs/spark.md:70
+# docs/spark.md:130
+spark.conf.set("spark.sql.streaming.stateStore.providerClass",
+               "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
 stream_df = spark.readStream.format("rate").load().selectExpr(
     "timestamp AS ts", "CAST(value AS DOUBLE) AS v", "value % 4 AS sensor")
-windows, late = sws.stream_aggregate(stream_df, [sw.Query("mean", range="10 minutes")], value="v",
-                                     time="ts", key="sensor", watermark="30 seconds", late_rows=True)
-assert windows.isStreaming and late.isStreaming
+windows = sws.stream_aggregate(stream_df, [sw.Query("mean", range="10 minutes", slide="1 minute")],
+                               value="v", time="ts", key="sensor", watermark="30 seconds")
+assert windows.columns == ["sensor", "query", "window_start", "window_end", "value"]
 # windows.writeStream.outputMode("append").option("checkpointLocation", ...).start()
+
+# docs/spark.md:155
+out = sws.stream_aggregate(stream_df, [sw.Query("max", range="10 minutes")], value="v", time="ts",
+                           key="sensor", watermark="30 seconds", late_rows="kind")
+assert out.columns == ["sensor", "kind", "query", "window_start", "window_end", "value", "ts"]
+to_sinks = sws.foreach_batch_split(lambda w, batch_id: w.write.mode("append").parquet("/data/windows"),
+                                   lambda late, batch_id: late.write.mode("append").parquet("/data/late"))
+# out.writeStream.foreachBatch(to_sinks).option("checkpointLocation", ...).start()
+
+# docs/spark.md:243
+spark = SparkSession.builder.remote("sc://cluster:15002").getOrCreate()
+out = sws.rolling(df, "v", "t", 50, ["mean"])   # ships ~/wheels/ to this session, once

@@ -47,9 +47,10 @@ order: their layout, halos read from the files), ``_rolling``,
 
 from __future__ import annotations
 
-from ._aggregate import aggregate
+from ._aggregate import aggregate, aggregate_path
 from ._rolling import RollingPlan, plan_rolling, rolling
 from ._ship import ship
-from ._streaming import stream_aggregate
+from ._streaming import foreach_batch_split, split_late, stream_aggregate
 
-__all__ = ["rolling", "plan_rolling", "RollingPlan", "aggregate", "ship", "stream_aggregate"]
+__all__ = ["rolling", "plan_rolling", "RollingPlan", "aggregate", "aggregate_path", "ship", "stream_aggregate",
+           "split_late", "foreach_batch_split"]

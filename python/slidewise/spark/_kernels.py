@@ -809,35 +809,46 @@ def _apply_fn(specs, value, order_by, tb, drop):
     return fn
 
 
-def _agg_fn(qspec: List[Tuple[int, Any, str]], keys: List[str], value: str, time: str, is_time: bool, algorithm: str,
-            vcols: Any) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+def _agg_fn(qs: List[Tuple[str, Any]], keys: List[str], value: str, time: str, is_time: bool, algorithm: str,
+            outs: List[Tuple[str, pa.DataType]]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """Per sorted partition: one slidewise.Stream per key run, flushed at
-    the key's end; rows (query index, key..., window_start, window_end,
-    one value column per output type)."""
+    the key's end; rows (key..., window_start, window_end, a value column
+    per query: ``outs``' names and types). The queries share one window, so
+    every query gives the same windows; the rows of an input batch go out
+    as one batch."""
+    names = ["window_start", "window_end"] + [n for n, _ in outs]
 
     def fn(it):
         sw = _import_slidewise()
-        qs = [q for _, q, _ in qspec]
         tcol = time if is_time else None
         stream, cur_key, cur_out = None, None, None
         ktypes: List[Any] = []  # the key columns' types, from the first batch
+        ttype = None
+        done: List[Tuple[Any, Dict[str, pa.Table]]] = []
 
-        def emit(results, key):
-            for i, q, vc in qspec:
-                t = results[q.name]
-                m = t.num_rows
-                if not m:
-                    continue
-                arrs = [pa.array(np.full(m, i, dtype=np.int32))]
-                arrs += [pa.array([kv] * m, type=kt) for kv, kt in zip(key, ktypes)]
-                ws, we = t.column("window_start").combine_chunks(), t.column("window_end").combine_chunks()
-                if is_time:
-                    ws, we = ws.cast(ttype), we.cast(ttype)
-                arrs += [ws, we]
-                for name, typ in vcols:
-                    arrs.append(t.column("value").combine_chunks().cast(typ) if name == vc else pa.nulls(m, typ))
-                yield pa.RecordBatch.from_arrays(arrs, names=["__q"] + keys + ["window_start", "window_end"] +
-                                                 [n for n, _ in vcols])
+        def assemble():
+            """The windows of ``done`` (a key and its Stream's results each) as one batch."""
+            first = [r[qs[0][1].name] for _, r in done]
+            lens = np.array([t.num_rows for t in first], dtype=np.int64)
+            if not lens.sum():
+                done.clear()
+                return
+            rep = pa.array(np.repeat(np.arange(len(done)), lens))
+            arrs = [pa.array([k[i] for k, _ in done], type=kt).take(rep) for i, kt in enumerate(ktypes)]
+            starts = pa.concat_arrays([t.column("window_start").combine_chunks() for t in first])
+            for _, q in qs[1:]:  # one window shape: the same windows
+                other = pa.concat_arrays([r[q.name].column("window_start").combine_chunks() for _, r in done])
+                if not other.equals(starts):
+                    raise RuntimeError(f"slidewise.spark.aggregate: query {q.name!r} gave other windows than "
+                                       f"{qs[0][1].name!r}")
+            ends = pa.concat_arrays([t.column("window_end").combine_chunks() for t in first])
+            if is_time:
+                starts, ends = starts.cast(ttype), ends.cast(ttype)
+            arrs += [starts, ends]
+            for (_, q), (_, typ) in zip(qs, outs):
+                arrs.append(pa.concat_arrays([r[q.name].column("value").combine_chunks() for _, r in done]).cast(typ))
+            done.clear()
+            yield pa.RecordBatch.from_arrays(arrs, names=keys + names)
 
         for b in it:
             t = pa.Table.from_batches([b])
@@ -852,11 +863,13 @@ def _agg_fn(qspec: List[Tuple[int, Any, str]], keys: List[str], value: str, time
                 key = tuple(c[int(a)].as_py() for c in kc)
                 if stream is None or key != cur_key:
                     if stream is not None:
-                        yield from emit(stream.flush(), cur_out)
-                    stream = sw.Stream(qs, value=value, time=tcol, algorithm=algorithm)
+                        done.append((cur_out, stream.flush()))
+                    stream = sw.Stream([q for _, q in qs], value=value, time=tcol, algorithm=algorithm)
                     # the key as Spark's groupBy outputs it: floats normalised
                     cur_key, cur_out = key, tuple(_norm_float(seg.column(k).slice(0, 1))[0].as_py() for k in keys)
-                yield from emit(stream.push(seg), cur_out)
+                done.append((cur_out, stream.push(seg)))
+            yield from assemble()
         if stream is not None:
-            yield from emit(stream.flush(), cur_out)
+            done.append((cur_out, stream.flush()))
+            yield from assemble()
     return fn

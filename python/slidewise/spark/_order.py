@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from ._kernels import _TAIL_SCHEMA, _from_ipc, _tail_fn, _to_ipc, _trim_keyed
+from ._specs import _functions, _is_connect
 
 
 def _plan_sorted(df, cols: List[str]) -> bool:
@@ -51,6 +52,8 @@ def _plan_sorted(df, cols: List[str]) -> bool:
             out.append(so.child().name())
         return out
 
+    if _is_connect(df.sparkSession):
+        return False  # the physical plan is out of a Connect client's reach
     try:
         plan = df._jdf.queryExecution().executedPlan()
         if names(plan.outputOrdering())[:len(cols)] != cols:
@@ -86,7 +89,7 @@ def _check_pass(df, value, order_by, specs, tb, by: Sequence[str] = (), runs: bo
     order falls or the input file split changes, Spark's
     ``input_file_name`` and ``input_file_block_start``, which are empty
     and -1 for rows not read from files)."""
-    from pyspark.sql import functions as F
+    F = _functions(df)
 
     spark = df.sparkSession
     cols = list(dict.fromkeys([value, order_by, *tb, *by]))
@@ -178,16 +181,24 @@ def _forward_heads(df, hmax: int, keys: List[str]):
     False when the partitions' first rows are out of sequence (the shuffle
     path), None when it does not apply (too many rows to collect, a
     partition other than the last shorter than ``hmax``)."""
-    from pyspark.sql import functions as F
+    F = _functions(df)
 
     if hmax == 0:
         return {}
-    if df.rdd.getNumPartitions() * hmax > _FORWARD_ROWS:
+    connect = _is_connect(df.sparkSession)
+    if not connect and df.rdd.getNumPartitions() * hmax > _FORWARD_ROWS:
         return None
     cols = df.columns
     pos = F.monotonically_increasing_id().bitwiseAND(F.lit((1 << 33) - 1))
-    heads = (df.select("*", F.spark_partition_id().alias(_PID), pos.alias(_POS))
-             .filter(F.col(_POS) < hmax).toArrow())
+    heads = df.select("*", F.spark_partition_id().alias(_PID), pos.alias(_POS)).filter(F.col(_POS) < hmax)
+    if connect:
+        # no RDD to count the partitions by: the collect stops one row past
+        # the bound instead
+        heads = heads.limit(_FORWARD_ROWS + 1).toArrow()
+        if heads.num_rows > _FORWARD_ROWS:
+            return None
+    else:
+        heads = heads.toArrow()
     heads = heads.sort_by([(_PID, "ascending"), (_POS, "ascending")])
     pids = heads.column(_PID).to_numpy()
     order = np.unique(pids).tolist()
@@ -216,7 +227,7 @@ def _count_halos(parts, value: str, hmax: int, order: Optional[str] = None):
     33) + row position, so two small jobs give each partition's last
     position and then its last hmax rows. Returns the halos and, per
     partition, (min, max) of ``order`` when it is given."""
-    from pyspark.sql import functions as F
+    F = _functions(parts)
 
     tagged = parts.select(F.col(value).alias("v"), F.spark_partition_id().alias("p"),
                           F.monotonically_increasing_id().alias("m"),

@@ -39,7 +39,7 @@ import pyarrow as pa
 from . import _kernels
 from ._kernels import _canon_key, _key_ids, _Roller, _sorted_lex
 from ._ship import _import_slidewise
-from ._specs import _copy_spec, _Spec
+from ._specs import _copy_spec, _is_connect, _Spec
 
 if TYPE_CHECKING:
     from pyspark import Broadcast
@@ -59,7 +59,10 @@ _Layout = Tuple[_Files, Dict[int, List[_Split]]]
 
 def _scan_splits(df: DataFrame) -> Optional[List[List[Tuple[str, int, int]]]]:
     """Per Spark partition, the (local path, start, length) file splits it
-    reads, in order; None unless the physical plan is a plain Parquet scan."""
+    reads, in order; None unless the physical plan is a plain Parquet scan
+    (and over Spark Connect, whose client cannot read the physical plan)."""
+    if _is_connect(df.sparkSession):
+        return None
     try:
         p = df._jdf.queryExecution().executedPlan()
         while p.getClass().getSimpleName() != "FileSourceScanExec":

@@ -58,8 +58,8 @@ from ._order import (_check_pass, _count_halos, _forward_heads, _halos, _in_orde
                      _ranges_in_sequence, _run_sequence)
 from ._parquet import _parquet_layout, _parquet_udf_fn
 from ._ship import ship
-from ._specs import (_TB, _arrow_to_spark_type, _groupable, _listify, _make_specs, _schema_with,
-                     _spark_type_to_arrow)
+from ._specs import (_TB, _arrow_to_spark_type, _groupable, _listify, _make_specs, _parallelism, _schema_with,
+                     _share, _spark_type_to_arrow, _arrow_udf, _functions)
 
 @dataclass(frozen=True)
 class RollingPlan:
@@ -176,7 +176,7 @@ plan_rolling.__signature__ = _SIGNATURE.replace(return_annotation=RollingPlan)  
 def _plan(df, value, order_by, window, agg, partition_by, output, min_periods, algorithm, tiebreak, num_partitions,
           method, assume_sorted, ignore_nulls, q=None, interpolation=None) -> RollingPlan:
     """:func:`plan_rolling` with every argument given."""
-    from pyspark.sql import functions as F
+    F = _functions(df)
 
     if not isinstance(value, str) or value not in df.columns:
         raise ValueError(f"value column {value!r} is not in the DataFrame (columns: {df.columns})")
@@ -256,7 +256,7 @@ def _plan_keyed_ordered(df, specs, value, order_by, keys, tb) -> Optional[Rollin
         if not _in_order(rows, strict_ties=True):
             return None
         halos = _halos([(r.pid, r.n, r.tail) for r in rows], specs, vtype, keyed=True)
-        halos = df.sparkSession.sparkContext.broadcast(halos)
+        halos = _share(df.sparkSession, halos)
         return RollingPlan("ordered", True,
                            lambda: df.mapInArrow(_roll_fn(specs, value, order_by, keys, [], halos), schema))
     # Count windows: each partition may be several sorted runs (Parquet
@@ -271,7 +271,7 @@ def _plan_keyed_ordered(df, specs, value, order_by, keys, tb) -> Optional[Rollin
         plan.setdefault(p, []).append((n, first, tails.get((p, j))))
     # a partition of one run: its halo as the other ordered paths have it
     plan = {p: (r[0][2] if len(r) == 1 else r) for p, r in plan.items()}
-    halos = df.sparkSession.sparkContext.broadcast({p: h for p, h in plan.items() if h is not None})
+    halos = _share(df.sparkSession, {p: h for p, h in plan.items() if h is not None})
     udf = _udf_columns(df, specs, value, keys, halos)
     if udf is not None:
         return RollingPlan("ordered", True, udf)
@@ -292,7 +292,7 @@ def _plan_parquet(df, specs, value, order_by, keys, tb) -> Optional[RollingPlan]
     layout = _parquet_layout(df, value, order_by, tb, keys)
     if layout is None:
         return None
-    layout = df.sparkSession.sparkContext.broadcast(layout)
+    layout = _share(df.sparkSession, layout)
     udf = _udf_columns(df, specs, value, keys, None,
                        make=lambda: _parquet_udf_fn(specs, value, [order_by, *tb], keys, layout))
     return None if udf is None else RollingPlan("parquet-tails", True, udf)
@@ -306,12 +306,11 @@ def _udf_columns(df, specs, value, keys, halos, make=None) -> Optional[Callable[
     nondeterministic, so Spark neither moves a filter below it (the
     windows need every row) nor evaluates it twice. None without
     ``arrow_udf``, or when column names repeat."""
-    try:
-        from pyspark.sql.functions import arrow_udf  # type: ignore[attr-defined]  # pyspark >= 4.1; its hints lack it
-    except ImportError:
-        return None
-    from pyspark.sql import functions as F
     from pyspark.sql import types as T
+
+    F = _functions(df)
+    if _arrow_udf(df, lambda it: it, T.LongType()) is None:
+        return None
 
     out = "__slidewise_rolling"
     if len(set(df.columns)) != len(df.columns) or out in df.columns:
@@ -323,7 +322,7 @@ def _udf_columns(df, specs, value, keys, halos, make=None) -> Optional[Callable[
     rtype = T.StructType([T.StructField(s.name, _arrow_to_spark_type(s.arrow_type), True) for s in specs])
 
     def build():
-        fn = arrow_udf(make() if make else _roll_udf_fn(specs, len(keys), halos), rtype).asNondeterministic()
+        fn = _arrow_udf(df, make() if make else _roll_udf_fn(specs, len(keys), halos), rtype).asNondeterministic()
         rows = df.select("*", fn(col(value), *[col(k) for k in keys]).alias(out))
         return rows.select(*[col(c) for c in df.columns], *[F.col(out).getField(s.name).alias(s.name) for s in specs])
     return build
@@ -342,7 +341,7 @@ def _plan_unkeyed(df, specs, value, order_by, tiebreak, num_partitions, assume_s
     for trying. Count windows skip the check pass when the caller vouches
     for the order (``assume_sorted``) or Spark's plan knows it
     (_plan_sorted); the pass verifies it either way."""
-    from pyspark.sql import functions as F
+    F = _functions(df)
 
     spark = df.sparkSession
     vtype = _spark_type_to_arrow(df.schema[value].dataType)
@@ -359,7 +358,7 @@ def _plan_unkeyed(df, specs, value, order_by, tiebreak, num_partitions, assume_s
         hmax = max(s.window for s in specs) - 1
         plan = _forward_heads(df, hmax, [order_by, *tb])
         if isinstance(plan, dict):
-            forward = spark.sparkContext.broadcast(plan) if plan else None
+            forward = _share(spark, plan) if plan else None
             schema = _schema_with(df, specs, [])
             return RollingPlan(name, False, lambda: df.mapInArrow(
                 _roll_fn(specs, value, order_by, [], [], check=[order_by, *tb], forward=forward), schema))
@@ -369,14 +368,14 @@ def _plan_unkeyed(df, specs, value, order_by, tiebreak, num_partitions, assume_s
             # partitions must follow one another, else the shuffle path runs.
             halos, stats = _count_halos(df, value, hmax, order_by)
             if _ranges_in_sequence(stats, strict=bool(tb)):
-                halos = spark.sparkContext.broadcast(halos)
+                halos = _share(spark, halos)
                 schema = _schema_with(df, specs, [])
                 return RollingPlan(name + "-tails", False, lambda: df.mapInArrow(
                     _roll_fn(specs, value, order_by, [], [], halos, check=[order_by, *tb]), schema))
     if num_partitions is None and not assumed:
         rows = _check_pass(df, value, order_by, specs, tb)
         if _in_order(rows, strict_ties=specs[0].time):
-            halos = spark.sparkContext.broadcast(_halos([(r.pid, r.n, r.tail) for r in rows], specs, vtype))
+            halos = _share(spark, _halos([(r.pid, r.n, r.tail) for r in rows], specs, vtype))
             schema = _schema_with(df, specs, [])
             return RollingPlan("ordered", False,
                                lambda: df.mapInArrow(_roll_fn(specs, value, order_by, [], [], halos), schema))
@@ -387,7 +386,7 @@ def _plan_unkeyed(df, specs, value, order_by, tiebreak, num_partitions, assume_s
     if specs[0].time:
         tb = []  # tied times are peers sharing one value: no tiebreak needed
     schema = _schema_with(df, specs, drop)
-    n = num_partitions or spark.sparkContext.defaultParallelism
+    n = num_partitions or _parallelism(spark)
     parts = df.repartitionByRange(n, order_by).sortWithinPartitions(order_by, *tb)
     parts = parts.localCheckpoint(eager=True)
     if specs[0].time:
@@ -396,6 +395,6 @@ def _plan_unkeyed(df, specs, value, order_by, tiebreak, num_partitions, assume_s
         halos = _halos([(r.pid, r.n, r.tail) for r in rows], specs, vtype)
     else:
         halos, _ = _count_halos(parts, value, max(s.window for s in specs) - 1)
-    halos = spark.sparkContext.broadcast(halos)
+    halos = _share(spark, halos)
     return RollingPlan("range", False,
                        lambda: parts.mapInArrow(_roll_fn(specs, value, order_by, [], drop, halos), schema))

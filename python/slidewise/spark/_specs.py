@@ -21,6 +21,113 @@ import pyarrow as pa
 
 # The default tiebreak column (monotonically_increasing_id of the input).
 _TB = "__slidewise_tiebreak"
+
+
+def _is_connect(spark: Any) -> bool:
+    """Whether ``spark`` is a Spark Connect session (no SparkContext, no
+    py4j: nothing may reach for ``sparkContext``, ``_jvm`` or ``_jdf``)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def _functions(df_or_spark: Any) -> Any:
+    """``pyspark.sql.functions`` for this DataFrame's (or session's) kind.
+    pyspark's own module picks Connect or classic columns by a process-wide
+    flag, which a process holding a classic session and a Connect client
+    (the Connect builder used directly) does not have right for both."""
+    spark = getattr(df_or_spark, "sparkSession", df_or_spark)
+    if _is_connect(spark):
+        from pyspark.sql.connect import functions as CF
+
+        return CF
+    from pyspark.sql import functions as F
+
+    return F
+
+
+def _arrow_udf(df: Any, fn: Any, return_type: Any) -> Any:
+    """A scalar iterator Arrow UDF (pyspark >= 4.1's ``arrow_udf``) of the
+    DataFrame's kind, Connect or classic, whatever the process-wide flag
+    (see _functions); None where this pyspark has none."""
+    try:
+        from pyspark.sql.functions import arrow_udf  # type: ignore[attr-defined]  # pyspark >= 4.1; its hints lack it
+        from pyspark.util import PythonEvalType
+    except ImportError:
+        return None
+    if not _is_connect(df.sparkSession):
+        return arrow_udf(fn, return_type)
+    try:
+        from pyspark.sql.connect.udf import _create_udf
+    except ImportError:
+        return None
+    return _create_udf(fn, return_type, PythonEvalType.SQL_SCALAR_ARROW_ITER_UDF)
+
+
+def _parallelism(spark: Any) -> int:
+    """Partitions for a repartition of the driver's choosing: the
+    SparkContext's default parallelism (classic), else Spark SQL's shuffle
+    partitions (Connect has no SparkContext to ask)."""
+    if not _is_connect(spark):
+        return int(spark.sparkContext.defaultParallelism)
+    return int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
+
+
+# Driver data for executor functions (halos, Parquet layouts) at or below
+# this many pickled bytes travels inside the function over Spark Connect;
+# larger, as a session artifact file (see _share).
+_INLINE_MAX = 8 << 20
+
+
+class _Inline:
+    """A value carried inside the pickled executor function (Spark Connect
+    has no broadcast); ``.value`` as a Broadcast's."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+class _Artifact:
+    """A value sent as a session artifact file (Spark Connect, too large to
+    travel inside the function): loaded from the executor's SparkFiles
+    once per worker process; ``.value`` as a Broadcast's."""
+
+    _loaded: Dict[str, Any] = {}
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @property
+    def value(self) -> Any:
+        import pickle
+
+        if self.name not in _Artifact._loaded:
+            from pyspark import SparkFiles
+
+            with open(SparkFiles.get(self.name), "rb") as f:
+                _Artifact._loaded[self.name] = pickle.load(f)
+        return _Artifact._loaded[self.name]
+
+
+def _share(spark: Any, value: Any) -> Any:
+    """``value`` for executor functions, read there as ``.value``: a
+    broadcast on a classic session; over Spark Connect (no broadcast)
+    inside the pickled function while it is small, else an artifact file
+    of the session named by its content's hash."""
+    if not _is_connect(spark):
+        return spark.sparkContext.broadcast(value)
+    import hashlib
+    import os
+    import pickle
+    import tempfile
+
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    if len(data) <= _INLINE_MAX:
+        return _Inline(value)
+    name = f"slidewise-data-{hashlib.sha256(data).hexdigest()[:24]}.pickle"
+    path = os.path.join(tempfile.mkdtemp(prefix="slidewise-"), name)
+    with open(path, "wb") as f:
+        f.write(data)
+    spark.addArtifacts(path, file=True)
+    return _Artifact(name)
 _ALIAS = {"avg": "mean", "stddev": "std", "stddev_samp": "std", "variance": "var", "var_samp": "var",
           "stddev_pop": "std_pop", "percentile": "quantile"}
 # aggregations with a Spark counterpart; output type rule per agg

@@ -2,7 +2,12 @@
 
 ``stream_aggregate`` runs ``groupBy(key).transformWithStateInPandas`` with
 one value state per key (bytes: a query restarted from its checkpoint
-continues exactly where it stopped). It gives what Spark's own streaming
+continues exactly where it stopped). transformWithStateInPandas rather
+than the Row-based transformWithState: on the issue's job (1,000 keys) an
+empty processor took 0.7-1.0x as long on the Row API, but that API hands
+over each cell as a Python object (``as_py``) and takes output as a list
+of dicts, where this processor needs arrays: the gap left to Spark is the
+per-key state and timer calls, which both APIs make alike. It gives what Spark's own streaming
 ``withWatermark(ts, delay).groupBy(key, F.window(ts, range, slide))`` or
 ``groupBy(key, F.session_window(ts, gap))`` gives in append mode, over the
 same micro-batches:
@@ -19,10 +24,26 @@ same micro-batches:
 * Emission. A window is emitted, final, once the watermark (of the current
   batch) reaches its end; an event-time timer at the earliest end a key has
   open calls the key then even when it gets no rows.
-* Time windows: each key's state holds the rows of its windows not yet
-  final (a row stays until the watermark reaches the end of its last
-  window); every call computes the windows the watermark closed afresh from
-  the rows before it with a :class:`slidewise.Stream`.
+* Time windows of sum, count, mean, max and min (:class:`_PaneProcessor`):
+  each key's state holds the partials of its panes (the gcd of the ranges
+  and slides) that a window not yet emitted holds, sealed with a CRC-32
+  and the writer's version; a call folds its rows into panes, emits the
+  windows the watermark closed and drops the panes no open window holds:
+  one state read and at most one write per call, work that grows with the
+  call's rows and windows. A (row, window) pair is kept exactly when the
+  window ends at or after the smallest event time that came through (the
+  rows' and their probes', below): every end of a new row's windows was
+  sent, so those Spark dropped are the smaller ones. The windows of a
+  task's data calls leave together from its first expired-timer call (a
+  timer behind the watermark makes one): pyspark converts each frame a
+  call yields at a fixed cost. The output is all numeric (query index,
+  bounds in us, value and its null/NaN state); the JVM names, types and
+  masks it after the operator.
+* Other time-window aggregations (:class:`_Processor`): each key's state
+  holds the rows of its windows not yet final (a row stays until the
+  watermark reaches the end of its last window); every call computes the
+  windows the watermark closed afresh from the rows before it with a
+  :class:`slidewise.Stream`.
 * Sliding windows: a row whose earlier windows had ended at the previous
   batch's watermark while its last one had not joins only the later ones,
   as in Spark. Such a window holds only such rows (a row of an earlier
@@ -38,9 +59,10 @@ same micro-batches:
   :class:`slidewise.Stream` (an on-time row joins, and merges, the open
   sessions it touches), and an emitted session's rows leave the state, so a
   later row never joins an emitted session (as in Spark).
-* The late rows' side output (``late_rows=True``): the rows the watermark refused (those
-  Spark drops above), with their key, time and value, as a second streaming
-  DataFrame. Spark's filter would drop them before the processor sees them,
+* The late rows (``late_rows="kind"``: in the one output, with a kind
+  column; ``True``: as a second streaming DataFrame): the rows the
+  watermark refused (those Spark drops above), with their key, time and
+  value. Spark's filter would drop them before the processor sees them,
   so each row comes without an event time (Spark never drops it) and with a
   probe row carrying the end of its last window as its event time instead:
   the row is late exactly when Spark dropped that probe, i.e. when no probe
@@ -58,7 +80,7 @@ whose value is NaN gives NaN and one without a value null.
 from __future__ import annotations
 
 import pickle
-from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Literal, Optional, Sequence, Tuple, Union, overload
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Literal, Optional, Sequence, Tuple, Union, overload
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -75,7 +97,7 @@ except ImportError:  # pragma: no cover - pyspark < 4
     StatefulProcessor = object  # type: ignore
 
 from ._ship import _import_slidewise, ship
-from ._specs import _listify
+from ._specs import _functions, _listify
 
 # Spark's metadata key for a column's watermark delay (EventTimeWatermark.delayKey)
 _DELAY_KEY = "spark.watermarkDelayMs"
@@ -88,58 +110,91 @@ _LATE_COL = "slidewise_late_after"
 _TIME_OUT = "slidewise_time"
 
 
+_NAT = np.iinfo(np.int64).min  # NaT as int64
+
+
 def _us(col: pd.Series) -> np.ndarray:
-    """event times -> int64 microseconds since the epoch"""
-    t = pd.to_datetime(col, utc=True)
-    us: np.ndarray = ((t - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(microseconds=1)).to_numpy(np.int64)
+    """event times -> int64 microseconds since the epoch (NaT: _NAT)"""
+    if not (isinstance(col.dtype, pd.DatetimeTZDtype) or np.issubdtype(col.dtype, np.datetime64)):
+        col = pd.to_datetime(col, utc=True)  # e.g. an all-null chunk as objects
+    us: np.ndarray = col.array.as_unit("us").asi8
     return us
+
+
+def _columns(df: pd.DataFrame, names: Tuple[str, ...]) -> List[Any]:
+    """The arrays of ``names`` in ``df``. pandas 3 looks a column up by name
+    in ~50 us (its Arrow-backed column index), more than a key's whole work,
+    so the block manager is read by position when pandas has one."""
+    mgr = getattr(df, "_mgr", None)
+    if mgr is not None and hasattr(mgr, "iget_values"):
+        cols = list(df.columns)
+        return [mgr.iget_values(cols.index(n)) for n in names]
+    return [df[n].array for n in names]
 
 
 def _frame_rows(df: pd.DataFrame, time: str, value: str):
     """(times in us, values, null mask) of the rows of one pandas frame from
-    Spark, and the window ends of its probe rows (a null time)."""
-    probe = df[time].isna().to_numpy()
+    Spark, the window ends of its probe rows (a null time), and the event
+    times of its other rows that have one (numpy throughout: pandas'
+    indexing costs more than the work)."""
+    tc, vc, mc, lc = _columns(df, (time, value, _NULL_COL, _LATE_COL))
+    tcol = np.asarray(tc, dtype=np.float64)  # int64 us; null (NaN) for probes
+    lcol = _us(pd.Series(lc)) if not hasattr(lc, "as_unit") else lc.as_unit("us").asi8  # NaT: _NAT
+    v = np.asarray(vc, dtype=np.float64)
+    m = np.asarray(mc, dtype=bool)
+    probe = np.isnan(tcol)
     if probe.any():
-        ends = _us(df[_LATE_COL][probe])
-        df = df[~probe]
+        keep = ~probe
+        ends, lcol, tcol, v, m = lcol[probe], lcol[keep], tcol[keep], v[keep], m[keep]
     else:
         ends = np.empty(0, np.int64)
-    t = _us(df[time])
-    v = pd.to_numeric(df[value]).to_numpy(dtype=np.float64, na_value=np.nan)
-    m = df[_NULL_COL].to_numpy(dtype=bool)
-    return t, np.where(m, 0.0, v), m, ends
+    return tcol.astype(np.int64), np.where(m, 0.0, v), m, ends, lcol[lcol != _NAT]
 
 
-def _values(a: pa.Array) -> pd.Series:
-    """A float64 output column keeping null and NaN apart: pandas' masked
-    Float64 (pyspark converts it with its own mask, NaN stays NaN)."""
-    a = a.cast(pa.float64())
-    v = a.fill_null(0.0).to_numpy(zero_copy_only=False)
-    return pd.Series(pd.arrays.FloatingArray(v, a.is_null().to_numpy(zero_copy_only=False)))
+def _frames_rows(rows: Iterable[pd.DataFrame], time: str, value: str):
+    """_frame_rows of a key's frames, concatenated; ``ends``: the event
+    times (us) that came through, the probes' and the rows' own."""
+    new = [_frame_rows(df, time, value) for df in rows]
+    if not new:
+        return np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, bool), np.empty(0, np.int64)
+    t, v, m, ends, own = (np.concatenate([x[i] for x in new]) if len(new) > 1 else new[0][i] for i in range(5))
+    return t, v, m, np.concatenate([ends, own])
 
 
-def _times(us, n: int) -> pd.Series:
-    """int64 microseconds (None: n nulls) -> UTC timestamps"""
-    if us is None:
-        return pd.Series(pd.NaT, index=range(n), dtype="datetime64[us, UTC]")
-    return pd.Series(pd.to_datetime(np.asarray(us, np.int64), unit="us", utc=True))
+# The processor's output columns besides the keys: all numeric, because
+# pyspark's pandas-to-Arrow conversion of strings, zoned timestamps and
+# masked floats costs a few ms per key and call; the JVM turns them into
+# (query, window_start, window_end, value, time) after the operator.
+_OUT_Q, _OUT_WS, _OUT_WE, _OUT_V, _OUT_NULL, _OUT_T = (f"slidewise_{c}" for c in ("q", "ws", "we", "value", "vstate",
+                                                                                  "t"))
 
 
-def _frame(keys, key, name, start, end, value: pa.Array, late_col: bool = False, time=None) -> pd.DataFrame:
-    """Output rows of one query for one key (start, end: int64 us); with
-    ``late_col`` the late rows' time column too (``time``: a late row's
-    time; the rows are then late rows: no query, no window)."""
+def _frame(keys, key, qi: Any, start, end, value: pa.Array, late_col: bool = False, time=None,
+           rows: bool = False) -> pd.DataFrame:
+    """Output rows of query ``qi`` (its index, or one per row) for one key (start, end:
+    int64 us); with ``late_col`` the late rows' time column too (``time``:
+    a late row's time; the rows are then late rows: ``qi`` -1, no window)."""
     n = len(value)
+    value = value.cast(pa.float64())
+    # pyspark turns a pandas NaN into null: the value's state says which
+    # (0 a number, 1 null, 2 NaN)
+    v, null = value.fill_null(0.0).to_numpy(zero_copy_only=False), value.is_null().to_numpy(zero_copy_only=False)
+    nan = np.isnan(v) & ~null
+    zeros = np.zeros(n, np.int64)
     # strings as object dtype: pandas 3's Arrow-backed str columns, once
     # concatenated, hold chunked arrays, which trip pyspark's converter
-    f = pd.DataFrame({k: pd.Series([kv] * n, dtype=object if isinstance(kv, str) else None)
-                      for k, kv in zip(keys, key)})
-    f["query"] = pd.Series([name] * n, dtype=object)
-    f["window_start"] = _times(start, n)
-    f["window_end"] = _times(end, n)
-    f["value"] = _values(value)
+    if rows:  # one key per row: an object array per key column
+        kcols = {k: pd.Series(kv, dtype=object) if len(kv) and isinstance(kv[0], str) else pd.Series(kv.tolist())
+                 for k, kv in zip(keys, key)}
+    else:
+        kcols = {k: pd.Series([kv] * n, dtype=object if isinstance(kv, str) else None) for k, kv in zip(keys, key)}
+    f = pd.DataFrame({**kcols,
+                      _OUT_Q: np.broadcast_to(np.asarray(qi, np.int64), (n,)).copy(),
+                      _OUT_WS: zeros if start is None else np.asarray(start, np.int64),
+                      _OUT_WE: zeros if end is None else np.asarray(end, np.int64),
+                      _OUT_V: np.where(nan, 0.0, v), _OUT_NULL: np.where(null, 1, np.where(nan, 2, 0)).astype(np.int32)})
     if late_col:
-        f[_TIME_OUT] = _times(time, n)
+        f[_OUT_T] = zeros if time is None else np.asarray(time, np.int64)
     return f
 
 
@@ -174,6 +229,7 @@ class _Processor(StatefulProcessor):
 
         _import_slidewise()
         self.queries = pickle.loads(self._qbytes)
+        self._qi = {q.name: i for i, q in enumerate(self.queries)}
         self.handle = handle
         self.state = handle.getValueState("slidewise", StructType([StructField("b", BinaryType())]))
 
@@ -181,9 +237,12 @@ class _Processor(StatefulProcessor):
         return {"t": np.empty(0, np.int64), "v": np.empty(0, np.float64), "m": np.empty(0, bool), "final": None}
 
     def _load(self):
-        if not self.state.exists():
-            return self._empty()
-        st = pickle.loads(self.state.get()[0])
+        got = self.state.get()  # one read: None when the key has no state
+        return self._empty() if got is None else self._load_pickle(got[0])
+
+    def _load_pickle(self, b: bytes):
+        # sealed since slidewise 0.2; an older state (a bare pickle) loads unchecked
+        st = pickle.loads(_unseal(_ROWS_MAGIC, b)[1] if b[:3] == _ROWS_MAGIC else b)
         if "emitted" in st:
             # before late rows followed Spark's window-end rule, the stream took rows behind the watermark
             raise ValueError("this query's state was written by an older slidewise.spark.stream_aggregate; "
@@ -192,14 +251,14 @@ class _Processor(StatefulProcessor):
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         st = self._load()
-        new = [_frame_rows(df, self.time, self.value) for df in rows]
+        new = [_frame_rows(df, self.time, self.value)[:4] for df in rows]
         t, v, m, ends = (np.concatenate([x[i] for x in new]) for i in range(4)) if new else (
             np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, bool), np.empty(0, np.int64))
         if self.late and len(t):
             # on time: a probe of the row's last window end came through
             late = ~np.isin(self._late_after(t), ends)
             if late.any():
-                yield _frame(self.keys, key, None, None, None, pa.array(v[late], mask=m[late]), True, t[late])
+                yield _frame(self.keys, key, -1, None, None, pa.array(v[late], mask=m[late]), True, t[late])
                 t, v, m = t[~late], v[~late], m[~late]
         yield from self._advance(key, st, timerValues.getCurrentWatermarkInMs(), t, v, m, ends)
 
@@ -263,7 +322,7 @@ class _Processor(StatefulProcessor):
                     ok = has_old | has_last | np.isin(e, probes)
                     if ok.any():
                         idx = np.flatnonzero(sel)[ok]
-                        frames.append(_frame(self.keys, key, q.name, start[idx], end[idx], vals.take(pa.array(idx)),
+                        frames.append(_frame(self.keys, key, self._qi[q.name], start[idx], end[idx], vals.take(pa.array(idx)),
                                              self.late))
         if n < len(t):
             # the first windows of the rows at or after the watermark
@@ -280,13 +339,329 @@ class _Processor(StatefulProcessor):
         or clear it; fire again once the watermark reaches ``next_end``;
         yield the windows computed."""
         if keep.any():
-            self.state.update((pickle.dumps({**{k: a[keep] for k, a in rows.items()}, **extra}),))
+            self.state.update((_seal(_ROWS_MAGIC, pickle.dumps({**{k: a[keep] for k, a in rows.items()}, **extra})),))
         else:
             self.state.clear()
         if next_end is not None:
             self.handle.registerTimer(_timer_ms(next_end))
         if frames:
             yield pd.concat(frames, ignore_index=True)
+
+
+# -- incremental state: pane partials -------------------------------------
+
+# Aggregations whose partial per pane is a few numbers (the others keep rows).
+_PANE_AGGS = frozenset({"sum", "count", "mean", "max", "min"})
+# A pane's partial: rows (a window exists once a row joins it, null or not),
+# non-null values, their sum (NaN and inf propagate, as Spark's sum), the
+# largest and smallest non-NaN value and the NaN count (Spark's max is NaN
+# once a NaN joins; its min only when every value is NaN).
+_PANE_FIELDS = (("n", np.int64), ("cnt", np.int64), ("s", np.float64), ("mx", np.float64),
+                ("mn", np.float64), ("nan", np.int64))
+_STATE_MAGIC = b"SWP"  # pane state
+_ROWS_MAGIC = b"SWR"  # a pickle of rows (other aggregations, sessions)
+_STATE_FORMAT = 1
+
+
+def _version() -> str:
+    import slidewise
+
+    return str(slidewise.__version__)
+
+
+def _seal(magic: bytes, payload: bytes) -> bytes:
+    """A key's state as stored: ``magic``, the format, a CRC-32 of the rest,
+    then the writer's slidewise version and ``payload``."""
+    import struct
+    import zlib
+
+    ver = _version().encode()
+    body = struct.pack("<B", len(ver)) + ver + payload
+    return magic + struct.pack("<BI", _STATE_FORMAT, zlib.crc32(body)) + body
+
+
+def _unseal(magic: bytes, b: bytes) -> Tuple[str, bytes]:
+    """(writer's version, payload) of a _seal'ed state; a checksum or format
+    mismatch is a ValueError, never a state read."""
+    import struct
+    import zlib
+
+    what = f"cannot restore slidewise.spark.stream_aggregate state (this is slidewise {_version()})"
+    if len(b) < 9 or b[:3] != magic:
+        raise ValueError(f"{what}: not a state of this query's kind")
+    fmt, crc = struct.unpack_from("<BI", b, 3)
+    body = b[8:]
+    if zlib.crc32(body) != crc:
+        raise ValueError(f"{what}: checksum mismatch (the checkpoint's state is corrupt)")
+    ver = body[1:1 + body[0]].decode(errors="replace")
+    if fmt != _STATE_FORMAT:
+        raise ValueError(f"{what}: format {fmt}, written by slidewise {ver}, reads format {_STATE_FORMAT}")
+    return ver, body[1 + body[0]:]
+
+
+def _encode_panes(st: Dict[str, Any]) -> bytes:
+    """A key's pane state: final (us), timer (ms), the pane count and the
+    pane columns as one little-endian int64 matrix (floats by their bits),
+    sealed."""
+    import struct
+
+    cols = np.stack([st["p"]] + [st[f].view(np.int64) for f, _ in _PANE_FIELDS]).astype("<i8", copy=False)
+    return _seal(_STATE_MAGIC, struct.pack("<qqq", st["final"], st["timer"], len(st["p"])) + cols.tobytes())
+
+
+def _decode_panes(b: bytes) -> Dict[str, Any]:
+    """The inverse of _encode_panes."""
+    import struct
+
+    ver, body = _unseal(_STATE_MAGIC, b)
+    final, timer, n = struct.unpack_from("<qqq", body) if len(body) >= 24 else (0, 0, -1)
+    rows = 1 + len(_PANE_FIELDS)
+    if n < 0 or len(body) - 24 != 8 * rows * n:
+        raise ValueError(f"cannot restore slidewise.spark.stream_aggregate state written by slidewise {ver}: "
+                         f"{len(body)} bytes for {n} panes")
+    cols = np.frombuffer(body, "<i8", rows * n, 24).reshape(rows, n).astype(np.int64)
+    st: Dict[str, Any] = {"final": final, "timer": timer, "version": ver, "p": cols[0]}
+    for i, (f, t) in enumerate(_PANE_FIELDS, 1):
+        st[f] = cols[i].view(t)
+    return st
+
+
+_PANE_KEYS = ("p",) + tuple(f for f, _ in _PANE_FIELDS)
+_NO_TIME = -(1 << 62)  # no watermark seen / no timer registered
+
+
+def _ident(f: str, dtype: Any) -> Any:
+    """The identity of a partial field: NaN for max / min (fmax / fmin skip it), else 0."""
+    return np.nan if f in ("mx", "mn") else np.zeros(1, dtype)[0]
+
+
+def _ufunc(f: str) -> Any:
+    return np.fmax if f == "mx" else np.fmin if f == "mn" else np.add
+
+
+def _pane_partials(pane: np.ndarray, v: np.ndarray, m: np.ndarray) -> Dict[str, np.ndarray]:
+    """Per distinct pane (sorted) the partial of its rows (v: 0 where null)."""
+    order = np.argsort(pane, kind="stable")
+    pane, v, m = pane[order], v[order], m[order]
+    p, first = np.unique(pane, return_index=True)
+    ok = ~m
+    isnan = np.isnan(v) & ok
+    real = np.where(ok & ~isnan, v, np.nan)
+    return {"p": p, "n": np.diff(np.append(first, len(pane))).astype(np.int64),
+            "cnt": np.add.reduceat(ok.astype(np.int64), first),
+            "s": np.add.reduceat(np.where(ok, v, 0.0), first),
+            "mx": np.fmax.reduceat(real, first), "mn": np.fmin.reduceat(real, first),
+            "nan": np.add.reduceat(isnan.astype(np.int64), first)}
+
+
+def _no_panes() -> Dict[str, np.ndarray]:
+    return {f: np.empty(0, t) for f, t in (("p", np.int64),) + _PANE_FIELDS}
+
+
+def _merge_panes(a: Dict[str, np.ndarray], b: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+    """Two pane sets (each sorted, distinct) as one."""
+    if not len(b["p"]) or not len(a["p"]):
+        return {f: (a if len(a["p"]) else b)[f] for f in _PANE_KEYS}
+    p = np.concatenate([a["p"], b["p"]])
+    order = np.argsort(p, kind="stable")
+    p = p[order]
+    first = np.flatnonzero(np.append(True, p[1:] != p[:-1]))
+    out = {"p": p[first]}
+    for f, _ in _PANE_FIELDS:
+        out[f] = _ufunc(f).reduceat(np.concatenate([a[f], b[f]])[order], first)
+    return out
+
+
+def _range_reduce(f: str, x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The reduction of field ``f`` over x[lo[i]:hi[i]] for each i (empty:
+    the identity), in one reduceat over the interleaved bounds."""
+    ident = _ident(f, x.dtype)
+    if not len(lo):
+        return np.empty(0, x.dtype)
+    padded = np.append(x, np.array([ident], x.dtype))
+    idx = np.empty(2 * len(lo), np.int64)
+    idx[0::2], idx[1::2] = lo, hi
+    out: np.ndarray = _ufunc(f).reduceat(padded, idx)[0::2]
+    out[hi <= lo] = ident
+    return out
+
+
+def _window_values(agg: str, part: Dict[str, np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
+    """(values, null mask) of windows from their merged partials, as Spark
+    gives them: null without a non-null value (count: 0)."""
+    cnt = part["cnt"]
+    null = cnt == 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if agg == "sum":
+            val = part["s"]
+        elif agg == "count":
+            val, null = cnt.astype(np.float64), np.zeros(len(cnt), bool)
+        elif agg == "mean":
+            val = part["s"] / np.where(null, 1, cnt)
+        elif agg == "max":
+            val = np.where(part["nan"] > 0, np.nan, part["mx"])
+        else:  # min: NaN only when every value is NaN
+            val = np.where(part["nan"] == cnt, np.nan, part["mn"])
+    return np.where(null, 0.0, val), null
+
+
+def _ramp(cnt: np.ndarray) -> np.ndarray:
+    """0, 1, ..., c-1 for each c of ``cnt``, concatenated."""
+    out: np.ndarray = np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    return out
+
+
+class _PaneProcessor(_Processor):
+    """Time-window queries of _PANE_AGGS with incremental state: per key the
+    partials of its panes (width: the gcd of the ranges and slides) that a
+    window not yet emitted holds, the watermark of its last call
+    (``final``: the windows ending at or before it are emitted) and its
+    registered timer. A call folds its rows into panes, emits the windows
+    the watermark closed from the panes and drops the panes no open window
+    holds: its work grows with its rows and windows, not with the state.
+    One state read and at most one write per call."""
+
+    def init(self, handle) -> None:
+        import math
+
+        super().init(handle)
+        self.g = 0
+        for q in self.queries:
+            self.g = math.gcd(self.g, q.range // 1000, q.slide // 1000)
+        # Windows the data calls of this task emit wait here and leave in one
+        # frame from the first expired-timer call of the task: pyspark
+        # converts each frame a call yields at a fixed cost of ms. A timer
+        # behind the watermark (it fires this batch) guarantees that call.
+        self._buf: List[Tuple[Any, ...]] = []
+        self._buf_rows = 0
+        self._flush_at: Optional[int] = None
+
+    def close(self) -> None:
+        if self._buf:  # never drop windows silently
+            raise RuntimeError("slidewise stream_aggregate: windows were held for a timer that did not fire")
+
+    def _hold(self, key, cols: Tuple[Any, ...], wm_ms: int) -> Iterator[pd.DataFrame]:
+        """Hold a data call's windows for the flush, or yield them all when
+        they are many (or no timer can fire behind the watermark)."""
+        self._buf.append((key, *cols))
+        self._buf_rows += len(cols[0])
+        if self._flush_at is None and wm_ms > 0:
+            self._flush_at = wm_ms - 1
+            self.handle.registerTimer(self._flush_at)
+        if self._flush_at is None or self._buf_rows >= 50_000:
+            yield from self._flush()
+
+    def _flush(self) -> Iterator[pd.DataFrame]:
+        if not self._buf:
+            return
+        buf, self._buf, self._buf_rows = self._buf, [], 0
+        n = [len(b[1]) for b in buf]
+        keys = [np.repeat(np.array([b[0][j] for b in buf], dtype=object), n) for j in range(len(self.keys))]
+        qi, start, end, val, null = (np.concatenate([b[i] for b in buf]) for i in range(1, 6))
+        yield _frame(self.keys, keys, qi, start, end, pa.array(val, mask=null), self.late, rows=True)
+
+    def _empty(self):
+        return {**_no_panes(), "final": _NO_TIME, "timer": _NO_TIME}
+
+    def _from_bytes(self, b: bytes):
+        if b[:3] == _STATE_MAGIC:
+            return _decode_panes(b)
+        # an older slidewise's state, the rows of the windows not yet final
+        # (a pickle): their panes
+        st = self._load_pickle(b)
+        panes = _pane_partials(st["t"] // self.g, st["v"], st["m"]) if len(st["t"]) else _no_panes()
+        return {**panes, "final": _NO_TIME if st["final"] is None else int(st["final"]), "timer": _NO_TIME}
+
+    def _load(self):
+        got = self.state.get()  # one read: None when the key has no state
+        return self._empty() if got is None else self._from_bytes(got[0])
+
+    def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
+        st = self._load()
+        t, v, m, ends = _frames_rows(rows, self.time, self.value)
+        # (row, window) pairs Spark keeps: the window ends after the previous
+        # batch's watermark, exactly the ends at or above the smallest end
+        # that came through (probes' and rows'; every end of a row's
+        # windows was sent, as the row's event time or a probe's)
+        ok_from = int(ends.min()) if len(ends) else _NO_TIME * -1
+        if self.late and len(t):
+            late = self._late_after(t) < ok_from
+            if late.any():
+                yield _frame(self.keys, key, -1, None, None, pa.array(v[late], mask=m[late]), True, t[late])
+                t, v, m = t[~late], v[~late], m[~late]
+        yield from self._advance(key, st, timerValues.getCurrentWatermarkInMs(), t, v, m, ok_from)
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
+        yield from self._flush()  # the data calls' windows (see init)
+        fired = expiredTimerInfo.getExpiryTimeInMs()
+        got = self.state.get()
+        if got is None:
+            return
+        st = self._from_bytes(got[0])
+        if st["timer"] not in (_NO_TIME, fired):
+            return  # the flush timer, or one since replaced: the key's current one does the work
+        st["timer"] = _NO_TIME  # Spark deletes the timer that fired
+        e = np.empty(0, np.int64)
+        yield from self._advance(key, st, timerValues.getCurrentWatermarkInMs(), e, e.astype(np.float64),
+                                 e.astype(bool), -_NO_TIME, hold=False)
+
+    def _advance(self, key, st, wm_ms: int, nt, nv, nm, ok_from: int, hold: bool = True) -> Iterator[pd.DataFrame]:
+        g, wm, final = self.g, int(wm_ms) * 1000, int(st["final"])
+        new = _pane_partials(nt // g, nv, nm) if len(nt) else _no_panes()
+        pan = np.union1d(st["p"], new["p"]) * g  # pane starts
+        frames = []
+        for q, (r, s) in zip(self.queries, self._spans()):
+            # the ends of the windows holding a pane, in (final, wm]
+            lo = np.maximum((pan + g + s - 1) // s, final // s + 1)
+            cnt = np.maximum(np.minimum((pan + r) // s, wm // s) - lo + 1, 0)
+            if not cnt.any():
+                continue
+            e = np.unique(np.repeat(lo, cnt) + _ramp(cnt)) * s
+            part = self._windows(st, e, r)
+            use = e >= ok_from  # windows new rows may join
+            if use.any():
+                add = self._windows(new, e, r)
+                part = {f: np.where(use, _ufunc(f)(part[f], add[f]), part[f]) for f in part}
+            some = part["n"] > 0
+            if some.any():
+                val, null = _window_values(q.agg, {f: a[some] for f, a in part.items()})
+                frames.append((np.full(int(some.sum()), self._qi[q.name]), e[some] - r, e[some], val, null))
+        panes = _merge_panes(st, new)
+        final = max(final, wm)
+        timer = int(st["timer"])
+        # a pane stays while a window holding it ends after final
+        last = np.max([((panes["p"] * g + r) // s) * s for r, s in self._spans()], axis=0)
+        live = last > final
+        if live.any():
+            panes = {f: a[live] for f, a in panes.items()}
+            # the earliest end after final of a window holding a pane left
+            pan = panes["p"] * g
+            nxt = min(int(np.maximum((pan + g + s - 1) // s, final // s + 1).min()) * s for r, s in self._spans())
+            want = _timer_ms(nxt)
+            if want != timer:
+                if timer != _NO_TIME:
+                    self.handle.deleteTimer(timer)  # else it would call the key for nothing
+                self.handle.registerTimer(want)
+                timer = want
+            self.state.update((_encode_panes({**panes, "final": final, "timer": timer}),))
+        else:
+            if timer != _NO_TIME:
+                self.handle.deleteTimer(timer)
+            self.state.clear()
+        if frames:
+            cols = tuple(np.concatenate(c) for c in zip(*frames))
+            if hold:
+                yield from self._hold(key, cols, int(wm_ms))
+            else:
+                qi, start, end, val, null = cols
+                yield _frame(self.keys, key, qi, start, end, pa.array(val, mask=null), self.late)
+
+    def _windows(self, panes: Dict[str, np.ndarray], e: np.ndarray, r: int) -> Dict[str, np.ndarray]:
+        """The merged partials of the windows ending at ``e`` (range ``r``)
+        over ``panes`` (sorted)."""
+        lo = np.searchsorted(panes["p"], (e - r) // self.g, "left")
+        hi = np.searchsorted(panes["p"], e // self.g, "left")
+        return {f: _range_reduce(f, panes[f], lo, hi) for f, _ in _PANE_FIELDS}
 
 
 class _SessionProcessor(_Processor):
@@ -324,7 +699,7 @@ class _SessionProcessor(_Processor):
             start, end, vals = _windows(res)
             done = end <= wm
             if done.any():
-                frames.append(_frame(self.keys, key, q.name, start[done], end[done], vals.filter(pa.array(done)),
+                frames.append(_frame(self.keys, key, self._qi[q.name], start[done], end[done], vals.filter(pa.array(done)),
                                      self.late))
                 # an emitted session's rows: [start, end - gap]; a later row starts a new session
                 gap = q.session // 1000
@@ -339,50 +714,86 @@ class _SessionProcessor(_Processor):
         yield from self._finish(need.any(axis=1), {"t": t, "v": v, "m": m, "need": need}, {}, next_end, frames)
 
 
+_PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
+_ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+# one output's own columns (late_rows="kind")
+_KIND_COLS = ("kind", "query", "window_start", "window_end", "value")
+# the grouping column of an unkeyed stream: one key
+_ONE_KEY = "slidewise_key"
+
+
+def _check_state_store(spark: Any) -> None:
+    """transformWithState keeps its state only in RocksDB: say so before
+    the query starts, not with Spark's STORE_BACKEND_NOT_SUPPORTED_FOR_TWS
+    once it runs."""
+    provider = spark.conf.get(_PROVIDER_CONF, None)
+    if not str(provider or "").endswith("RocksDBStateStoreProvider"):
+        raise ValueError(f"stream_aggregate keeps its state with transformWithStateInPandas, which needs the RocksDB "
+                         f"state store: set {_PROVIDER_CONF} to {_ROCKSDB} (it is "
+                         f"{provider or 'unset: Spark default, HDFSBackedStateStoreProvider'})")
+
+
+Keys = Union[None, str, Sequence[str]]
+
+
 @overload
 def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], value: str, time: str,
-                     key: Union[str, Sequence[str]], watermark: Optional[str] = None,
-                     late_rows: Literal[False] = False) -> DataFrame: ...
+                     key: Keys = None, watermark: Optional[str] = None,
+                     late_rows: Literal[False, "kind"] = False) -> DataFrame: ...
 @overload
 def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], value: str, time: str,
-                     key: Union[str, Sequence[str]], watermark: Optional[str] = None, *,
+                     key: Keys = None, watermark: Optional[str] = None, *,
                      late_rows: Literal[True]) -> Tuple[DataFrame, DataFrame]: ...
 @overload
 def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], value: str, time: str,
-                     key: Union[str, Sequence[str]], watermark: Optional[str] = None,
-                     late_rows: bool = False) -> Union[DataFrame, Tuple[DataFrame, DataFrame]]: ...
-def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], value: str, time: str, key: Union[str, Sequence[str]],
+                     key: Keys = None, watermark: Optional[str] = None,
+                     late_rows: Union[bool, str] = False) -> Union[DataFrame, Tuple[DataFrame, DataFrame]]: ...
+def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], value: str, time: str, key: Keys = None,
                      watermark: Optional[str] = None,
-                     late_rows: bool = False) -> Union[DataFrame, Tuple[DataFrame, DataFrame]]:
+                     late_rows: Union[bool, str] = False) -> Union[DataFrame, Tuple[DataFrame, DataFrame]]:
     """Time-window or session-window queries over a streaming DataFrame,
-    per key, with state kept across micro-batches: rows (key..., query,
-    window_start, window_end, value) appended as the watermark passes each
-    window, as Spark's own streaming ``groupBy(key, F.window(...))`` /
-    ``groupBy(key, F.session_window(...))`` in append mode. Use it with
-    ``outputMode("append")`` and a checkpoint location. The watermark must
-    be on ``time``: ``watermark`` (e.g. ``"10 seconds"``) calls
-    ``withWatermark(time, watermark)``, or call it on ``df`` first. Rows
-    with a null time belong to no window.
+    per key (``key=None``: one key for all rows), with state kept across
+    micro-batches: rows (key..., query, window_start, window_end, value)
+    appended as the watermark passes each window, as Spark's own streaming
+    ``groupBy(key, F.window(...))`` / ``groupBy(key, F.session_window(...))``
+    in append mode. Use it with ``outputMode("append")`` and a checkpoint
+    location; the session must use the RocksDB state store
+    (``spark.sql.streaming.stateStore.providerClass``; checked here). The
+    watermark must be on ``time``: ``watermark`` (e.g. ``"10 seconds"``)
+    calls ``withWatermark(time, watermark)``, or call it on ``df`` first.
+    Rows with a null time belong to no window.
 
-    ``late_rows=True`` returns ``(windows, late)``: ``windows`` as above and
-    ``late`` the rows the watermark refused (those Spark's own aggregation
-    drops, counting them in numRowsDroppedByWatermark), with columns (key...,
-    ``time``, ``value``), appended in the micro-batch that refused them. Both
-    are streaming DataFrames from one ``transformWithStateInPandas``; a
-    query started on either runs the whole aggregation (with its own
-    checkpoint and state) and judges lateness by its own micro-batches, so
-    two queries split the rows alike when their micro-batches are alike
-    (e.g. a file source with ``maxFilesPerTrigger``). The late ``value`` has
-    the input's type; integers pass through pandas' float64 on the way
+    The rows the watermark refused (those Spark's own aggregation drops,
+    counting them in numRowsDroppedByWatermark) come out too with
+    ``late_rows``:
+
+    * ``"kind"``: one streaming DataFrame (key..., kind, query,
+      window_start, window_end, value, ``time``): ``kind`` is ``"window"``
+      for a window (``time`` null) and ``"late"`` for a late row (its
+      time and value; query and window null), appended in the micro-batch
+      that refused it. One query computes both; :func:`split_late` splits
+      a micro-batch into the two, and :func:`foreach_batch_split` writes
+      them to two sinks from ``writeStream.foreachBatch``.
+    * ``True``: ``(windows, late)``, two streaming DataFrames, ``late`` with
+      columns (key..., ``time``, ``value``). A query started on either runs
+      the whole aggregation (with its own checkpoint and state) and judges
+      lateness by its own micro-batches, so two queries split the rows
+      alike when their micro-batches are alike (e.g. a file source with
+      ``maxFilesPerTrigger``).
+
+    The late ``value`` has the input's type with ``True`` and is a double
+    with ``"kind"``; integers pass through pandas' float64 on the way
     (exact up to 2**53).
     """
     import slidewise as sw
-    from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
+    F = _functions(df)
     queries = [queries] if isinstance(queries, sw.Query) else list(queries)
     if not queries or not all(isinstance(q, sw.Query) for q in queries):
         raise TypeError("stream_aggregate needs slidewise.Query objects")
+    if late_rows not in (False, True, "kind"):
+        raise ValueError(f"late_rows must be False, True or 'kind', got {late_rows!r}")
     names = [q.name for q in queries]
     if len(set(names)) != len(names):
         raise ValueError(f"query names must be unique, got {names}")
@@ -396,67 +807,127 @@ def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], valu
     if len(kinds) > 1:
         raise ValueError("mix of session-window and time-window queries; call stream_aggregate once per kind")
     sessions = kinds == {"session"}
-    keys = _listify(key)
+    keys = [] if key is None else _listify(key)
     for c in keys + [value, time]:
         if c not in df.columns:
             raise ValueError(f"column {c!r} is not in the DataFrame (columns: {df.columns})")
-    for c in (_NULL_COL, _LATE_COL) + ((_TIME_OUT,) if late_rows else ()):
+    ours = (_NULL_COL, _LATE_COL, _OUT_Q, _OUT_WS, _OUT_WE, _OUT_V, _OUT_NULL, _OUT_T, _TIME_OUT, _ONE_KEY)
+    for c in ours:
         if c in df.columns:
             raise ValueError(f"column name {c!r} is taken (stream_aggregate's own column)")
+    if late_rows == "kind":
+        taken = [c for c in keys + [time] if c in _KIND_COLS]
+        if taken:
+            raise ValueError(f"with late_rows='kind' the output's columns {list(_KIND_COLS)} are taken: rename {taken}")
     if watermark is not None:
         df = df.withWatermark(time, watermark)
     delay = df.schema[time].metadata.get(_DELAY_KEY)
     if delay is None:
         raise ValueError(f"stream_aggregate needs the stream's watermark on {time!r}: pass watermark=... "
                          f"or call df.withWatermark({time!r}, ...) first")
+    _check_state_store(df.sparkSession)
     value_type = df.schema[value].dataType
     ship(df.sparkSession)  # also pickles this module's processors by value
-    schema = T.StructType([T.StructField(k, df.schema[k].dataType) for k in keys] +
-                          [T.StructField("query", T.StringType()),
-                           T.StructField("window_start", T.TimestampType()),
-                           T.StructField("window_end", T.TimestampType()),
-                           T.StructField("value", T.DoubleType())] +
-                          ([T.StructField(_TIME_OUT, T.TimestampType())] if late_rows else []))
+    if not keys:
+        df = df.withColumn(_ONE_KEY, F.lit(0))
+    group = keys or [_ONE_KEY]
+    schema = T.StructType([T.StructField(k, df.schema[k].dataType) for k in group] +
+                          [T.StructField(c, t) for c, t in ((_OUT_Q, T.IntegerType()), (_OUT_WS, T.LongType()),
+                                                           (_OUT_WE, T.LongType()), (_OUT_V, T.DoubleType()),
+                                                           (_OUT_NULL, T.IntegerType()))] +
+                          ([T.StructField(_OUT_T, T.LongType())] if late_rows else []))
     # the end of the last window a row could join: Spark's transformWithState
     # drops the rows where it is at or before the previous batch's watermark
     df = df.filter(F.col(time).isNotNull())
     t = F.col(time)
     pos, end = "slidewise_pos", "slidewise_end"
+    late = bool(late_rows)
     if sessions:
         gap = min(q.session for q in queries if q.session is not None) // 1000
         late_after = t + F.expr(f"INTERVAL {gap} MICROSECONDS")
-        if late_rows:
+        if late:
             # the row without an event time (never dropped), then its probe
             none = F.when(F.lit(False), late_after)
-            df = df.select(*keys, time, value, F.posexplode(F.array(none, late_after)).alias(pos, end))
+            df = df.select(*group, time, value, F.posexplode(F.array(none, late_after)).alias(pos, end))
             t = F.when(F.col(pos) == 0, F.col(time))
             late_after = F.col(end)
-        proc = _SessionProcessor(queries, value, time, keys, late_rows)
+        proc: _Processor = _SessionProcessor(queries, value, time, group, late)
     else:
         us = F.unix_micros(t)
-        lasts = [us - F.pmod(us, F.lit(q.slide // 1000)) + F.lit(q.range // 1000) for q in queries]
+        # queries of one (range, slide) share their windows, so their ends and probes
+        spans = sorted({(q.range // 1000, q.slide // 1000) for q in queries})
+        lasts = [us - F.pmod(us, F.lit(s)) + F.lit(r) for r, s in spans]
         last = lasts[0] if len(lasts) == 1 else F.least(*lasts)
         # sliding windows: a probe row per earlier window of the row (its end)
-        probes = [last_q - F.lit(j * (q.slide // 1000)) for q, last_q in zip(queries, lasts)
-                  for j in range(1, -(-q.range // q.slide))]
-        if probes or late_rows:
+        probes = [last_q - F.lit(j * s) for (r, s), last_q in zip(spans, lasts) for j in range(1, -(-r // s))]
+        if probes or late:
             # late_rows: the row without an event time (never dropped), then
             # the probe of its last window's end
-            first = [F.lit(None).cast("long"), last] if late_rows else [last]
-            df = df.select(*keys, time, value, F.posexplode(F.array(*first, *probes)).alias(pos, end))
+            first = [F.lit(None).cast("long"), last] if late else [last]
+            df = df.select(*group, time, value, F.posexplode(F.array(*first, *probes)).alias(pos, end))
             t = F.when(F.col(pos) == 0, F.col(time))
             last = F.col(end)
         late_after = F.timestamp_micros(last)
-        proc = _Processor(queries, value, time, keys, late_rows)
-    cols = [*keys,
-            # explicit metadata without the delay key: late rows are judged by late_after, not time
-            t.alias(time, metadata={"slidewise.eventTime": True}),
+        pane = all(q.agg in _PANE_AGGS for q in queries)
+        proc = (_PaneProcessor if pane else _Processor)(queries, value, time, group, late)
+    cols = [*group,
+            # int64 microseconds (null in probe rows): cheaper to hand to pandas than timestamps;
+            # without the delay key: late rows are judged by late_after, not time
+            F.unix_micros(t).alias(time),
             value, F.col(value).isNull().alias(_NULL_COL),
             late_after.alias(_LATE_COL, metadata={_DELAY_KEY: delay})]
-    out = df.select(*cols).groupBy(*keys).transformWithStateInPandas(proc, schema, "Append", "EventTime")
+    out = df.select(*cols).groupBy(*group).transformWithStateInPandas(proc, schema, "Append", "EventTime")
+    qi = F.col(_OUT_Q)
+    is_late = qi < 0
+    in_window = ~is_late
+    out = out.select(*keys, qi,
+                     F.when(in_window, F.element_at(F.array(*[F.lit(n) for n in names]), qi + 1)).alias("query"),
+                     F.when(in_window, F.timestamp_micros(_OUT_WS)).alias("window_start"),
+                     F.when(in_window, F.timestamp_micros(_OUT_WE)).alias("window_end"),
+                     F.when(F.col(_OUT_NULL) == 0, F.col(_OUT_V))
+                     .when(F.col(_OUT_NULL) == 2, F.lit(float("nan"))).alias("value"),
+                     *([F.when(is_late, F.timestamp_micros(_OUT_T)).alias(_TIME_OUT)] if late_rows else []))
+    if late_rows == "kind":
+        return out.select(*keys, F.when(is_late, F.lit("late")).otherwise(F.lit("window")).alias("kind"),
+                          "query", "window_start", "window_end", "value", F.col(_TIME_OUT).alias(time))
+    window_cols = [*keys, "query", "window_start", "window_end", "value"]
     if not late_rows:
-        return out
-    windows = out.filter(F.col("query").isNotNull()).select(*keys, "query", "window_start", "window_end", "value")
-    late = out.filter(F.col("query").isNull()).select(*keys, F.col(_TIME_OUT).alias(time),
-                                                      F.col("value").cast(value_type).alias(value))
-    return windows, late
+        return out.select(*window_cols)
+    return (out.filter(in_window).select(*window_cols),
+            out.filter(is_late).select(*keys, F.col(_TIME_OUT).alias(time), F.col("value").cast(value_type).alias(value)))
+
+
+def split_late(batch: DataFrame) -> Tuple[DataFrame, DataFrame]:
+    """A micro-batch of ``stream_aggregate(..., late_rows="kind")`` (e.g. in
+    ``foreachBatch``) as ``(windows, late)``: windows (key..., query,
+    window_start, window_end, value) and late rows (key..., time, value),
+    as ``late_rows=True`` gives them as streams."""
+    F = _functions(batch)
+    cols = batch.columns
+    if tuple(cols[-6:-1]) != _KIND_COLS:
+        raise ValueError(f"not the output of stream_aggregate(..., late_rows='kind'): columns {cols}")
+    at = cols.index("kind")
+    keys, time = cols[:at], cols[-1]
+    kind = F.col("kind")
+    return (batch.filter(kind == "window").select(*keys, "query", "window_start", "window_end", "value"),
+            batch.filter(kind == "late").select(*keys, time, "value"))
+
+
+def foreach_batch_split(windows: Callable[[DataFrame, int], None],
+                        late: Callable[[DataFrame, int], None]) -> Callable[[DataFrame, int], None]:
+    """A ``foreachBatch`` function for ``stream_aggregate(...,
+    late_rows="kind")``: each micro-batch, persisted once (so the two writes
+    do not compute it twice), split by :func:`split_late` and handed to
+    ``windows(df, batch_id)`` and ``late(df, batch_id)`` (e.g. a Parquet
+    append each). As with any ``foreachBatch``, a batch retried after a
+    failure is written again: make the writes idempotent by ``batch_id``
+    where a sink needs exactly-once."""
+    def each(batch: DataFrame, batch_id: int) -> None:
+        batch.persist()
+        try:
+            w, lr = split_late(batch)
+            windows(w, batch_id)
+            late(lr, batch_id)
+        finally:
+            batch.unpersist()
+    return each

@@ -46,6 +46,7 @@ pub mod shape;
 mod sorted_buffer;
 mod sum;
 pub mod time;
+mod valid;
 
 pub use keyed::{rolling_keyed_dyn, rolling_many_keyed_dyn, rolling_order_keyed_dyn, rolling_order_time_keyed_dyn, rolling_time_keyed_dyn};
 pub use extreme::extreme_values_at;
@@ -381,6 +382,9 @@ pub trait FastNum: Num + LiftSum + PartialOrd {
     /// Rolling sums of a null-free (or null-zeroed) slice, rows split over
     /// up to `threads` threads (same bits for every count).
     fn window_sums(xs: &[Self], window: usize, threads: usize, min_rows: usize) -> Vec<Self::Wide>;
+    /// [`FastNum::window_sums`] of the rows a validity bitmap keeps (the
+    /// others count 0): floats read the bitmap in the kernel.
+    fn window_sums_valid(xs: &[Self], va: valid::Bitmap<'_>, window: usize, threads: usize, min_rows: usize) -> Vec<Self::Wide>;
     /// [`FastNum::window_sums`] on one thread into `out`, with the bits of
     /// any thread count and the default [`Split`].
     fn window_sums_into(xs: &[Self], window: usize, out: &mut [Self::Wide]);
@@ -415,8 +419,11 @@ macro_rules! fast_float {
             fn window_sums(xs: &[$t], window: usize, threads: usize, min_rows: usize) -> Vec<f64> {
                 sum::float_sums(xs, window, threads, min_rows)
             }
+            fn window_sums_valid(xs: &[$t], va: valid::Bitmap<'_>, window: usize, threads: usize, min_rows: usize) -> Vec<f64> {
+                sum::float_sums_scaled(xs, va, window, sum::Out::Scale(1.0), threads, min_rows, |_, _| {})
+            }
             fn window_sums_into(xs: &[$t], window: usize, out: &mut [f64]) {
-                sum::float_sums_into(xs, window, 1.0, out)
+                sum::float_sums_into(xs, valid::All, window, sum::Out::Scale(1.0), out)
             }
             fn exact_sums_range(_: &[$t], _: usize, _: usize, _: usize, _: &mut [f64]) {
                 unreachable!("float means take the compensated kernel")
@@ -448,6 +455,13 @@ macro_rules! fast_int {
             }
             fn window_sums(xs: &[$t], window: usize, threads: usize, _: usize) -> Vec<i64> {
                 sum::int_sums(xs, window, threads)
+            }
+            fn window_sums_valid(xs: &[$t], va: valid::Bitmap<'_>, window: usize, threads: usize, _: usize) -> Vec<i64> {
+                // Exact integers: zeroing the null slots in a copy costs
+                // little beside the i64 sums.
+                let mut z = buffer::<$t>(xs.len());
+                z.iter_mut().enumerate().for_each(|(i, o)| *o = if valid::Valid::bits(va, i) & 1 == 1 { xs[i] } else { 0 });
+                sum::int_sums(&z, window, threads)
             }
             fn window_sums_into(xs: &[$t], window: usize, out: &mut [i64]) {
                 sum::int_sums_range(xs, window, 0, xs.len(), out)
@@ -508,6 +522,18 @@ fn validity(n: usize, window: usize, need: usize, counts: Option<&[u32]>) -> Opt
             let buf = NullBuffer::new(BooleanBuffer::collect_bool(n, |i| c[i] as usize >= need));
             (buf.null_count() > 0).then_some(buf)
         }
+    }
+}
+
+/// The output validity of a kernel over a column with `nulls` that needs
+/// `need` valid rows a window: for one (every aggregate but `count` and
+/// var / std by default) a word at a time ([`valid::any_in_window`]),
+/// else from the windows' counts.
+fn out_nulls(nulls: Option<&NullBuffer>, n: usize, window: usize, need: usize) -> Option<NullBuffer> {
+    match nulls {
+        Some(nb) if need <= 1 => valid::any_in_window(nb, window),
+        Some(nb) => validity(n, window, need, Some(&window_counts(nb, window))),
+        None => validity(n, window, need, None),
     }
 }
 

@@ -57,7 +57,8 @@
 
 use arrow_array::ArrayRef;
 
-use super::{validity, window_counts, FastNum};
+use super::valid::{All, Bitmap, Valid};
+use super::FastNum;
 use crate::engine::{Column, ToArrow};
 use crate::ops::Num;
 
@@ -66,17 +67,16 @@ use crate::ops::Num;
 /// Chan's merge).
 pub(super) fn rolling_var<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize, ddof: usize, sqrt: bool, threads: usize) -> Option<ArrayRef> {
     let n = col.len();
-    let counts = col.nulls.map(|nb| window_counts(nb, window));
     // Both written in full (`filled` by `finite_filled_into`, `out` by the
     // kernel, the rows below `ddof + 1` values with garbage the validity
     // masks): neither is zeroed first (`buffer_to_fill`).
     let mut out = super::buffer_to_fill(n);
-    let mut filled = if col.nulls.is_none() && as_f64(col.values).is_some() { Vec::new() } else { super::buffer_to_fill(n) };
+    let mut filled = if as_f64(col.values).is_some() { Vec::new() } else { super::buffer_to_fill(n) };
     if !var_column_into(col, window, ddof, sqrt, threads, &mut out, &mut filled, &mut Vec::new()) {
         return None;
     }
     super::assert_filled(&out);
-    let nulls = validity(n, window, min_periods.max(ddof + 1), counts.as_deref());
+    let nulls = super::out_nulls(col.nulls, n, window, min_periods.max(ddof + 1));
     Some(f64::to_arrow(out, nulls))
 }
 
@@ -96,8 +96,13 @@ pub(super) fn var_column_into<T: Num>(
     filled: &mut Vec<f64>,
     weights: &mut Vec<f64>,
 ) -> bool {
-    let x = match (col.nulls, as_f64(col.values)) {
-        (None, Some(x)) => x,
+    // Every window one value: the exact kernel, on weights (the fast
+    // path's check cannot pass a slid state there, see `fast_run`).
+    let exact = window <= 1 && col.nulls.is_some();
+    let x = match as_f64(col.values) {
+        // f64 values read in place, with nulls too (the fast path masks
+        // them with the bitmap).
+        Some(x) if !exact => x,
         _ => {
             if filled.len() != col.len() {
                 filled.clear();
@@ -107,12 +112,15 @@ pub(super) fn var_column_into<T: Num>(
             &filled[..]
         }
     };
-    let wt = col.nulls.map(|nb| {
-        weights.clear();
-        weights.extend(nb.iter().map(|ok| ok as u8 as f64));
-        &weights[..]
-    });
-    var_into_split(x, wt, window, ddof as f64, sqrt, out, threads)
+    match col.nulls {
+        None => var_into_split(x, All, window, ddof as f64, sqrt, out, threads),
+        Some(nb) if !exact => var_into_split(x, Bitmap::new(nb), window, ddof as f64, sqrt, out, threads),
+        Some(nb) => {
+            weights.clear();
+            weights.extend(nb.iter().map(|ok| ok as u8 as f64));
+            var_into(x, Some(weights), window, ddof as f64, sqrt, out)
+        }
+    }
 }
 
 /// Whether every finite value's square (and a difference's) stays finite:
@@ -185,11 +193,15 @@ pub(super) fn finite_filled_into<T: Num>(col: &Column<T>, out: &mut [f64]) {
 /// them (no state crosses a block), and the blocks, their lane groups and
 /// which go exact depend on `n`, `window` and the lane width only, so the
 /// rows are cut between groups and every thread count gives the bits of
-/// one thread. With nulls: one thread.
-pub(super) fn var_into_split(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64], threads: usize) -> bool {
+/// one thread. Missing rows (`va`) are masked as the fast path loads
+/// them: the same blocks, so the same split.
+pub(super) fn var_into_split<Va: Valid>(x: &[f64], va: Va, window: usize, ddof: f64, sqrt: bool, out: &mut [f64], threads: usize) -> bool {
     let n = x.len();
-    if wt.is_some() || threads <= 1 || window <= 1 || window > n {
-        return var_into(x, wt, window, ddof, sqrt, out);
+    if Va::ALL && (threads <= 1 || window <= 1 || window > n) {
+        return var_into(x, None, window, ddof, sqrt, out);
+    }
+    if n == 0 {
+        return true;
     }
     let starts: Vec<usize> = fast_plan(n, window, lane_width()).iter().map(|j| j.0).collect();
     let cs = super::cuts(n, threads, |r| super::nearest(&starts, r));
@@ -197,7 +209,7 @@ pub(super) fn var_into_split(x: &[f64], wt: Option<&[f64]>, window: usize, ddof:
     // The threads call the level's wrapper (a closure would be compiled
     // without its features).
     super::par_ranges(out, &cs, |r0, r1, o| {
-        if fast_rows_dispatch(x, window, ddof, sqrt, r0, r1, o).is_none() {
+        if fast_rows_dispatch(x, va, window, ddof, sqrt, r0, r1, o).is_none() {
             big.store(true, std::sync::atomic::Ordering::Relaxed);
         }
     });
@@ -219,19 +231,20 @@ fn lane_width() -> usize {
 }
 
 /// [`fast_rows`] at the level [`var_into`] picks.
-fn fast_rows_dispatch(x: &[f64], window: usize, ddof: f64, sqrt: bool, r0: usize, r1: usize, out: &mut [f64]) -> Option<usize> {
+#[allow(clippy::too_many_arguments)]
+fn fast_rows_dispatch<Va: Valid>(x: &[f64], va: Va, window: usize, ddof: f64, sqrt: bool, r0: usize, r1: usize, out: &mut [f64]) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
     {
         if std::is_x86_feature_detected!("avx512f") {
             // SAFETY: the feature is present (it implies FMA).
-            return unsafe { avx512::fast_rows(x, window, ddof, sqrt, r0, r1, out) };
+            return unsafe { avx512::fast_rows(x, va, window, ddof, sqrt, r0, r1, out) };
         }
         if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
             // SAFETY: the features are present.
-            return unsafe { avx2::fast_rows(x, window, ddof, sqrt, r0, r1, out) };
+            return unsafe { avx2::fast_rows(x, va, window, ddof, sqrt, r0, r1, out) };
         }
     }
-    fast_rows::<S<false>, S<false>>(x, window, ddof, sqrt, r0, r1, out)
+    fast_rows::<S<false>, S<false>, Va>(x, va, window, ddof, sqrt, r0, r1, out)
 }
 
 /// `out[i]` = the variance (or std) of rows `(i - window, i]` of `x`
@@ -307,6 +320,8 @@ pub(super) trait Lane: Copy {
     /// Bitwise and with an all-ones / all-zeros mask.
     fn and(self, m: Self) -> Self;
     fn or(self, m: Self) -> Self;
+    /// `self` and not `m`, bitwise.
+    fn andnot(self, m: Self) -> Self;
     fn abs(self) -> Self;
     /// The larger (either one where one is NaN: callers do not rely on it).
     fn max(self, o: Self) -> Self;
@@ -394,6 +409,10 @@ impl<const FMA: bool> Lane for S<FMA> {
         S(f64::from_bits(self.0.to_bits() | m.0.to_bits()))
     }
     #[inline(always)]
+    fn andnot(self, m: Self) -> Self {
+        S(f64::from_bits(self.0.to_bits() & !m.0.to_bits()))
+    }
+    #[inline(always)]
     fn abs(self) -> Self {
         S(self.0.abs())
     }
@@ -445,6 +464,90 @@ impl<const FMA: bool> Lane for S<FMA> {
     }
 }
 
+/// The [`Lane`] methods that are one intrinsic each at both vector widths
+/// (AVX2's `V4`, AVX-512's `V8`): the width's intrinsics in, the methods
+/// out. Safety (every method): only called from code compiled with the
+/// width's features, which its caller checked; slices are indexed checked.
+#[cfg(target_arch = "x86_64")]
+macro_rules! lane_common {
+    ($V:ident, $k:expr, $set1:ident, $add:ident, $sub:ident, $mul:ident, $div:ident, $sqrt:ident, $fmsub:ident, $max:ident, $min:ident, $load:ident, $store:ident) => {
+        #[inline(always)]
+        fn splat(v: f64) -> Self {
+            unsafe { $V($set1(v)) }
+        }
+        #[inline(always)]
+        fn add(self, o: Self) -> Self {
+            unsafe { $V($add(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn sub(self, o: Self) -> Self {
+            unsafe { $V($sub(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn mul(self, o: Self) -> Self {
+            unsafe { $V($mul(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn div(self, o: Self) -> Self {
+            unsafe { $V($div(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn sqrt(self) -> Self {
+            unsafe { $V($sqrt(self.0)) }
+        }
+        #[inline(always)]
+        fn two_prod(self, o: Self) -> (Self, Self) {
+            unsafe {
+                let p = $mul(self.0, o.0);
+                ($V(p), $V($fmsub(self.0, o.0, p)))
+            }
+        }
+        #[inline(always)]
+        fn max(self, o: Self) -> Self {
+            unsafe { $V($max(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn min(self, o: Self) -> Self {
+            unsafe { $V($min(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn load(p: &[f64]) -> Self {
+            let p = &p[..$k];
+            unsafe { $V($load(p.as_ptr())) }
+        }
+        #[inline(always)]
+        fn store(self, p: &mut [f64]) {
+            let p = &mut p[..$k];
+            unsafe { $store(p.as_mut_ptr(), self.0) }
+        }
+    };
+}
+
+/// The entry points of one vector width, compiled with its features:
+/// [`run`], [`fast_rows`] and (tests: how many blocks went exact)
+/// [`fast_run`] on `$V` lanes, one scalar FMA lane for the rest.
+#[cfg(target_arch = "x86_64")]
+macro_rules! lane_entries {
+    ($V:ident, $feat:literal) => {
+        #[target_feature(enable = $feat)]
+        pub(super) unsafe fn run(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> bool {
+            super::run::<$V, S<true>>(x, wt, window, ddof, sqrt, out)
+        }
+
+        #[allow(clippy::too_many_arguments)]
+        #[target_feature(enable = $feat)]
+        pub(super) unsafe fn fast_rows<Va: super::Valid>(x: &[f64], va: Va, window: usize, ddof: f64, sqrt: bool, r0: usize, r1: usize, out: &mut [f64]) -> Option<usize> {
+            super::fast_rows::<$V, S<true>, Va>(x, va, window, ddof, sqrt, r0, r1, out)
+        }
+
+        #[cfg(test)]
+        #[target_feature(enable = $feat)]
+        pub(super) unsafe fn fast(x: &[f64], window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> Option<usize> {
+            super::fast_run::<$V, S<true>>(x, window, ddof, sqrt, out)
+        }
+    };
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use std::arch::x86_64::*;
@@ -452,24 +555,9 @@ mod avx2 {
     use super::{Lane, S};
     use crate::ops::reduce::transpose4 as transpose;
 
-    /// [`super::run`] with four segments in an AVX2 vector, FMA products.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn run(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> bool {
-        super::run::<V4, S<true>>(x, wt, window, ddof, sqrt, out)
-    }
-
-    /// [`super::fast_rows`] with V4 lanes.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn fast_rows(x: &[f64], window: usize, ddof: f64, sqrt: bool, r0: usize, r1: usize, out: &mut [f64]) -> Option<usize> {
-        super::fast_rows::<V4, S<true>>(x, window, ddof, sqrt, r0, r1, out)
-    }
-
-    /// [`super::fast_run`] on AVX2 (tests: how many blocks went exact).
-    #[cfg(test)]
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn fast(x: &[f64], window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> Option<usize> {
-        super::fast_run::<V4, S<true>>(x, window, ddof, sqrt, out)
-    }
+    // [`super::run`], [`super::fast_rows`] and (tests) [`super::fast_run`]
+    // with V4 lanes.
+    lane_entries!(V4, "avx2,fma");
 
     #[derive(Clone, Copy)]
     pub(super) struct V4(__m256d);
@@ -478,37 +566,7 @@ mod avx2 {
     // AVX2 and FMA, which the caller checked; slices are indexed checked.
     impl Lane for V4 {
         const K: usize = 4;
-        #[inline(always)]
-        fn splat(v: f64) -> Self {
-            unsafe { V4(_mm256_set1_pd(v)) }
-        }
-        #[inline(always)]
-        fn add(self, o: Self) -> Self {
-            unsafe { V4(_mm256_add_pd(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn sub(self, o: Self) -> Self {
-            unsafe { V4(_mm256_sub_pd(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn mul(self, o: Self) -> Self {
-            unsafe { V4(_mm256_mul_pd(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn div(self, o: Self) -> Self {
-            unsafe { V4(_mm256_div_pd(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn sqrt(self) -> Self {
-            unsafe { V4(_mm256_sqrt_pd(self.0)) }
-        }
-        #[inline(always)]
-        fn two_prod(self, o: Self) -> (Self, Self) {
-            unsafe {
-                let p = _mm256_mul_pd(self.0, o.0);
-                (V4(p), V4(_mm256_fmsub_pd(self.0, o.0, p)))
-            }
-        }
+        lane_common!(V4, 4, _mm256_set1_pd, _mm256_add_pd, _mm256_sub_pd, _mm256_mul_pd, _mm256_div_pd, _mm256_sqrt_pd, _mm256_fmsub_pd, _mm256_max_pd, _mm256_min_pd, _mm256_loadu_pd, _mm256_storeu_pd);
         #[inline(always)]
         fn clamp0(self) -> Self {
             // maxpd returns its second operand when either is NaN.
@@ -523,16 +581,12 @@ mod avx2 {
             unsafe { V4(_mm256_or_pd(self.0, m.0)) }
         }
         #[inline(always)]
+        fn andnot(self, m: Self) -> Self {
+            unsafe { V4(_mm256_andnot_pd(m.0, self.0)) }
+        }
+        #[inline(always)]
         fn abs(self) -> Self {
             unsafe { V4(_mm256_andnot_pd(_mm256_set1_pd(-0.0), self.0)) }
-        }
-        #[inline(always)]
-        fn max(self, o: Self) -> Self {
-            unsafe { V4(_mm256_max_pd(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn min(self, o: Self) -> Self {
-            unsafe { V4(_mm256_min_pd(self.0, o.0)) }
         }
         #[inline(always)]
         fn le(self, o: Self) -> Self {
@@ -563,16 +617,6 @@ mod avx2 {
             }
         }
         #[inline(always)]
-        fn load(p: &[f64]) -> Self {
-            let p = &p[..4];
-            unsafe { V4(_mm256_loadu_pd(p.as_ptr())) }
-        }
-        #[inline(always)]
-        fn store(self, p: &mut [f64]) {
-            let p = &mut p[..4];
-            unsafe { _mm256_storeu_pd(p.as_mut_ptr(), self.0) }
-        }
-        #[inline(always)]
         unsafe fn load_tile(p: *const f64, idx: &[i64; 8]) -> [Self; 8] {
             let r = [
                 _mm256_loadu_pd(p.offset(idx[0] as isize)),
@@ -600,25 +644,9 @@ mod avx512 {
 
     use super::{Lane, S};
 
-    /// [`super::run`] with eight segments in an AVX-512 vector: half the
-    /// instructions per row of AVX2 (the kernel is instruction bound).
-    #[target_feature(enable = "avx512f,avx2,fma")]
-    pub(super) unsafe fn run(x: &[f64], wt: Option<&[f64]>, window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> bool {
-        super::run::<V8, S<true>>(x, wt, window, ddof, sqrt, out)
-    }
-
-    /// [`super::fast_rows`] with V8 lanes.
-    #[target_feature(enable = "avx512f,avx2,fma")]
-    pub(super) unsafe fn fast_rows(x: &[f64], window: usize, ddof: f64, sqrt: bool, r0: usize, r1: usize, out: &mut [f64]) -> Option<usize> {
-        super::fast_rows::<V8, S<true>>(x, window, ddof, sqrt, r0, r1, out)
-    }
-
-    /// [`super::fast_run`] on AVX-512 (tests: how many blocks went exact).
-    #[cfg(test)]
-    #[target_feature(enable = "avx512f,avx2,fma")]
-    pub(super) unsafe fn fast(x: &[f64], window: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> Option<usize> {
-        super::fast_run::<V8, S<true>>(x, window, ddof, sqrt, out)
-    }
+    // [`super::run`], [`super::fast_rows`] and (tests) [`super::fast_run`]
+    // with V8 lanes.
+    lane_entries!(V8, "avx512f,avx2,fma");
 
     #[derive(Clone, Copy)]
     pub(super) struct V8(__m512d);
@@ -627,37 +655,7 @@ mod avx512 {
     // AVX-512F, which the caller checked; slices are indexed checked.
     impl Lane for V8 {
         const K: usize = 8;
-        #[inline(always)]
-        fn splat(v: f64) -> Self {
-            unsafe { V8(_mm512_set1_pd(v)) }
-        }
-        #[inline(always)]
-        fn add(self, o: Self) -> Self {
-            unsafe { V8(_mm512_add_pd(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn sub(self, o: Self) -> Self {
-            unsafe { V8(_mm512_sub_pd(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn mul(self, o: Self) -> Self {
-            unsafe { V8(_mm512_mul_pd(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn div(self, o: Self) -> Self {
-            unsafe { V8(_mm512_div_pd(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn sqrt(self) -> Self {
-            unsafe { V8(_mm512_sqrt_pd(self.0)) }
-        }
-        #[inline(always)]
-        fn two_prod(self, o: Self) -> (Self, Self) {
-            unsafe {
-                let p = _mm512_mul_pd(self.0, o.0);
-                (V8(p), V8(_mm512_fmsub_pd(self.0, o.0, p)))
-            }
-        }
+        lane_common!(V8, 8, _mm512_set1_pd, _mm512_add_pd, _mm512_sub_pd, _mm512_mul_pd, _mm512_div_pd, _mm512_sqrt_pd, _mm512_fmsub_pd, _mm512_max_pd, _mm512_min_pd, _mm512_loadu_pd, _mm512_storeu_pd);
         #[inline(always)]
         fn clamp0(self) -> Self {
             // max(x, 0) keeping NaN: zero where x < 0 (false for NaN).
@@ -675,16 +673,12 @@ mod avx512 {
             unsafe { V8(_mm512_castsi512_pd(_mm512_or_si512(_mm512_castpd_si512(self.0), _mm512_castpd_si512(m.0)))) }
         }
         #[inline(always)]
+        fn andnot(self, m: Self) -> Self {
+            unsafe { V8(_mm512_castsi512_pd(_mm512_andnot_si512(_mm512_castpd_si512(m.0), _mm512_castpd_si512(self.0)))) }
+        }
+        #[inline(always)]
         fn abs(self) -> Self {
             unsafe { V8(_mm512_abs_pd(self.0)) }
-        }
-        #[inline(always)]
-        fn max(self, o: Self) -> Self {
-            unsafe { V8(_mm512_max_pd(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn min(self, o: Self) -> Self {
-            unsafe { V8(_mm512_min_pd(self.0, o.0)) }
         }
         #[inline(always)]
         fn le(self, o: Self) -> Self {
@@ -713,16 +707,6 @@ mod avx512 {
         #[inline(always)]
         unsafe fn scatter_raw(self, p: *mut f64, idx: &[i64; 8]) {
             _mm512_i64scatter_pd::<8>(p as *mut _, _mm512_loadu_si512(idx.as_ptr() as *const _), self.0)
-        }
-        #[inline(always)]
-        fn load(p: &[f64]) -> Self {
-            let p = &p[..8];
-            unsafe { V8(_mm512_loadu_pd(p.as_ptr())) }
-        }
-        #[inline(always)]
-        fn store(self, p: &mut [f64]) {
-            let p = &mut p[..8];
-            unsafe { _mm512_storeu_pd(p.as_mut_ptr(), self.0) }
         }
         #[inline(always)]
         unsafe fn load_tile(p: *const f64, idx: &[i64; 8]) -> [Self; 8] {
@@ -1148,7 +1132,7 @@ fn fast_run<V: Lane, V1: Lane>(x: &[f64], window: usize, ddof: f64, sqrt: bool, 
         lanes::<V1, false>(x, &[], 1, &[0], n, ddof, sqrt, out);
         return Some(0);
     }
-    fast_rows::<V, V1>(x, window, ddof, sqrt, 0, n, out)
+    fast_rows::<V, V1, All>(x, All, window, ddof, sqrt, 0, n, out)
 }
 
 /// The fast path's jobs over `n` rows for `k` lanes, as `(first row, rows
@@ -1178,7 +1162,8 @@ fn fast_plan(n: usize, window: usize, k: usize) -> Vec<(usize, usize, usize)> {
 /// are job starts or `n`) into `out` (those rows), and the exact kernel
 /// for their blocks that fail the check. `window >= 2`.
 #[inline(always)]
-fn fast_rows<V: Lane, V1: Lane>(x: &[f64], window: usize, ddof: f64, sqrt: bool, r0: usize, r1: usize, out: &mut [f64]) -> Option<usize> {
+#[allow(clippy::too_many_arguments)]
+fn fast_rows<V: Lane, V1: Lane, Va: Valid>(x: &[f64], va: Va, window: usize, ddof: f64, sqrt: bool, r0: usize, r1: usize, out: &mut [f64]) -> Option<usize> {
     let n = x.len();
     let mut bad: Vec<(usize, usize)> = Vec::new();
     for (a, blen, k) in fast_plan(n, window, V::K) {
@@ -1187,13 +1172,13 @@ fn fast_rows<V: Lane, V1: Lane>(x: &[f64], window: usize, ddof: f64, sqrt: bool,
         }
         if k > 1 {
             let starts: [usize; 8] = std::array::from_fn(|q| a + q * blen);
-            let (ok, big) = fast_lanes::<V>(x, window, &starts[..V::K], blen, ddof, sqrt, out, r0);
+            let (ok, big) = fast_lanes::<V, Va>(x, va, window, &starts[..V::K], blen, ddof, sqrt, out, r0);
             if big {
                 return None;
             }
             bad.extend((0..V::K).filter(|&q| !ok[q]).map(|q| (starts[q], blen)));
         } else {
-            let (ok, big) = fast_lanes::<V1>(x, window, &[a], blen, ddof, sqrt, out, r0);
+            let (ok, big) = fast_lanes::<V1, Va>(x, va, window, &[a], blen, ddof, sqrt, out, r0);
             if big {
                 return None;
             }
@@ -1203,6 +1188,12 @@ fn fast_rows<V: Lane, V1: Lane>(x: &[f64], window: usize, ddof: f64, sqrt: bool,
         }
     }
     for &(a, len) in &bad {
+        if !Va::ALL {
+            if !exact_masked::<V1, Va>(x, va, window, a, len, ddof, sqrt, &mut out[a - r0..a + len - r0]) {
+                return None;
+            }
+            continue;
+        }
         if !fits(&x[a.saturating_sub(window)..a + len]) {
             return None;
         }
@@ -1219,7 +1210,44 @@ fn fast_rows<V: Lane, V1: Lane>(x: &[f64], window: usize, ddof: f64, sqrt: bool,
     Some(bad.len())
 }
 
-/// Compensated running sums of `y` and `y^2` per lane, and the largest `|y|`.
+/// The exact kernel for the block `[a, a + len)` of a column with missing
+/// rows, into `out` (its rows): its rows and the window before them as
+/// weights and values with missing slots holding the last finite value
+/// ([`finite_filled`]), both local to the block. False where a square
+/// could overflow ([`fits`]).
+#[allow(clippy::too_many_arguments)]
+#[cold]
+fn exact_masked<V1: Lane, Va: Valid>(x: &[f64], va: Va, window: usize, a: usize, len: usize, ddof: f64, sqrt: bool, out: &mut [f64]) -> bool {
+    // The exact kernel's blocks start at row 0 or a window in.
+    let lo = if a >= window { a - window } else { 0 };
+    let m = a + len - lo;
+    let wt: Vec<f64> = (lo..a + len).map(|i| (va.bits(i) & 1) as f64).collect();
+    let first = (lo..a + len).map(|i| x[i]).zip(&wt).find(|&(f, &w)| w == 1.0 && f.is_finite()).map_or(0.0, |(f, _)| f);
+    let mut last = first;
+    let xs: Vec<f64> = (lo..a + len)
+        .zip(&wt)
+        .map(|(i, &w)| {
+            if w == 1.0 && x[i].is_finite() {
+                last = x[i];
+            }
+            if w == 1.0 { x[i] } else { last }
+        })
+        .collect();
+    if !fits(&xs) {
+        return false;
+    }
+    if lo == 0 && a > 0 {
+        let mut tmp = vec![0.0; m];
+        lanes_at::<V1, true>(&xs, &wt, window.min(m), &[0], m, ddof, sqrt, &mut tmp, 0);
+        out.copy_from_slice(&tmp[a..]);
+    } else {
+        lanes_at::<V1, true>(&xs, &wt, window.min(m), &[a - lo], len, ddof, sqrt, out, a - lo);
+    }
+    true
+}
+
+/// Compensated running sums of `y` and `y^2` per lane, the largest `|y|`,
+/// and the rows counted (valid rows in the window).
 #[derive(Clone, Copy)]
 struct Slide<V> {
     s1: V,
@@ -1227,12 +1255,14 @@ struct Slide<V> {
     s2: V,
     c2: V,
     ymax: V,
+    n: V,
 }
 
 impl<V: Lane> Slide<V> {
-    /// Fold in `y` (nothing leaves).
+    /// Fold in `y` of weight `w` (nothing leaves).
     #[inline(always)]
-    fn push(&mut self, y: V) {
+    fn push(&mut self, y: V, w: V) {
+        self.n = self.n.add(w);
         self.ymax = self.ymax.max(y.abs());
         let (t, e) = two_sum_v(self.s1, y);
         self.s1 = t;
@@ -1243,9 +1273,10 @@ impl<V: Lane> Slide<V> {
         self.c2 = self.c2.add(f.add(q));
     }
 
-    /// Fold in `ya`, take out `yb` (0 for nothing).
+    /// Fold in `ya`, take out `yb` (0 for nothing), of weights `wa`, `wb`.
     #[inline(always)]
-    fn step(&mut self, ya: V, yb: V) {
+    fn step(&mut self, ya: V, yb: V, wa: V, wb: V) {
+        self.n = self.n.add(wa.sub(wb));
         self.ymax = self.ymax.max(ya.abs());
         let (d, e1) = two_diff_v(ya, yb);
         let (t, e2) = two_sum_v(self.s1, d);
@@ -1292,7 +1323,17 @@ fn passes_at<V: Lane>(m2: V, s2: V, ymax: V, tol: V, cbig: V, u2x4: V) -> V {
 /// the lane at row 0) and partial windows until row `window - 1`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, ddof: f64, sqrt: bool, out: &mut [f64], o0: usize) -> ([bool; 8], bool) {
+fn fast_lanes<V: Lane, Va: Valid>(
+    x: &[f64],
+    va: Va,
+    window: usize,
+    starts: &[usize],
+    blen: usize,
+    ddof: f64,
+    sqrt: bool,
+    out: &mut [f64],
+    o0: usize,
+) -> ([bool; 8], bool) {
     let k = V::K;
     assert!(starts.len() == k && window >= 1 && window <= x.len());
     assert!(starts.iter().all(|&a| a + blen <= x.len()));
@@ -1319,11 +1360,18 @@ fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, 
         let ib = std::array::from_fn(|q| if q < k && dead[q] <= o { starts[q] as i64 - window as i64 } else { -(o as i64) });
         (m, ib)
     };
-    let c = V::gather(x, starts, 0);
+    // The shift: the block's first row; with missing rows, its first valid
+    // finite one (or the window before's last), as near the data.
+    let c = if Va::ALL {
+        V::gather(x, starts, 0)
+    } else {
+        V::load(&std::array::from_fn::<f64, 8, _>(|q| if q < k { shift_of(x, va, starts[q], blen, window) } else { 0.0 }))
+    };
     let xp = x.as_ptr();
+    let one = V::splat(1.0);
     // Start: the window before each block's first row, `K` rows per lane
     // at a time as tiles (no gathers).
-    let mut st = Slide { s1: zero, c1: zero, s2: zero, c2: zero, ymax: zero };
+    let mut st = Slide { s1: zero, c1: zero, s2: zero, c2: zero, ymax: zero, n: zero };
     let mut o = 0;
     for &e in &cutsv {
         let (m, ib) = stretch(o);
@@ -1334,14 +1382,17 @@ fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, 
             // from the stretch's start, below `window <= x.len()`, for dead
             // ones.
             let tl = unsafe { V::load_tile(xp.add(o), &ib) };
+            let tw = weight_tile::<V, Va>(va, &ib, o);
             for t in 0..k {
-                st.push(tl[t].sub(c).and(live));
+                let (y, w) = masked::<V, Va>(tl[t].sub(c), tw[t], Some(live));
+                st.push(y, w);
             }
             o += k;
         }
         while o < e {
             // SAFETY: as above.
-            st.push(unsafe { V::gather_raw(xp.add(o), &ib) }.sub(c).and(live));
+            let (y, w) = masked::<V, Va>(unsafe { V::gather_raw(xp.add(o), &ib) }.sub(c), weight_tile::<V, Va>(va, &ib, o)[0], Some(live));
+            st.push(y, w);
             o += 1;
         }
     }
@@ -1350,10 +1401,10 @@ fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, 
     let cbig = V::splat(cbig1);
     let tol = V::splat(FAST_TOL - 4.0 * U);
     let u2x4 = V::splat(4.0 * U * U);
-    let mut ok = all;
+    let ok = all;
     let full_n = window as f64;
     let (fulln, inv_n, inv_d) = (V::splat(full_n), V::splat(1.0 / full_n), V::splat(1.0 / (full_n - ddof)));
-    let (one, vddof) = (V::splat(1.0), V::splat(ddof));
+    let vddof = V::splat(ddof);
     // Rows folded before the block per lane: row j of the block has folded
     // `before + j + 1` (counting only rows at or after row 0).
     let before = V::load(&std::array::from_fn::<f64, 8, _>(|q| if q < k { (window - dead[q]) as f64 } else { full_n }));
@@ -1364,7 +1415,7 @@ fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, 
     let ia: [i64; 8] = std::array::from_fn(|q| if q < k { starts[q] as i64 } else { 0 });
     let io: [i64; 8] = std::array::from_fn(|q| if q < k { (starts[q] - o0) as i64 } else { 0 });
     let op = out.as_mut_ptr();
-    let (mut m2min, mut s2max) = (V::splat(f64::MAX), zero);
+    let mut chk = Check { ok, m2min: V::splat(f64::MAX), s2max: zero };
     // Stretches of rows: the early ones (evicting the start window, cut
     // where a lane's evictions become live), then the rest.
     let mut ends: Vec<usize> = cutsv.iter().map(|&e| e.min(near)).collect();
@@ -1380,6 +1431,7 @@ fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, 
         let live = V::load(&m);
         // Some lane's window is partial (it evicts nothing yet).
         let partial = early && m[..k].iter().any(|v| v.to_bits() == 0);
+        let row = Row { head, sqrt, partial, fulln, inv_n, inv_d };
         while j < e {
             if j + k <= e {
                 // `K` rows per lane as tiles transposed in registers, not
@@ -1389,30 +1441,23 @@ fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, 
                 // start (`j + t < near <= window`), or `starts[q] + j + t -
                 // window` (`j >= near`, so `j >= window`), `t < K`.
                 let ta = unsafe { V::load_tile(xp.add(j), &ia) };
-                let tb = unsafe {
+                let wa = weight_tile::<V, Va>(va, &ia, j);
+                let (tb, wb) = unsafe {
                     if early {
-                        V::load_tile(xp.add(j), &ib)
+                        (V::load_tile(xp.add(j), &ib), weight_tile::<V, Va>(va, &ib, j))
                     } else {
-                        V::load_tile(xp.add(j - window), &ia)
+                        (V::load_tile(xp.add(j - window), &ia), weight_tile::<V, Va>(va, &ia, j - window))
                     }
                 };
                 let mut r = [zero; 8];
                 for t in 0..k {
-                    let yb = if early { tb[t].sub(c).and(live) } else { tb[t].sub(c) };
-                    st.step(ta[t].sub(c), yb);
-                    r[t] = if partial {
-                        let (r, pass) = partial_row(&st, j + t, head, sqrt, &pc);
-                        ok = ok.and(pass);
-                        r
-                    } else {
-                        // Checked once, at the end, for the smallest `M2`
-                        // and the largest `S2` and `Y` (`passes_at`): three
-                        // operations a row instead of a dozen.
-                        let m2 = m2_of(st.s1, st.c1, st.s2, st.c2, fulln, inv_n);
-                        m2min = m2min.min(m2);
-                        s2max = s2max.max(st.s2.add(st.c2));
-                        out_of(m2, inv_d, sqrt)
-                    };
+                    let (ya, wat) = masked::<V, Va>(ta[t].sub(c), wa[t], None);
+                    let (yb, wbt) = masked::<V, Va>(tb[t].sub(c), wb[t], early.then_some(live));
+                    st.step(ya, yb, wat, wbt);
+                    // Checked once, at the end, for the smallest `M2` and the
+                    // largest `S2` and `Y` (`passes_at`): three operations a
+                    // row instead of a dozen.
+                    r[t] = row_out::<V, Va, true>(&st, j + t, &row, &pc, &mut chk);
                 }
                 // SAFETY: out rows `starts[q] + j + t - o0`, in bounds (asserted), distinct.
                 unsafe { V::store_tile(&r, op.add(j), &io) };
@@ -1420,27 +1465,20 @@ fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, 
                 continue;
             }
             // SAFETY: as the tiles.
-            let ya = unsafe { V::gather_raw(xp.add(j), &ia) }.sub(c);
-            let yb = if early {
-                unsafe { V::gather_raw(xp.add(j), &ib) }.sub(c).and(live)
+            let (ya, wat) = masked::<V, Va>(unsafe { V::gather_raw(xp.add(j), &ia) }.sub(c), weight_tile::<V, Va>(va, &ia, j)[0], None);
+            let (yb, wbt) = if early {
+                masked::<V, Va>(unsafe { V::gather_raw(xp.add(j), &ib) }.sub(c), weight_tile::<V, Va>(va, &ib, j)[0], Some(live))
             } else {
-                unsafe { V::gather_raw(xp.add(j - window), &ia) }.sub(c)
+                masked::<V, Va>(unsafe { V::gather_raw(xp.add(j - window), &ia) }.sub(c), weight_tile::<V, Va>(va, &ia, j - window)[0], None)
             };
-            st.step(ya, yb);
-            let r = if partial {
-                let (r, pass) = partial_row(&st, j, head, sqrt, &pc);
-                ok = ok.and(pass);
-                r
-            } else {
-                let m2 = m2_of(st.s1, st.c1, st.s2, st.c2, fulln, inv_n);
-                ok = ok.and(passes(m2, &st, tol, cbig, u2x4));
-                out_of(m2, inv_d, sqrt)
-            };
+            st.step(ya, yb, wat, wbt);
+            let r = row_out::<V, Va, false>(&st, j, &row, &pc, &mut chk);
             // SAFETY: out rows `starts[q] + j - o0`, in bounds (asserted), one per lane.
             unsafe { r.scatter_raw(op.add(j), &io) };
             j += 1;
         }
     }
+    let Check { mut ok, m2min, s2max } = chk;
     // The tracked rows; `min` / `max` may drop a NaN `M2`, but a non-finite
     // value read leaves the sums non-finite for good (NaN once it leaves).
     let sums = st.s1.add(st.c1).add(st.s2).add(st.c2);
@@ -1454,6 +1492,96 @@ fn fast_lanes<V: Lane>(x: &[f64], window: usize, starts: &[usize], blen: usize, 
     c.abs().add(st.ymax).le(V::splat(HALF_LIMIT)).store(&mut small);
     let ok: [bool; 8] = std::array::from_fn(|q| q >= k || t[q].to_bits() == u64::MAX);
     (ok, (0..k).any(|q| ok[q] && small[q].to_bits() != u64::MAX))
+}
+
+/// `y` and its weight `w` (1 / 0) where `live`, `y` zeroed where the row
+/// is missing (its slot may hold anything: masked, not multiplied).
+/// (`live`: `None` where every lane is; without missing rows, the code
+/// before issue 36.)
+#[inline(always)]
+fn masked<V: Lane, Va: Valid>(y: V, w: V, live: Option<V>) -> (V, V) {
+    if Va::ALL {
+        return (live.map_or(y, |l| y.and(l)), w);
+    }
+    let keep = V::splat(0.5).le(w);
+    let keep = live.map_or(keep, |l| keep.and(l));
+    (y.and(keep), live.map_or(w, |l| w.and(l)))
+}
+
+/// The weights (1 / 0) of rows `ib[q] + o + t` as a tile (`t[r]` holds
+/// row `ib[q] + o + r` in lane `q`, `r < K`), read from `va` a word per
+/// lane; ones without missing rows.
+#[inline(always)]
+fn weight_tile<V: Lane, Va: Valid>(va: Va, ib: &[i64; 8], o: usize) -> [V; 8] {
+    if Va::ALL {
+        return [V::splat(1.0); 8];
+    }
+    let w: [u64; 8] = std::array::from_fn(|q| if q < V::K { va.bits((ib[q] + o as i64) as usize) } else { 0 });
+    std::array::from_fn(|r| if r < V::K { V::load(&std::array::from_fn::<f64, 8, _>(|q| ((w[q] >> r) & 1) as f64)) } else { V::splat(0.0) })
+}
+
+/// A block's shift with missing rows: its first valid finite row, else
+/// the last one of the window before, else 0 (no value is read then).
+fn shift_of<Va: Valid>(x: &[f64], va: Va, a: usize, blen: usize, window: usize) -> f64 {
+    let ok = |i: &usize| va.bits(*i) & 1 == 1 && x[*i].is_finite();
+    (a..a + blen).find(ok).or_else(|| (a.saturating_sub(window)..a).rev().find(ok)).map_or(0.0, |i| x[i])
+}
+
+/// The fast path's check so far: lanes whose every checked row passed,
+/// and the smallest `M2` and largest `S2` of the rows left to check at the
+/// end.
+struct Check<V> {
+    ok: V,
+    m2min: V,
+    s2max: V,
+}
+
+/// What a row's result needs besides the state.
+struct Row<V> {
+    head: bool,
+    sqrt: bool,
+    /// Some lane's window is partial (it evicts nothing yet).
+    partial: bool,
+    fulln: V,
+    inv_n: V,
+    inv_d: V,
+}
+
+/// Row `j`'s result from the state, and its part of the check: rows of
+/// partial windows checked with their own `C` at once ([`partial_row`]),
+/// the others at once or (`TRACK`, the tiled rows) at the end. Without
+/// missing rows a full window holds `window` rows; with them it holds
+/// `st.n`, and a window of one value or none (`n < 2`) is not checked: one
+/// value's variance is 0 exactly (written so), none's is masked.
+#[inline(always)]
+fn row_out<V: Lane, Va: Valid, const TRACK: bool>(st: &Slide<V>, j: usize, row: &Row<V>, pc: &Partial<V>, chk: &mut Check<V>) -> V {
+    if Va::ALL {
+        if row.partial {
+            let (r, pass) = partial_row(st, j, row.head, row.sqrt, pc);
+            chk.ok = chk.ok.and(pass);
+            return r;
+        }
+        let m2 = m2_of(st.s1, st.c1, st.s2, st.c2, row.fulln, row.inv_n);
+        if TRACK {
+            chk.m2min = chk.m2min.min(m2);
+            chk.s2max = chk.s2max.max(st.s2.add(st.c2));
+        } else {
+            chk.ok = chk.ok.and(passes(m2, st, pc.tol, pc.cbig, pc.u2x4));
+        }
+        return out_of(m2, row.inv_d, row.sqrt);
+    }
+    let n = st.n;
+    let m2 = m2_of(st.s1, st.c1, st.s2, st.c2, n, pc.one.div(n));
+    let two = V::splat(1.5).le(n);
+    let r = out_of(m2, pc.one.div(n.sub(pc.vddof)), row.sqrt).and(two);
+    let cv = if row.partial { partial_c(j, pc) } else { pc.cbig };
+    if TRACK && !row.partial {
+        chk.m2min = chk.m2min.min(m2.and(two).or(V::splat(f64::MAX).andnot(two)));
+        chk.s2max = chk.s2max.max(st.s2.add(st.c2));
+    } else {
+        chk.ok = chk.ok.and(passes(m2, st, pc.tol, cv, pc.u2x4).or(V::splat(f64::from_bits(u64::MAX)).andnot(two)));
+    }
+    r
 }
 
 /// Constants of [`partial_row`].
@@ -1483,13 +1611,7 @@ fn partial_row<V: Lane>(st: &Slide<V>, j: usize, head: bool, sqrt: bool, p: &Par
     let n = f.min(p.fulln);
     let m2 = m2_of(st.s1, st.c1, st.s2, st.c2, n, p.one.div(n));
     let r = out_of(m2, p.one.div(n.sub(p.vddof)), sqrt);
-    // c_of(f, f) = 2 (f + 2)^2 (f + 3) u^2 + 4 f u^2 where f < window.
-    let f2 = f.add(V::splat(2.0));
-    let cf = p.a.mul(f2).mul(f2).mul(f.add(V::splat(3.0))).add(p.b.mul(f));
-    let part = f.le(p.wm1);
-    let full = p.fulln.le(f);
-    let cv = cf.and(part).or(p.cbig.and(full));
-    let mut pass = passes(m2, st, p.tol, cv, p.u2x4);
+    let mut pass = passes(m2, st, p.tol, partial_c(j, p), p.u2x4);
     if head && j == 0 {
         // One value: M2 comes out exactly 0 (S2 and m S1 are the same
         // rounded square), whatever the bound says.
@@ -1498,6 +1620,19 @@ fn partial_row<V: Lane>(st: &Slide<V>, j: usize, head: bool, sqrt: bool, p: &Par
         pass = pass.or(V::load(&m));
     }
     (r, pass)
+}
+
+/// [`partial_row`]'s `C` per lane for row `j`: `c_of(f, f)` where the
+/// lane has folded `f < window` rows, the full block's elsewhere.
+#[inline(always)]
+fn partial_c<V: Lane>(j: usize, p: &Partial<V>) -> V {
+    let f = p.before.add(V::splat((j + 1) as f64));
+    // c_of(f, f) = 2 (f + 2)^2 (f + 3) u^2 + 4 f u^2 where f < window.
+    let f2 = f.add(V::splat(2.0));
+    let cf = p.a.mul(f2).mul(f2).mul(f.add(V::splat(3.0))).add(p.b.mul(f));
+    let part = f.le(p.wm1);
+    let full = p.fulln.le(f);
+    cf.and(part).or(p.cbig.and(full))
 }
 
 /// 2^499: `|c| + Y` below it keeps every value below 2^500 ([`fits`]).

@@ -19,28 +19,49 @@
 
 use arrow_array::ArrayRef;
 
+use super::valid::{All, Bitmap, Valid};
 use super::{buffer, filled, validity, window_counts, FastNum, Split};
 use crate::engine::{Column, ToArrow};
 use crate::ops::arith::two_sum;
 use crate::ops::{FSum, Num, SumAcc};
 
-/// Exact-ish sum of a slice as `(s, c)`: 8 Neumaier lanes (independent, so
-/// the loop vectorises and is not latency bound), then merged with TwoSum.
+/// Row `i`'s value, or 0 where `va` says it is missing (its slot may hold
+/// anything, NaN included: selected, not multiplied).
 #[inline(always)]
-fn exact_sum<T: Num>(xs: &[T]) -> (f64, f64) {
+fn value<T: Num>(v: T, ok: u64) -> f64 {
+    if ok & 1 == 1 {
+        v.to_f64()
+    } else {
+        0.0
+    }
+}
+
+/// Exact-ish sum of the valid rows of `xs` (rows `r0..` of the column `va`
+/// describes) as `(s, c)`, and how many there are: 8 Neumaier lanes
+/// (independent, so the loop vectorises and is not latency bound), then
+/// merged with TwoSum.
+#[inline(always)]
+fn exact_sum_valid<T: Num, Va: Valid>(xs: &[T], va: Va, r0: usize) -> (f64, f64, f64) {
     const L: usize = 8;
     let mut s = [0.0f64; L];
     let mut c = [0.0f64; L];
+    let mut n = 0u64;
     let mut it = xs.chunks_exact(L);
+    let mut r = r0;
     for ch in &mut it {
+        let b = if Va::ALL { u64::MAX } else { va.bits(r) };
+        n += (b & 0xFF).count_ones() as u64;
         for k in 0..L {
-            let (t, e) = two_sum(s[k], ch[k].to_f64());
+            let (t, e) = two_sum(s[k], value(ch[k], b >> k));
             s[k] = t;
             c[k] += e;
         }
+        r += L;
     }
+    let b = if Va::ALL { u64::MAX } else { va.bits(r) };
     for (k, v) in it.remainder().iter().enumerate() {
-        let (t, e) = two_sum(s[k], v.to_f64());
+        n += (b >> k) & 1;
+        let (t, e) = two_sum(s[k], value(*v, b >> k));
         s[k] = t;
         c[k] += e;
     }
@@ -50,7 +71,7 @@ fn exact_sum<T: Num>(xs: &[T]) -> (f64, f64) {
         ss = t;
         cc += e + c[k];
     }
-    (ss, cc)
+    (ss, cc, n as f64)
 }
 
 /// Rolling sums of a null-free (or null-zeroed) float column, as f64.
@@ -69,16 +90,28 @@ fn exact_sum<T: Num>(xs: &[T]) -> (f64, f64) {
 /// of one thread; the groups depend on the column's length and `min_rows`
 /// only (at least four in a long column, for the split).
 pub(super) fn float_sums<T: Num>(x: &[T], window: usize, threads: usize, min_rows: usize) -> Vec<f64> {
-    float_sums_scaled(x, window, 1.0, threads, min_rows, |_, _| {})
+    float_sums_scaled(x, All, window, Out::Scale(1.0), threads, min_rows, |_, _| {})
 }
 
-/// The sums times `scale`, multiplied as they are stored (a mean needs no
-/// second pass over the output; `scale = 1` changes nothing); then
-/// `post(r0, rows)` on each thread's rows from `r0`.
-pub(super) fn float_sums_scaled<T: Num>(
+/// What a job stores for a row: its sum times a constant (a mean without
+/// missing rows is the sum times `1 / window`, multiplied as it is stored:
+/// no second pass over the output; 1 changes nothing), or divided by the
+/// window's valid rows (a mean with missing rows: the kernel counts them
+/// as it slides, one more exact add a row).
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Out {
+    Scale(f64),
+    PerValid,
+}
+
+/// The sums of the rows `va` says are valid (the others read as 0, in
+/// place: no filled copy), stored as `how` says; then `post(r0, rows)` on
+/// each thread's rows from `r0`.
+pub(super) fn float_sums_scaled<T: Num, Va: Valid>(
     x: &[T],
+    va: Va,
     window: usize,
-    scale: f64,
+    how: Out,
     threads: usize,
     min_rows: usize,
     post: impl Fn(usize, &mut [f64]) + Sync,
@@ -95,7 +128,7 @@ pub(super) fn float_sums_scaled<T: Num>(
     super::par_ranges(&mut out[..], &cs, |r0, r1, o| {
         let first = starts.partition_point(|&s| s < r0);
         for job in jobs[first..].iter().take_while(|j| j.r0 < r1) {
-            run_job(x, window, job, scale, stream, &mut o[job.r0 - r0..job.r1 - r0]);
+            run_job(x, va, window, job, how, stream, &mut o[job.r0 - r0..job.r1 - r0]);
         }
         post(r0, o);
     });
@@ -106,11 +139,11 @@ pub(super) fn float_sums_scaled<T: Num>(
 /// [`float_sums_scaled`] of `x` alone, on this thread, into `out`: the same
 /// jobs, so the bits of any thread count (keyed rolling's short keys,
 /// segments.rs).
-pub(super) fn float_sums_into<T: Num>(x: &[T], window: usize, scale: f64, out: &mut [f64]) {
+pub(super) fn float_sums_into<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, how: Out, out: &mut [f64]) {
     let mut jobs = Vec::new();
     plan(window, 0, x.len(), x.len() >= super::SPLIT_MIN_ROWS, &mut jobs);
     for job in &jobs {
-        run_job(x, window, job, scale, false, &mut out[job.r0..job.r1]);
+        run_job(x, va, window, job, how, false, &mut out[job.r0..job.r1]);
     }
 }
 
@@ -172,20 +205,20 @@ fn plan(window: usize, r0: usize, r1: usize, long: bool, jobs: &mut Vec<Job>) {
 /// One job into `out` (its rows). Every segment starts from the exact sum
 /// of the window before it, whatever ran before. `stream`: the group's
 /// rows go out by non-temporal stores ([`super::streams`]).
-fn run_job<T: Num>(x: &[T], window: usize, job: &Job, scale: f64, stream: bool, out: &mut [f64]) {
+fn run_job<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, job: &Job, how: Out, stream: bool, out: &mut [f64]) {
     let (b0, seg) = (job.r0, job.seg);
     if seg == 0 {
-        if !finite_block(x, window, b0, job.r1, scale, out) {
-            counted_block(x, window, b0, job.r1, scale, out);
+        if !finite_block(x, va, window, b0, job.r1, how, out) {
+            non_finite_block(x, va, window, b0, job.r1, how, out);
         }
         return;
     }
-    let st: [(f64, f64); 4] = std::array::from_fn(|k| start_state(x, window, b0 + k * seg));
-    let ok = group(x, window, b0, seg, job.mode, st, scale, stream, out);
+    let st: [(f64, f64, f64); 4] = std::array::from_fn(|k| start_state(x, va, window, b0 + k * seg));
+    let ok = group(x, va, window, b0, seg, job.mode, st, how, stream, out);
     for (k, good) in ok.into_iter().enumerate() {
         let s0 = b0 + k * seg;
         if !good {
-            counted_block(x, window, s0, s0 + seg, scale, &mut out[k * seg..(k + 1) * seg]);
+            non_finite_block(x, va, window, s0, s0 + seg, how, &mut out[k * seg..(k + 1) * seg]);
         }
     }
 }
@@ -197,18 +230,19 @@ const SLIDE: u8 = 0;
 const INSERT: u8 = 1;
 const PAD0: u8 = 2;
 
-/// Four segments `[b0 + k seg, b0 + (k+1) seg)` from start states `st`,
-/// into `out` (those rows): per segment, whether it stayed finite (else its
-/// rows are garbage and must be redone).
+/// Four segments `[b0 + k seg, b0 + (k+1) seg)` from start states `st`
+/// (sum, compensation, valid rows), into `out` (those rows): per segment,
+/// whether it stayed finite (else its rows are garbage and must be redone).
 #[allow(clippy::too_many_arguments)]
-fn group<T: Num>(
+fn group<T: Num, Va: Valid>(
     x: &[T],
+    va: Va,
     window: usize,
     b0: usize,
     seg: usize,
     mode: u8,
-    st: [(f64, f64); 4],
-    scale: f64,
+    st: [(f64, f64, f64); 4],
+    how: Out,
     stream: bool,
     out: &mut [f64],
 ) -> [bool; 4] {
@@ -218,7 +252,7 @@ fn group<T: Num>(
         INSERT => b0 + 4 * seg <= window,
         _ => b0 == 0 && seg >= window,
     });
-    let fin = st.map(|(s, c)| s.is_finite() && c.is_finite());
+    let fin = st.map(|(s, c, _)| s.is_finite() && c.is_finite());
     #[cfg(target_arch = "x86_64")]
     {
         if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>() && std::is_x86_feature_detected!("avx2") {
@@ -226,55 +260,84 @@ fn group<T: Num>(
             // and the bounds the kernel relies on are asserted above.
             let xf = unsafe { std::slice::from_raw_parts(x.as_ptr() as *const f64, x.len()) };
             let ok = unsafe {
-                match mode {
-                    SLIDE => avx2::group::<SLIDE>(xf, window, b0, seg, st, scale, stream, out),
-                    INSERT => avx2::group::<INSERT>(xf, window, b0, seg, st, scale, stream, out),
-                    _ => avx2::group::<PAD0>(xf, window, b0, seg, st, scale, stream, out),
+                match (mode, how) {
+                    (SLIDE, Out::Scale(sc)) => avx2::group::<SLIDE, false, Va>(xf, va, window, b0, seg, st, sc, stream, out),
+                    (INSERT, Out::Scale(sc)) => avx2::group::<INSERT, false, Va>(xf, va, window, b0, seg, st, sc, stream, out),
+                    (_, Out::Scale(sc)) => avx2::group::<PAD0, false, Va>(xf, va, window, b0, seg, st, sc, stream, out),
+                    (SLIDE, Out::PerValid) => avx2::group::<SLIDE, true, Va>(xf, va, window, b0, seg, st, 1.0, stream, out),
+                    (INSERT, Out::PerValid) => avx2::group::<INSERT, true, Va>(xf, va, window, b0, seg, st, 1.0, stream, out),
+                    (_, Out::PerValid) => avx2::group::<PAD0, true, Va>(xf, va, window, b0, seg, st, 1.0, stream, out),
                 }
             };
             return [0, 1, 2, 3].map(|k| ok[k] && fin[k]);
         }
     }
-    let ok = group_portable(x, window, b0, seg, st, scale, out);
+    let ok = group_portable(x, va, window, b0, seg, st, how, out);
     [0, 1, 2, 3].map(|k| ok[k] && fin[k])
 }
 
 /// Start state of the segment beginning at row `r`: the exact sum of its
-/// first window's rows before `r`.
-fn start_state<T: Num>(x: &[T], window: usize, r: usize) -> (f64, f64) {
-    let xs = &x[r.saturating_sub(window)..r];
+/// first window's valid rows before `r`, and their number.
+fn start_state<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, r: usize) -> (f64, f64, f64) {
+    let a = r.saturating_sub(window);
+    let xs = &x[a..r];
     #[cfg(target_arch = "x86_64")]
     {
         if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>() && std::is_x86_feature_detected!("avx2") {
             // SAFETY: T is f64 (checked above), and AVX2 is present.
-            return unsafe { avx2::exact_sum(std::slice::from_raw_parts(xs.as_ptr() as *const f64, xs.len())) };
+            return unsafe { avx2::exact_sum(std::slice::from_raw_parts(xs.as_ptr() as *const f64, xs.len()), va, a) };
         }
     }
-    exact_sum(xs)
+    exact_sum_valid(xs, va, a)
+}
+
+/// Row `i`'s value (0 where missing) and weight (1 or 0).
+#[inline(always)]
+fn row<T: Num, Va: Valid>(x: &[T], va: Va, i: usize) -> (f64, f64) {
+    if Va::ALL {
+        (x[i].to_f64(), 1.0)
+    } else {
+        let b = va.bits(i);
+        (value(x[i], b), (b & 1) as f64)
+    }
+}
+
+/// The row's stored result: the sum scaled, or divided by its valid rows.
+#[inline(always)]
+fn store(sum: f64, n: f64, how: Out) -> f64 {
+    match how {
+        Out::Scale(sc) => sum * sc,
+        Out::PerValid => sum / n,
+    }
 }
 
 /// The portable group: four scalar chains side by side (independent, so
 /// their latencies overlap).
-fn group_portable<T: Num>(
+#[allow(clippy::too_many_arguments)]
+fn group_portable<T: Num, Va: Valid>(
     x: &[T],
+    va: Va,
     window: usize,
     b0: usize,
     seg: usize,
-    st: [(f64, f64); 4],
-    scale: f64,
+    st: [(f64, f64, f64); 4],
+    how: Out,
     out: &mut [f64],
 ) -> [bool; 4] {
     let mut s = st.map(|v| v.0);
     let mut c = st.map(|v| v.1);
+    let mut n = st.map(|v| v.2);
     for j in 0..seg {
         for k in 0..4 {
             let i = b0 + k * seg + j;
-            let old = if i >= window { x[i - window].to_f64() } else { 0.0 };
-            let (d, e1) = two_sum(x[i].to_f64(), -old);
+            let (old, wo) = if i >= window { row(x, va, i - window) } else { (0.0, 0.0) };
+            let (new, wn) = row(x, va, i);
+            let (d, e1) = two_sum(new, -old);
             let (t, e2) = two_sum(s[k], d);
             s[k] = t;
             c[k] += e1 + e2;
-            out[i - b0] = (s[k] + c[k]) * scale;
+            n[k] += wn - wo;
+            out[i - b0] = store(s[k] + c[k], n[k], how);
         }
     }
     c.map(|v| v.is_finite())
@@ -285,59 +348,86 @@ mod avx2 {
     //! The group kernel on AVX2: lane `k` of every vector is segment `k`,
     //! so the loop-carried adds (`s`, `c`) run four segments at once. Rows
     //! come in 4x4 tiles (four rows of each segment), transposed in
-    //! registers on the way in and out.
+    //! registers on the way in and out. Missing rows are masked as each
+    //! segment's four rows are loaded (four validity bits a load).
     use std::arch::x86_64::*;
 
-    use super::{INSERT, PAD0};
+    use super::{Valid, INSERT, PAD0};
     use crate::ops::reduce::transpose4 as transpose;
 
+    /// All-ones in lane `t` where bit `t` of `b` is set.
     #[inline(always)]
-    unsafe fn tile(p: *const f64, seg: usize) -> [__m256d; 4] {
-        transpose([
-            _mm256_loadu_pd(p),
-            _mm256_loadu_pd(p.add(seg)),
-            _mm256_loadu_pd(p.add(2 * seg)),
-            _mm256_loadu_pd(p.add(3 * seg)),
-        ])
+    unsafe fn lanes_of(b: u64) -> __m256d {
+        let sel = _mm256_set_epi64x(8, 4, 2, 1);
+        _mm256_castsi256_pd(_mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(b as i64), sel), sel))
+    }
+
+    /// Rows `r..r + 4` (`r` the row `p` points at), missing ones as 0, and
+    /// their weights (1 / 0).
+    #[inline(always)]
+    unsafe fn row4<Va: Valid>(p: *const f64, va: Va, r: usize) -> (__m256d, __m256d) {
+        let v = _mm256_loadu_pd(p);
+        if Va::ALL {
+            return (v, _mm256_set1_pd(1.0));
+        }
+        let m = lanes_of(va.bits(r));
+        (_mm256_and_pd(v, m), _mm256_and_pd(m, _mm256_set1_pd(1.0)))
+    }
+
+    /// A 4x4 tile at rows `r, r + seg, ...` (`p` at row `r`), transposed,
+    /// and its weights (transposed too; only when `W`).
+    #[inline(always)]
+    unsafe fn tile<Va: Valid, const W: bool>(p: *const f64, seg: usize, va: Va, r: usize) -> ([__m256d; 4], [__m256d; 4]) {
+        let (a0, w0) = row4(p, va, r);
+        let (a1, w1) = row4(p.add(seg), va, r + seg);
+        let (a2, w2) = row4(p.add(2 * seg), va, r + 2 * seg);
+        let (a3, w3) = row4(p.add(3 * seg), va, r + 3 * seg);
+        let w = if W { transpose([w0, w1, w2, w3]) } else { [w0; 4] };
+        (transpose([a0, a1, a2, a3]), w)
     }
 
     /// Evicted values of rows `i..i + 4` of a segment starting at row 0:
-    /// zero before row `window`.
+    /// zero before row `window`; and their weights.
     #[inline(always)]
-    unsafe fn old_row0(x: &[f64], i: usize, window: usize) -> __m256d {
+    unsafe fn old_row0<Va: Valid>(x: &[f64], va: Va, i: usize, window: usize) -> (__m256d, __m256d) {
         if i >= window {
-            _mm256_loadu_pd(x.as_ptr().add(i - window))
+            row4(x.as_ptr().add(i - window), va, i - window)
         } else if i + 4 <= window {
-            _mm256_setzero_pd()
+            (_mm256_setzero_pd(), _mm256_setzero_pd())
         } else {
-            let v: [f64; 4] = std::array::from_fn(|t| if i + t >= window { x[i + t - window] } else { 0.0 });
-            _mm256_loadu_pd(v.as_ptr())
+            let v: [(f64, f64); 4] = std::array::from_fn(|t| if i + t >= window { super::row(x, va, i + t - window) } else { (0.0, 0.0) });
+            (_mm256_loadu_pd(v.map(|p| p.0).as_ptr()), _mm256_loadu_pd(v.map(|p| p.1).as_ptr()))
         }
     }
 
-    /// [`super::exact_sum`] compiled for AVX2 (its lanes fill two vectors).
+    /// [`super::exact_sum_valid`] compiled for AVX2 (its lanes fill two vectors).
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn exact_sum(xs: &[f64]) -> (f64, f64) {
-        super::exact_sum(xs)
+    pub(super) unsafe fn exact_sum<Va: Valid>(xs: &[f64], va: Va, r0: usize) -> (f64, f64, f64) {
+        super::exact_sum_valid(xs, va, r0)
     }
 
-    /// Bounds are the caller's (`super::group` asserts them).
+    /// Bounds are the caller's (`super::group` asserts them). `DIV`: each
+    /// row's sum divided by its valid rows (counted in a fifth chain),
+    /// else times `scale`.
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn group<const MODE: u8>(
+    pub(super) unsafe fn group<const MODE: u8, const DIV: bool, Va: Valid>(
         x: &[f64],
+        va: Va,
         window: usize,
         b0: usize,
         seg: usize,
-        st: [(f64, f64); 4],
+        st: [(f64, f64, f64); 4],
         scale: f64,
         stream: bool,
         out: &mut [f64],
     ) -> [bool; 4] {
         let s0 = st.map(|v| v.0);
         let c0 = st.map(|v| v.1);
+        let n0 = st.map(|v| v.2);
         let mut s = _mm256_loadu_pd(s0.as_ptr());
         let mut c = _mm256_loadu_pd(c0.as_ptr());
+        let mut cnt = _mm256_loadu_pd(n0.as_ptr());
         let sc = _mm256_set1_pd(scale);
         let xin = x.as_ptr().add(b0);
         let o = out.as_mut_ptr();
@@ -346,20 +436,20 @@ mod avx2 {
         let stream = stream && (o as usize) % 16 == 0;
         let mut j = 0;
         while j < seg {
-            let a = tile(xin.add(j), seg);
-            let b = match MODE {
-                INSERT => a,
+            let (a, wa) = tile::<Va, DIV>(xin.add(j), seg, va, b0 + j);
+            let (b, wb) = match MODE {
+                INSERT => (a, wa),
                 // Lanes 1..3 slide from their first row (seg >= window).
                 PAD0 => {
                     let p = xin.add(j + seg - window);
-                    transpose([
-                        old_row0(x, b0 + j, window),
-                        _mm256_loadu_pd(p),
-                        _mm256_loadu_pd(p.add(seg)),
-                        _mm256_loadu_pd(p.add(2 * seg)),
-                    ])
+                    let r = b0 + j + seg - window;
+                    let (o0, v0) = old_row0(x, va, b0 + j, window);
+                    let (o1, v1) = row4(p, va, r);
+                    let (o2, v2) = row4(p.add(seg), va, r + seg);
+                    let (o3, v3) = row4(p.add(2 * seg), va, r + 2 * seg);
+                    (transpose([o0, o1, o2, o3]), if DIV { transpose([v0, v1, v2, v3]) } else { [v0; 4] })
                 }
-                _ => tile(xin.add(j).sub(window), seg),
+                _ => tile::<Va, DIV>(xin.add(j).sub(window), seg, va, b0 + j - window),
             };
             let mut r = [_mm256_setzero_pd(); 4];
             for t in 0..4 {
@@ -378,7 +468,13 @@ mod avx2 {
                 let e2 = _mm256_add_pd(_mm256_sub_pd(s, _mm256_sub_pd(t2, bb)), _mm256_sub_pd(d, bb));
                 s = t2;
                 c = _mm256_add_pd(c, if MODE == INSERT { e2 } else { _mm256_add_pd(e1, e2) });
-                r[t] = _mm256_mul_pd(_mm256_add_pd(s, c), sc);
+                r[t] = if DIV {
+                    // Whole numbers below 2^53: exact.
+                    cnt = _mm256_add_pd(cnt, if MODE == INSERT { wa[t] } else { _mm256_sub_pd(wa[t], wb[t]) });
+                    _mm256_div_pd(_mm256_add_pd(s, c), cnt)
+                } else {
+                    _mm256_mul_pd(_mm256_add_pd(s, c), sc)
+                };
             }
             let r = transpose(r);
             if stream {
@@ -408,44 +504,115 @@ mod avx2 {
 /// NaN; the caller redoes the rows with [`counted_block`]), so a finite
 /// column is read once.
 #[inline(always)]
-fn finite_block<T: Num>(x: &[T], window: usize, b0: usize, b1: usize, scale: f64, out: &mut [f64]) -> bool {
-    let (mut s, mut c) = start_state(x, window, b0);
+fn finite_block<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, b0: usize, b1: usize, how: Out, out: &mut [f64]) -> bool {
+    let (mut s, mut c, mut n) = start_state(x, va, window, b0);
     // Rows before `window` only insert (partial windows at the start).
     let mid = window.clamp(b0, b1);
-    for (o, v) in out[..mid - b0].iter_mut().zip(&x[b0..mid]) {
-        let (t, e) = two_sum(s, v.to_f64());
+    for (o, i) in out[..mid - b0].iter_mut().zip(b0..mid) {
+        let (v, w) = row(x, va, i);
+        let (t, e) = two_sum(s, v);
         s = t;
         c += e;
-        *o = (s + c) * scale;
+        n += w;
+        *o = store(s + c, n, how);
     }
     if mid == b1 {
         return s.is_finite() && c.is_finite();
     }
-    let new = &x[mid..b1];
-    let old = &x[mid - window..b1 - window];
-    for ((o, a), b) in out[mid - b0..].iter_mut().zip(new).zip(old) {
-        let (d, e1) = two_sum(a.to_f64(), -b.to_f64());
+    for (o, i) in out[mid - b0..].iter_mut().zip(mid..b1) {
+        let ((a, wa), (b, wb)) = (row(x, va, i), row(x, va, i - window));
+        let (d, e1) = two_sum(a, -b);
         let (t, e2) = two_sum(s, d);
         s = t;
         c += e1 + e2;
-        *o = (s + c) * scale;
+        n += wa - wb;
+        *o = store(s + c, n, how);
     }
     s.is_finite() && c.is_finite()
 }
 
-/// The same with non-finite values counted apart (`FSum`), per row.
+/// The valid rows of `va` whose values are finite: a column's NaN and
+/// infinities masked like its nulls (8 rows a call, what the kernels ask).
+#[derive(Clone, Copy)]
+struct Finite<'a, T, Va> {
+    x: &'a [T],
+    va: Va,
+}
+
+impl<T: Num, Va: Valid> Valid for Finite<'_, T, Va> {
+    const ALL: bool = false;
+    #[inline(always)]
+    fn bits(self, r: usize) -> u64 {
+        let xs = &self.x[r..(r + 8).min(self.x.len())];
+        let fin = xs.iter().enumerate().fold(0u64, |a, (j, v)| a | ((v.to_f64().is_finite() as u64) << j));
+        self.va.bits(r) & fin
+    }
+}
+
+/// Rows `[b0, b1)` whose windows met an inf / NaN (or overflowed): the
+/// sums of their finite values on one chain ([`finite_block`], the
+/// non-finite ones masked like nulls), then each row whose window holds a
+/// NaN, or an infinity, set as `FSum` has it: NaN with a NaN or both
+/// infinities, else the infinity (issue 36: with 1% NaN every segment came
+/// here, and the counted loop ran a fifth of the clean speed). A finite
+/// sum that overflows goes to [`counted_block`].
 #[cold]
-fn counted_block<T: Num>(x: &[T], window: usize, b0: usize, b1: usize, scale: f64, out: &mut [f64]) {
-    let mut acc = FSum::default();
-    for v in &x[b0.saturating_sub(window)..b0] {
-        acc = acc.add(&FSum::lift(v.to_f64()));
+fn non_finite_block<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, b0: usize, b1: usize, how: Out, out: &mut [f64]) {
+    if !finite_block(x, Finite { x, va }, window, b0, b1, how, out) {
+        counted_block(x, va, window, b0, b1, how, out);
+        return;
+    }
+    // Valid NaN, +inf and -inf in the window of row `i`, slid.
+    let kind = |i: usize| -> [u32; 3] {
+        let (v, w) = row(x, va, i);
+        let ok = w == 1.0;
+        [(ok && v.is_nan()) as u32, (ok && v == f64::INFINITY) as u32, (ok && v == f64::NEG_INFINITY) as u32]
+    };
+    let mut k = [0u32; 3];
+    for i in b0.saturating_sub(window)..b0 {
+        let a = kind(i);
+        (0..3).for_each(|t| k[t] += a[t]);
     }
     for i in b0..b1 {
-        acc = acc.add(&FSum::lift(x[i].to_f64()));
-        if i >= window {
-            acc = acc.sub(&FSum::lift(x[i - window].to_f64()));
+        let a = kind(i);
+        let b = if i >= window { kind(i - window) } else { [0; 3] };
+        (0..3).for_each(|t| k[t] = k[t] + a[t] - b[t]);
+        if k != [0; 3] {
+            out[i - b0] = if k[0] > 0 || (k[1] > 0 && k[2] > 0) {
+                f64::NAN
+            } else if k[1] > 0 {
+                f64::INFINITY
+            } else {
+                f64::NEG_INFINITY
+            };
         }
-        out[i - b0] = acc.value() * scale;
+    }
+}
+
+/// The same with non-finite values counted apart (`FSum`), per row.
+#[cold]
+fn counted_block<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, b0: usize, b1: usize, how: Out, out: &mut [f64]) {
+    let mut acc = FSum::default();
+    let mut n = 0.0;
+    let lift = |i: usize| {
+        let (v, w) = row(x, va, i);
+        (if w == 1.0 { FSum::lift(v) } else { FSum::default() }, w)
+    };
+    for i in b0.saturating_sub(window)..b0 {
+        let (v, w) = lift(i);
+        acc = acc.add(&v);
+        n += w;
+    }
+    for i in b0..b1 {
+        let (v, w) = lift(i);
+        acc = acc.add(&v);
+        n += w;
+        if i >= window {
+            let (v, w) = lift(i - window);
+            acc = acc.sub(&v);
+            n -= w;
+        }
+        out[i - b0] = store(acc.value(), n, how);
     }
 }
 
@@ -515,37 +682,36 @@ fn sums_of<T: FastNum>(col: &Column<T>, window: usize, split: Split) -> Vec<T::W
     let th = split.threads(col.len());
     match col.nulls {
         None => T::window_sums(col.values, window, th, split.min_rows),
-        Some(_) => T::window_sums(&filled(col, T::default()), window, th, split.min_rows),
+        Some(nb) => T::window_sums_valid(col.values, Bitmap::new(nb), window, th, split.min_rows),
     }
 }
 
 pub(super) fn rolling_sum<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize, split: Split) -> ArrayRef {
-    let counts = col.nulls.map(|nb| window_counts(nb, window));
     let out = sums_of(col, window, split);
-    let nulls = validity(col.len(), window, min_periods.max(1), counts.as_deref());
+    let nulls = super::out_nulls(col.nulls, col.len(), window, min_periods.max(1));
     <T::Wide as ToArrow>::to_arrow(out, nulls)
 }
 
 pub(super) fn rolling_mean<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize, split: Split) -> ArrayRef {
-    let counts = col.nulls.map(|nb| window_counts(nb, window));
     let th = split.threads(col.len());
+    let n = col.len();
     if std::any::TypeId::of::<T::Wide>() == std::any::TypeId::of::<f64>() {
-        let out = match &counts {
+        let out = match col.nulls {
             // Floats without nulls: the kernel scales by 1 / window as it
             // stores (no second pass).
-            None => float_sums_scaled(col.values, window, 1.0 / window as f64, th, split.min_rows, |r0, o| rescale_partial(r0, o, window)),
-            // Divided in place by each thread (a second output buffer
-            // would cost as much in page faults as the sums themselves).
-            Some(c) => float_sums_scaled(&filled(col, T::default()), window, 1.0, th, split.min_rows, |r0, o| divide_sums(r0, o, window, Some(c))),
+            None => float_sums_scaled(col.values, All, window, Out::Scale(1.0 / window as f64), th, split.min_rows, |r0, o| rescale_partial(r0, o, window)),
+            // With nulls: the kernel reads the bitmap in place and divides
+            // by the valid rows it counts as it slides.
+            Some(nb) => float_sums_scaled(col.values, Bitmap::new(nb), window, Out::PerValid, th, split.min_rows, |_, _| {}),
         };
-        let nulls = validity(col.len(), window, min_periods.max(1), counts.as_deref());
+        let nulls = super::out_nulls(col.nulls, n, window, min_periods.max(1));
         return f64::to_arrow(out, nulls);
     }
     // Integers: exact i128 window sums (a mean must not wrap), divided by
     // each thread; exact, so any cut gives the bits of one thread.
+    let counts = col.nulls.map(|nb| window_counts(nb, window));
     let zeroed: Option<Vec<T>> = col.nulls.map(|_| filled(col, T::default()));
     let xs = zeroed.as_deref().unwrap_or(col.values);
-    let n = col.len();
     let mut out = super::buffer_to_fill(n);
     let c = counts.as_deref();
     super::par_ranges(&mut out[..], &super::cuts(n, th, Some), |r0, r1, o| {
@@ -564,11 +730,11 @@ pub(super) fn mean_into<T: FastNum>(xs: &[T], window: usize, counts: Option<&[u3
     if std::any::TypeId::of::<T::Wide>() == std::any::TypeId::of::<f64>() {
         match counts {
             None => {
-                float_sums_into(xs, window, 1.0 / window as f64, out);
+                float_sums_into(xs, All, window, Out::Scale(1.0 / window as f64), out);
                 rescale_partial(0, out, window);
             }
             Some(_) => {
-                float_sums_into(xs, window, 1.0, out);
+                float_sums_into(xs, All, window, Out::Scale(1.0), out);
                 divide_sums(0, out, window, counts);
             }
         }
@@ -618,11 +784,11 @@ pub(super) fn rolling_geomean<T: FastNum>(col: &Column<T>, window: usize, min_pe
     let counts = col.nulls.map(|nb| window_counts(nb, window));
     let logs = logs_of(col, th);
     let out = match &counts {
-        None => float_sums_scaled(&logs, window, 1.0 / window as f64, th, split.min_rows, |r0, o| {
+        None => float_sums_scaled(&logs, All, window, Out::Scale(1.0 / window as f64), th, split.min_rows, |r0, o| {
             rescale_partial(r0, o, window);
             exp_all(o);
         }),
-        Some(c) => float_sums_scaled(&logs, window, 1.0, th, split.min_rows, |r0, o| {
+        Some(c) => float_sums_scaled(&logs, All, window, Out::Scale(1.0), th, split.min_rows, |r0, o| {
             divide_sums(r0, o, window, Some(c));
             exp_all(o);
         }),
@@ -707,7 +873,7 @@ mod tests {
         for w in [16, 1000, 300_000] {
             let got = float_sums(&x, w, 1, usize::MAX);
             let mut want = vec![0.0; n];
-            counted_block(&x, w, 0, n, 1.0, &mut want);
+            counted_block(&x, All, w, 0, n, Out::Scale(1.0), &mut want);
             for i in 0..n {
                 let (a, b) = (got[i], want[i]);
                 assert!(a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= 1e-9 * b.abs().max(1.0), "w {w} row {i}: {a} vs {b}");

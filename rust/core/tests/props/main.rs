@@ -14,6 +14,7 @@ mod flatfit;
 mod general;
 mod keyed;
 mod many;
+mod masks;
 mod optimizer;
 mod overflow;
 mod order;

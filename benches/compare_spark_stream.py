@@ -1,0 +1,225 @@
+"""slidewise.spark.stream_aggregate vs Spark's own streaming window
+aggregation, the same micro-batches through both (local[2], RocksDB state).
+
+    python benches/compare_spark_stream.py [--keys 1000] [--batches 6] [--rows 20000]
+    python benches/compare_spark_stream.py --quick     # tiny: the checks only
+    python benches/compare_spark_stream.py --floor     # also an empty processor (pandas and Row APIs)
+
+The job (issue 35): ``--keys`` keys; ``--batches`` micro-batches of
+``--rows`` rows from a Parquet file source (``maxFilesPerTrigger=1``), each
+batch 10 minutes of event time; 3% of rows up to 2 minutes late and 2% far
+(30 minutes) behind the watermark; 1% null values and a few NaN; sum, max
+and mean over 10-minute windows sliding 1 minute; a 30-second watermark;
+append mode; RocksDB state on both sides; ``spark.sql.shuffle.partitions``
+2 (the machine's cores).
+
+Spark: ``withWatermark("ts", "30 seconds").groupBy("k", F.window("ts",
+"10 minutes", "1 minute")).agg(sum, max, avg)``. slidewise:
+``stream_aggregate`` with the same three queries. Both write Parquet; the
+windows are compared (every window of one in the other, values to 1e-9
+relative, null and NaN apart) before any time is printed. Times: the
+query's wall time (start to end, ``trigger(availableNow=True)``) and the sum
+of its micro-batches' ``triggerExecution``, best of ``--repeat``, the
+engines interleaved. State: the RocksDB SST bytes of the last batch
+(``rocksdbSstFileSize``) and the bytes of the checkpoint's state directory.
+
+``--floor``: the same stream through ``groupBy("k")`` and an empty
+``transformWithStateInPandas`` processor (reads no state, emits nothing),
+and the same through the Row-based ``transformWithState``: what Spark's
+stateful Python API costs before any work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pandas as pd
+
+if __package__:  # imported from the benches package (asv discovers every module)
+    from ._check import Mismatch, machine
+else:  # python benches/compare_spark_stream.py
+    from _check import Mismatch, machine
+
+MINUTE_US = 60_000_000
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+def make_batches(keys: int, batches: int, rows: int, seed: int = 7):
+    """One pandas frame (k, ts, v) per micro-batch."""
+    rng = np.random.default_rng(seed)
+    base = pd.Timestamp("2026-01-01", tz="UTC").value // 1000  # us
+    out = []
+    for b in range(batches):
+        t = base + b * 10 * MINUTE_US + np.sort(rng.integers(0, 10 * MINUTE_US, rows))
+        u = rng.random(rows)
+        t = np.where(u < 0.03, t - rng.integers(0, 2 * MINUTE_US, rows), t)  # up to 2 minutes late
+        t = np.where((u >= 0.03) & (u < 0.05), t - 30 * MINUTE_US, t)  # far behind the watermark
+        v = rng.normal(size=rows).round(4)
+        v[rng.random(rows) < 0.001] = np.nan
+        f = pd.DataFrame({"k": rng.integers(0, keys, rows).astype(np.int64),
+                          "ts": pd.to_datetime(t, unit="us", utc=True), "v": v})
+        f.loc[rng.random(rows) < 0.01, "v"] = None
+        out.append(f)
+    return out
+
+
+def _dir_bytes(d: str) -> int:
+    return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(d) for f in fs)
+
+
+def run(spark, src: str, build, out: str):
+    """``build(df)`` over the files of ``src`` into Parquet at ``out``: (wall
+    seconds, sum of triggerExecution seconds, SST bytes, state dir bytes)."""
+    shutil.rmtree(out, ignore_errors=True)
+    sdf = spark.readStream.schema("k bigint, ts timestamp, v double").option("maxFilesPerTrigger", 1).parquet(src)
+    ck = os.path.join(out, "ck")
+    t0 = time.perf_counter()
+    q = (build(sdf).writeStream.outputMode("append").format("parquet").option("path", os.path.join(out, "sink"))
+         .option("checkpointLocation", ck).trigger(availableNow=True).start())
+    q.awaitTermination()
+    wall = time.perf_counter() - t0
+    if q.exception() is not None:
+        raise RuntimeError(str(q.exception()))
+    prog = q.recentProgress
+    trig = sum(p["durationMs"].get("triggerExecution", 0) for p in prog) / 1000
+    last = [p for p in prog if p["stateOperators"]][-1]
+    sst = sum(int(o.get("customMetrics", {}).get("rocksdbSstFileSize", 0)) for o in last["stateOperators"])
+    return wall, trig, sst, _dir_bytes(os.path.join(ck, "state"))
+
+
+def spark_job(sdf):
+    from pyspark.sql import functions as F
+
+    return (sdf.withWatermark("ts", "30 seconds").groupBy("k", F.window("ts", "10 minutes", "1 minute").alias("w"))
+            .agg(F.sum("v").alias("sum"), F.max("v").alias("max"), F.avg("v").alias("mean"))
+            .select("k", F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"),
+                    "sum", "max", "mean"))
+
+
+def slidewise_job(sdf):
+    import slidewise as sw
+    import slidewise.spark as ss
+
+    qs = [sw.Query(a, "10m", "1m", name=a) for a in ("sum", "max", "mean")]
+    return ss.stream_aggregate(sdf, qs, "v", "ts", key="k", watermark="30 seconds")
+
+
+def _empty(row_api: bool):
+    from pyspark.sql.streaming import StatefulProcessor
+
+    class Empty(StatefulProcessor):
+        def init(self, handle):
+            pass
+
+        def handleInputRows(self, key, rows, timerValues):
+            for _ in rows:
+                pass
+            return iter([])
+
+        def close(self):
+            pass
+
+    def build(sdf):
+        g = sdf.withWatermark("ts", "30 seconds").groupBy("k")
+        f = g.transformWithState if row_api else g.transformWithStateInPandas
+        return f(Empty(), "k bigint", "Append", "EventTime")
+    return build
+
+
+def _frame(d: str):
+    """A Parquet sink as pandas, floats masked (null and NaN apart)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    return pq.read_table(os.path.join(d, "sink")).to_pandas(types_mapper={pa.float64(): pd.Float64Dtype()}.get)
+
+
+def compare(ref_dir: str, got_dir: str) -> int:
+    """Every window of Spark's in slidewise's and back, values equal."""
+    idx = ["k", "window_start", "window_end"]
+    want, got = _frame(ref_dir).set_index(idx).sort_index(), _frame(got_dir)
+    if len(want) < 100:
+        raise Mismatch(f"Spark emitted only {len(want)} windows")
+    for q in ("sum", "max", "mean"):
+        g, w = got[got["query"] == q].set_index(idx)["value"].sort_index(), want[q]
+        if not g.index.equals(w.index):
+            extra, missing = g.index.difference(w.index), w.index.difference(g.index)
+            raise Mismatch(f"{q}: windows differ: {len(extra)} extra ({list(extra[:3])}), "
+                           f"{len(missing)} missing ({list(missing[:3])})")
+        if (g.isna().to_numpy() != w.isna().to_numpy()).any():
+            raise Mismatch(f"{q}: null windows differ")
+        a, b = (x.to_numpy(dtype=np.float64, na_value=0.0) for x in (g, w))
+        if (np.isnan(a) != np.isnan(b)).any():
+            raise Mismatch(f"{q}: NaN windows differ")
+        ok = np.isnan(a) | np.isclose(a, b, rtol=1e-9, atol=1e-9)
+        if not ok.all():
+            i = int(np.flatnonzero(~ok)[0])
+            raise Mismatch(f"{q}: value differs at {g.index[i]}: {a[i]} vs {b[i]}")
+    return len(want)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--keys", type=int, default=1000)
+    ap.add_argument("--batches", type=int, default=6)
+    ap.add_argument("--rows", type=int, default=20000)
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--floor", action="store_true", help="also time empty processors (pandas and Row APIs)")
+    ap.add_argument("--quick", action="store_true", help="50 keys, 3 batches of 2,000 rows")
+    ap.add_argument("--dir", default=None, help="work directory (default: a new temporary one)")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.keys, args.batches, args.rows = 50, 3, 2000
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # pyspark 4 warns on every worker start that it does not support pandas 3 yet
+    os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning")
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master("local[2]").appName("compare_spark_stream")
+             .config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "2")
+             .config("spark.ui.enabled", "false").config("spark.python.authenticate.socketTimeout", "120s")
+             .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB).getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    work = args.dir or tempfile.mkdtemp(prefix="slidewise_stream_")
+    src = os.path.join(work, "src")
+    shutil.rmtree(src, ignore_errors=True)
+    os.makedirs(src)
+    for i, f in enumerate(make_batches(args.keys, args.batches, args.rows)):
+        path = os.path.join(src, f"part-{i:03d}.parquet")
+        f.to_parquet(path)
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))  # the file source's order
+    import slidewise.spark as ss
+
+    ss.ship(spark)  # once per session: not part of any job's time
+    jobs = {"spark": spark_job, "slidewise": slidewise_job}
+    if args.floor:
+        jobs["empty (pandas)"] = _empty(False)
+        jobs["empty (Row)"] = _empty(True)
+    results = {j: [] for j in jobs}
+    for r in range(args.repeat):
+        for j, build in jobs.items():
+            results[j].append(run(spark, src, build, os.path.join(work, j.replace(" ", "_"))))
+        if r == 0:
+            n = compare(os.path.join(work, "spark"), os.path.join(work, "slidewise"))
+            print(f"checked: {n:,} windows x 3 queries equal")
+    print(machine("1 per Python worker"))
+    print(f"{args.keys:,} keys, {args.batches} micro-batches of {args.rows:,} rows; best of {args.repeat}")
+    best = {j: min(rs, key=lambda x: x[0]) for j, rs in results.items()}
+    s = best["spark"]
+    print(f"{'engine':<16} {'wall s':>8} {'batches s':>10} {'x Spark':>8} {'SST bytes':>11} {'state dir':>11}")
+    for j, (wall, trig, sst, sdir) in best.items():
+        print(f"{j:<16} {wall:8.2f} {trig:10.2f} {s[0] / wall:8.2f} {sst:11,} {sdir:11,}")
+    print(f"slidewise / Spark: time {best['slidewise'][0] / s[0]:.2f}x, SST bytes {best['slidewise'][2] / max(s[2], 1):.2f}x")
+    if not args.dir:
+        shutil.rmtree(work, ignore_errors=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
