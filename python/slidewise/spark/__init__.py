@@ -7,10 +7,11 @@
   frame), but computed by slidewise inside ``mapInArrow``, with no shuffle
   when the input is already in order; :func:`plan_rolling` tells which
   execution path it takes (:mod:`slidewise.spark._rolling`).
-* :func:`aggregate` gives one row per (key, window) like
-  ``df.groupBy(key, F.window(time, range, slide)).agg(F.<agg>(value))``, or
+* :func:`aggregate` gives one row per (key, window) with a column per
+  query like ``df.groupBy(key, F.window(time, range, slide)).agg(...)``, or
   per (key, session) like ``df.groupBy(key, F.session_window(time,
-  gap)).agg(...)`` for ``Query(agg, session=gap)``.
+  gap)).agg(...)`` for ``Query(agg, session=gap)``; :func:`aggregate_path`
+  names the path it takes (:mod:`slidewise.spark._panes`).
 * :func:`stream_aggregate` does the same over a streaming DataFrame, as
   Spark's own streaming aggregation in append mode, optionally with the
   rows the watermark refused as a second stream
@@ -41,8 +42,9 @@ integers and double for floats, mean/std/var double, count bigint.
 Modules: ``_ship`` (packaging, the executor-side import), ``_specs``
 (argument specs, Spark <-> Arrow types), ``_kernels`` (executor functions),
 ``_order`` (order checks, halos), ``_parquet`` (Parquet files in time
-order: their layout, halos read from the files), ``_rolling``,
-``_aggregate``, ``_streaming``. They import one another one way only, in that order.
+order: their layout, halos read from the files), ``_rolling``, ``_panes``
+(aggregate's pane partials), ``_aggregate``, ``_streaming``. They import
+one another one way only, in that order.
 """
 
 from __future__ import annotations
