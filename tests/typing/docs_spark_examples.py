@@ -51,6 +51,6 @@ to_sinks = sws.foreach_batch_split(lambda w, batch_id: w.write.mode("append").pa
                                    lambda late, batch_id: late.write.mode("append").parquet("/data/late"))
 # out.writeStream.foreachBatch(to_sinks).option("checkpointLocation", ...).start()
 
-# docs/spark.md:243
+# docs/spark.md:244
 spark = SparkSession.builder.remote("sc://cluster:15002").getOrCreate()
 out = sws.rolling(df, "v", "t", 50, ["mean"])   # ships ~/wheels/ to this session, once

@@ -42,7 +42,7 @@ ps.sw.rolling(2, "mean")                   # == ps.rolling(2).mean(), same index
 df = pl.DataFrame({"k": [1, 1, 2, 2, 1], "v": [1.0, 2.0, 3.0, 4.0, 5.0]})
 df.with_columns(pl.col("v").sw.rolling(2, "max").over("k").alias("max2"))  # every key in one Rust call
 
-# README.md:104
+# README.md:105
 from pyspark.sql import SparkSession
 import slidewise.spark as sws
 
@@ -50,4 +50,6 @@ spark = SparkSession.builder.getOrCreate()
 sdf = spark.range(10_000).selectExpr("id AS t", "CAST(id % 97 AS DOUBLE) AS v", "id % 4 AS sensor",
                                      "timestamp_seconds(id) AS ts")
 rolled = sws.rolling(sdf, "v", order_by="t", window=[100, 1000], agg=["max", "mean"], partition_by="sensor")
-tables = sws.aggregate(sdf, [sw.Query("max", range="10m", slide="1m")], value="v", time="ts", key="sensor")
+windows = sws.aggregate(sdf, [sw.Query("max", range="10m", slide="1m", name="peak"),
+                              sw.Query("mean", range="10m", slide="1m", name="avg")], value="v", time="ts", key="sensor")
+assert windows.columns == ["sensor", "window_start", "window_end", "peak", "avg"]
