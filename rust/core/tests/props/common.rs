@@ -731,3 +731,20 @@ pub fn run_stream(
     assert_eq!(counts.rows_in, counts.on_time + counts.late, "rows in = on time + late");
     Ok(Run { windows, late, counts, watermarks, batches: ranges.len() })
 }
+
+/// Bits of row `i` of a float or integer column (`None` when null): equal
+/// bits, equal answers, NaN payloads and the zero's sign included.
+pub fn bits(a: &dyn Array, i: usize) -> Option<u64> {
+    use arrow_array::cast::AsArray;
+    if a.is_null(i) {
+        return None;
+    }
+    Some(match a.data_type() {
+        DataType::Float64 => a.as_primitive::<Float64Type>().value(i).to_bits(),
+        DataType::Float32 => a.as_primitive::<Float32Type>().value(i).to_bits() as u64,
+        DataType::Int64 => a.as_primitive::<Int64Type>().value(i) as u64,
+        DataType::Int32 => a.as_primitive::<Int32Type>().value(i) as u32 as u64,
+        other => panic!("unexpected output type {other}"),
+    })
+}
+

@@ -13,29 +13,16 @@
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
+use arrow_array::types::Float64Type;
 use arrow_array::{Array, ArrayRef, PrimitiveArray};
 use arrow_buffer::{NullBuffer, ScalarBuffer};
 use arrow_schema::DataType;
-use crate::common::{typed_column, value, xorshift};
+use crate::common::{bits, typed_column, value, xorshift};
 use proptest::prelude::*;
 use slidewise_core::engine::AggKind;
 use slidewise_core::fifo::Algorithm;
 use slidewise_core::rolling::{rolling_dyn, rolling_many_split, rolling_many_tuned, Shape, Tuning};
 
-/// Bits of row `i` (`None` when null).
-fn bits(a: &dyn Array, i: usize) -> Option<u64> {
-    if a.is_null(i) {
-        return None;
-    }
-    Some(match a.data_type() {
-        DataType::Float64 => a.as_primitive::<Float64Type>().value(i).to_bits(),
-        DataType::Float32 => a.as_primitive::<Float32Type>().value(i).to_bits() as u64,
-        DataType::Int64 => a.as_primitive::<Int64Type>().value(i) as u64,
-        DataType::Int32 => a.as_primitive::<Int32Type>().value(i) as u32 as u64,
-        other => panic!("unexpected output type {other}"),
-    })
-}
 
 fn same(got: &dyn Array, want: &dyn Array, what: &str) -> Result<(), TestCaseError> {
     prop_assert_eq!(got.data_type(), want.data_type(), "{}", what);

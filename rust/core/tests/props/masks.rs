@@ -6,8 +6,7 @@
 //! reads a slot its mask says is missing gives a wrong answer here. Every
 //! thread count gives the bits of one thread.
 
-use crate::common::{agrees, cells, plain_at, val_at, xorshift};
-use arrow_array::cast::AsArray;
+use crate::common::{agrees, bits, cells, plain_at, val_at, xorshift};
 use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
 use arrow_array::{Array, ArrayRef, PrimitiveArray};
 use arrow_buffer::{NullBuffer, ScalarBuffer};
@@ -92,18 +91,6 @@ fn array(dt: &DataType, xs: &[f64], ok: &[bool]) -> ArrayRef {
     }
 }
 
-fn bits(a: &dyn Array, i: usize) -> Option<u64> {
-    if a.is_null(i) {
-        return None;
-    }
-    Some(match a.data_type() {
-        DataType::Float64 => a.as_primitive::<Float64Type>().value(i).to_bits(),
-        DataType::Float32 => a.as_primitive::<Float32Type>().value(i).to_bits() as u64,
-        DataType::Int64 => a.as_primitive::<Int64Type>().value(i) as u64,
-        DataType::Int32 => a.as_primitive::<Int32Type>().value(i) as u32 as u64,
-        other => panic!("unexpected output type {other}"),
-    })
-}
 
 fn check(xs: &[f64], ok: &[bool], window: usize, threads: usize, dts: &[DataType], every: usize) -> Result<(), TestCaseError> {
     for dt in dts {

@@ -6,11 +6,9 @@
 //! zero's sign included), and agree with the naive oracle. The long
 //! columns hold several of the kernels' groups, so cuts fall between them.
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
 use arrow_array::Array;
 use arrow_schema::DataType;
-use crate::common::{agrees, cells, plain_rolling, typed_column, val_at, value, xorshift};
+use crate::common::{agrees, bits, cells, plain_rolling, typed_column, val_at, value, xorshift};
 use proptest::prelude::*;
 use slidewise_core::engine::AggKind;
 use slidewise_core::fifo::Algorithm;
@@ -31,18 +29,6 @@ const AGGS: [AggKind; 10] = [
 
 const DTYPES: [DataType; 4] = [DataType::Float64, DataType::Float32, DataType::Int64, DataType::Int32];
 
-fn bits(a: &dyn Array, i: usize) -> Option<u64> {
-    if a.is_null(i) {
-        return None;
-    }
-    Some(match a.data_type() {
-        DataType::Float64 => a.as_primitive::<Float64Type>().value(i).to_bits(),
-        DataType::Float32 => a.as_primitive::<Float32Type>().value(i).to_bits() as u64,
-        DataType::Int64 => a.as_primitive::<Int64Type>().value(i) as u64,
-        DataType::Int32 => a.as_primitive::<Int32Type>().value(i) as u32 as u64,
-        other => panic!("unexpected output type {other}"),
-    })
-}
 
 fn split(threads: usize) -> Split {
     Split { threads: Some(threads), min_rows: 1 }
