@@ -607,24 +607,22 @@ def test_aggregate_equals_groupby_window(spark, keyed, dtype):
                       _spark_windows(one, keys, "ts", "v", fn, "5 seconds", "5 seconds"), keys, name)
 
 
-@pytest.mark.parametrize("chunk", [None, 64], ids=["one-chunk", "many-chunks"])
-def test_aggregate_panes_dense_keys(spark, monkeypatch, chunk):
-    """Many rows per (key, pane), in random order over 5 partitions, each
-    partition's rows reduced in one chunk or in chunks of 64 rows whose
-    partials are merged (Chan's merge for the variance): equal to
-    groupBy(k, window). Values near 1e6 with unit noise: a variance merged
-    naively from sums of squares would be far off."""
-    from slidewise.spark import _panes
-
-    if chunk:
-        monkeypatch.setattr(_panes, "_MERGE_ROWS", chunk)
+def test_aggregate_panes_dense_keys(spark):
+    """Many rows per (key, pane), in random order over 5 partitions, panes
+    of only nulls inside windows with values: equal to groupBy(k, window)
+    (the panes' variances merged by Chan's formula). Values near 1e6 with
+    unit noise: a variance merged naively from sums of squares would be far
+    off."""
     rng = np.random.default_rng(12)
     n = 4000
     pdf = pd.DataFrame({"id": np.arange(n), "k": rng.integers(0, 3, n), "t": rng.integers(0, 400, n),
                         "v": 1e6 + rng.normal(size=n)})
     pdf["ts"] = pd.to_datetime(pdf["t"], unit="s")
-    sdf = _sdf(spark, pdf, rng.random(n) < 0.05, rng.random(n) < 0.002, parts=5)
-    aggs = [("sum", F.sum), ("max", F.max), ("var", F.var_samp), ("std_pop", F.stddev_pop), ("count", F.count)]
+    # panes of only nulls (t in [100, 120)) inside windows with values
+    sdf = _sdf(spark, pdf, (rng.random(n) < 0.05) | pdf["t"].between(100, 119).to_numpy(), rng.random(n) < 0.002,
+               parts=5)
+    aggs = [("sum", F.sum), ("max", F.max), ("min", F.min), ("mean", F.avg), ("var", F.var_samp),
+            ("std_pop", F.stddev_pop), ("count", F.count)]
     got = ss.aggregate(sdf, [sw.Query(a, "60s", "20s", name=a) for a, _ in aggs], "v", "ts", key="k").toArrow()
     want = (sdf.groupBy("k", F.window("ts", "60 seconds", "20 seconds")).agg(*[fn("v").alias(a) for a, fn in aggs])
             .select("k", F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"),

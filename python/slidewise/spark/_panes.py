@@ -7,22 +7,23 @@ combination of its panes' partials. Spark's ``groupBy(k, F.window(t, range,
 slide))`` instead copies every row into each of its ``range / slide``
 windows (Expand) and aggregates the copies.
 
-Here each input partition reduces its rows to one partial per (key, pane)
-(:func:`_partials_fn`, no shuffle, no sort of the rows), the partials are
-hash-partitioned by key (unkeyed: all to one partition: they are a pane per
-``g`` of event time, not a row), and :func:`_windows_fn` merges each key's
-partials of equal panes and combines runs of panes into windows, every
-query's value in its own column. Every step is vectorised over the batch
-(numpy), with no loop per key or per window in Python.
+Here Spark's own aggregation reduces the rows to one partial per (key,
+pane) (``groupBy(key, pane).agg(...)``, built by
+:func:`slidewise.spark._aggregate._pane_partials`: partial aggregation in
+each input partition, no copy of a row, no Python pass over the rows), the
+partials are hash-partitioned by key (unkeyed: all to one partition: a
+pane per ``g`` of event time, not a row), and :func:`_windows_fn` combines
+each key's runs of panes into windows, every query's value in its own
+column, vectorised over the partition (numpy), with no loop per key or per
+window in Python.
 
 Partials (one row per key and pane): ``__pane`` (event time // g),
 ``__rows`` (rows with a time: the window exists, as in Spark, even when
 every value is null), ``__n`` (non-null values), and as the queries need
-them ``__sum`` (int64 for an integer sum, else float64), ``__max`` /
-``__min`` (the value type; NaN aside) with ``__nan`` (a NaN was seen: it is
-Spark's largest value) and ``__m2`` (the sum of squared deviations from the
-pane's mean: Chan et al.'s merge gives the window's, exactly as a fold of
-its rows would up to rounding).
+them ``__sum`` (bigint for an integer sum, else double; 0 without a value),
+``__max`` / ``__min`` (Spark's, NaN its largest value) with ``__nan`` (the
+max, or the min, is NaN) and ``__m2`` (the sum of squared deviations from
+the pane's mean, ``var_pop * n``: Chan et al.'s merge gives the window's).
 
 Values follow Spark's functions: nulls skipped; ``max`` is NaN when a NaN
 is in the window, ``min`` only when every value is; ``sum`` of an integer
@@ -34,8 +35,9 @@ Spark's do (not the in-process engine's exact sum: within rounding of
 Spark's answer, in another order).
 
 Aggregations outside these (first / last, whose value depends on row
-order within a pane), sessions, count windows and ``min_periods`` take
-the sorted path of :mod:`slidewise.spark._aggregate`.
+order within a pane), sessions, count windows, ``min_periods`` and
+timestamps without a time zone take the sorted path of
+:mod:`slidewise.spark._aggregate`.
 """
 
 from __future__ import annotations
@@ -46,18 +48,19 @@ from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple
 import numpy as np
 import pyarrow as pa
 
-from ._kernels import _canon_key, _key_ids, _norm_float
+from ._kernels import _canon_key, _key_ids
 
 # Aggregations a pane's partial can carry, and the partials each needs.
 _NEEDS = {"sum": ("sum",), "count": (), "mean": ("sum",), "max": ("max",), "min": ("min",),
           "var": ("sum", "m2"), "std": ("sum", "m2"), "var_pop": ("sum", "m2"), "std_pop": ("sum", "m2")}
-# Merge partial rows after this many have gathered in a partition (bounds memory).
-_MERGE_ROWS = 1 << 20
 
 
 def panes_apply(queries: Sequence[Any]) -> bool:
-    """Whether the queries (one window shape, time windows) run as panes."""
-    return all(q.kind == "time" and q.agg in _NEEDS and q.min_periods is None for q in queries)
+    """Whether the queries (one window shape, time windows) run as panes:
+    decomposable aggregations, no ``min_periods``, panes of whole
+    microseconds (Spark's timestamps)."""
+    return all(q.kind == "time" and q.agg in _NEEDS and q.min_periods is None and pane_ns(q) % 1000 == 0
+               for q in queries)
 
 
 def pane_ns(q: Any) -> int:
@@ -86,64 +89,6 @@ def partial_fields(keys: Sequence[Tuple[str, pa.DataType]], vtype: pa.DataType,
     return fields
 
 
-def _groups(kid: np.ndarray, pane: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """(order, starts): rows sorted by (key id, pane), and where each
-    (key, pane) group starts in that order."""
-    order = np.lexsort((pane, kid))
-    k, p = kid[order], pane[order]
-    change = np.empty(len(order), dtype=bool)
-    if len(order):
-        change[0] = True
-        change[1:] = (k[1:] != k[:-1]) | (p[1:] != p[:-1])
-    return order, np.flatnonzero(change)
-
-
-def _segment_sums(x: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    return np.add.reduceat(x, starts) if len(x) else x[:0]
-
-
-def _reduce(values: pa.Array, kid: np.ndarray, pane: np.ndarray, needs: List[str], floats: bool,
-            int_sum: bool) -> Tuple[np.ndarray, Dict[str, Any], int]:
-    """Rows -> one partial per (key id, pane): (first row of each group in
-    the input, {partial column: numpy array or Arrow array})."""
-    order, starts = _groups(kid, pane)
-    m = len(starts)
-    counts = np.diff(np.append(starts, len(order)))
-    valid, raw = _filled(values)
-    v, ok = raw[order], valid[order]
-    out: Dict[str, Any] = {"__rows": counts.astype(np.int64), "__n": _segment_sums(ok.astype(np.int64), starts)}
-    nan = np.isnan(v) if floats else np.zeros(len(v), dtype=bool)
-    if "sum" in needs:
-        if int_sum:
-            s = _segment_sums(np.where(ok, v, 0).astype(np.int64), starts)
-            _check_int_overflow(np.where(ok, v, 0).astype(np.float64), starts)
-        else:
-            s = _segment_sums(np.where(ok, v, 0).astype(np.float64), starts)
-        out["__sum"] = s
-    if "m2" in needs:
-        n = out["__n"]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = out["__sum"].astype(np.float64) / np.where(n > 0, n, 1)
-            d = np.where(ok, v.astype(np.float64) - np.repeat(mean, counts), 0.0)
-            out["__m2"] = _segment_sums(d * d, starts)
-    for p, red, fill in (("max", np.fmax, -np.inf), ("min", np.fmin, np.inf)):
-        if p not in needs:
-            continue
-        if floats:
-            x = np.where(ok & ~nan, v, fill).astype(v.dtype)
-            r = red.reduceat(x, starts) if len(x) else x[:0]
-            has = _segment_sums((ok & ~nan).astype(np.int64), starts) > 0
-            out[f"__{p}"] = pa.array(r, mask=~has)
-        else:
-            info = np.iinfo(v.dtype)
-            x = np.where(ok, v, info.min if p == "max" else info.max).astype(v.dtype)
-            r = (np.maximum if p == "max" else np.minimum).reduceat(x, starts) if len(x) else x[:0]
-            out[f"__{p}"] = pa.array(r, mask=~(out["__n"] > 0))
-    if floats and ("max" in needs or "min" in needs):
-        out["__nan"] = _segment_sums((ok & nan).astype(np.int64), starts) > 0
-    return order[starts], out, m
-
-
 def _filled(a: pa.Array) -> Tuple[np.ndarray, np.ndarray]:
     """(valid mask, values with nulls as 0) of a column, in its own dtype
     (numpy would give an integer column with nulls as float64)."""
@@ -155,150 +100,16 @@ def _filled(a: pa.Array) -> Tuple[np.ndarray, np.ndarray]:
     return valid, a.fill_null(pa.scalar(0, a.type)).to_numpy(zero_copy_only=False)
 
 
-def _check_int_overflow(x: np.ndarray, starts: np.ndarray) -> None:
-    """An integer sum past int64 is an error, as Spark's ANSI mode makes it
-    (int64 addition wraps silently, though a wrapped partial sum comes
-    right again when the total fits). The float64 sum of the same values
-    tells: its relative rounding error (below 2^-20 for fewer than 2^32
-    values) keeps it under the bound while the exact sum fits."""
-    if len(x) and np.abs(np.add.reduceat(x, starts) if len(starts) else x[:0]).max(initial=0.0) >= _INT_BOUND:
-        raise _overflow()
-
-
-# bigint's limit less the float64 sum's worst rounding (see _check_int_overflow)
+# bigint's limit less the float64 sum's worst rounding: a window's sum of
+# pane sums at or past it is an overflow (int64 addition would wrap
+# silently; the float64 sum's relative error, below 2^-20 for fewer than
+# 2^32 panes, keeps it under the bound while the exact sum fits)
 _INT_BOUND = 2.0 ** 63 * (1 - 2.0 ** -20)
 
 
 def _overflow() -> ArithmeticError:
     return ArithmeticError("slidewise.spark.aggregate: an integer sum overflows bigint ([ARITHMETIC_OVERFLOW], as in "
                            "Spark's ANSI mode); cast the value column to double first")
-
-
-def _merge(t: pa.Table, nkeys: int, needs: List[str], floats: bool, int_sum: bool) -> pa.Table:
-    """Partials of equal (key, pane) merged into one row each."""
-    keys = [t.column(i) for i in range(nkeys)]
-    kid = _key_ids([_canon_key(k) for k in keys]) if nkeys else np.zeros(t.num_rows, dtype=np.int64)
-    pane = t.column("__pane").to_numpy()
-    order, starts = _groups(kid, pane)
-    if len(starts) == t.num_rows and np.array_equal(order, np.arange(t.num_rows)):
-        return t  # already one row per (key, pane), in order
-    rows = t.column("__rows").to_numpy()[order]
-    n = t.column("__n").to_numpy()[order]
-    cols: Dict[str, Any] = {"__pane": pane[order][starts], "__rows": _segment_sums(rows, starts),
-                            "__n": _segment_sums(n, starts)}
-    if "sum" in needs:
-        s = t.column("__sum").to_numpy()[order]
-        if int_sum:
-            _check_int_overflow(s.astype(np.float64), starts)
-        cols["__sum"] = _segment_sums(s, starts)
-    if "m2" in needs:
-        cols["__m2"] = _chan(t.column("__m2").to_numpy()[order], s.astype(np.float64), n, starts,
-                             cols["__sum"].astype(np.float64), cols["__n"])
-    for p in ("max", "min"):
-        if p in needs:
-            cols[f"__{p}"] = _extreme(t.column(f"__{p}").combine_chunks().take(pa.array(order)), starts, p, floats)
-    if "__nan" in t.column_names:
-        cols["__nan"] = _segment_sums(t.column("__nan").to_numpy(zero_copy_only=False)[order].astype(np.int64),
-                                      starts) > 0
-    first = order[starts]
-    out = [k.take(pa.array(first)) for k in keys]
-    out += [c if isinstance(c, pa.Array) else pa.array(c, f.type)
-            for f, c in ((f, cols[f.name]) for f in list(t.schema)[nkeys:])]
-    return pa.Table.from_arrays(out, schema=t.schema)
-
-
-def _chan(m2: np.ndarray, s: np.ndarray, n: np.ndarray, starts: np.ndarray, total_s: np.ndarray,
-          total_n: np.ndarray) -> np.ndarray:
-    """Chan et al.'s merge of the parts' (n, sum, M2) into each group's M2:
-    sum of the parts' M2 plus each part's n times the square of its mean's
-    distance from the group's mean."""
-    counts = np.diff(np.append(starts, len(n)))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        gmean = total_s / np.where(total_n > 0, total_n, 1)
-        pmean = s / np.where(n > 0, n, 1)
-        d = np.where(n > 0, pmean - np.repeat(gmean, counts), 0.0)
-        return _segment_sums(np.where(n > 0, m2, 0.0) + n * d * d, starts)
-
-
-def _extreme(a: pa.Array, starts: np.ndarray, p: str, floats: bool) -> pa.Array:
-    """Max / min of each group of a nullable column (nulls: no value)."""
-    valid, v = _filled(a)
-    if floats:
-        fill = -np.inf if p == "max" else np.inf
-        x = np.where(valid, v, fill).astype(v.dtype)
-        red = np.fmax if p == "max" else np.fmin
-    else:
-        info = np.iinfo(v.dtype)
-        x = np.where(valid, v, info.min if p == "max" else info.max).astype(v.dtype)
-        red = np.maximum if p == "max" else np.minimum
-    r = red.reduceat(x, starts) if len(x) else x[:0]
-    has = _segment_sums(valid.astype(np.int64), starts) > 0
-    return pa.array(r, mask=~has, type=a.type)
-
-
-def _time_ns(a: pa.Array) -> Tuple[np.ndarray, int]:
-    """A timestamp column as int64 in its unit, and nanoseconds per unit."""
-    unit = {"s": 10 ** 9, "ms": 10 ** 6, "us": 10 ** 3, "ns": 1}[a.type.unit]
-    return a.cast(pa.int64()).to_numpy(zero_copy_only=False), unit
-
-
-def _partials_fn(keys: List[str], value: str, time: str, g_ns: int, aggs: List[str], vtype: pa.DataType,
-                 schema: pa.Schema) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """mapInArrow over the input as it is: each partition's rows as one
-    partial per (key, pane); rows with a null time are in no window."""
-    needs = _needs(aggs)
-    nkeys = len(keys)
-    floats = pa.types.is_floating(vtype)
-    int_sum = not floats and "sum" in aggs
-
-    def reduce(rows: List[pa.Table]) -> pa.Table:
-        """Rows (batches with a time) -> one partial per (key, pane)."""
-        t = pa.concat_tables(rows)
-        ts = t.column(time).combine_chunks()
-        raw, unit = _time_ns(ts)
-        if g_ns % unit:
-            raise ValueError(f"slidewise.spark.aggregate: a pane of {g_ns} ns is finer than the time column's "
-                             f"unit ({ts.type})")
-        pane = np.floor_divide(raw, g_ns // unit)
-        vals = t.column(value).combine_chunks()
-        if nkeys:
-            kc = [_norm_float(t.column(k)) for k in keys]
-            kid = _key_ids([_canon_key(k) for k in kc])
-        else:
-            kc, kid = [], np.zeros(t.num_rows, dtype=np.int64)
-        first, cols, _ = _reduce(vals, kid, pane, needs, floats, int_sum)
-        cols["__pane"] = pane[first]
-        arrays = [k.take(pa.array(first)) for k in kc]
-        arrays += [c if isinstance(c, pa.Array) else pa.array(c, f.type)
-                   for f, c in ((f, cols[f.name]) for f in list(schema)[nkeys:])]
-        return pa.Table.from_arrays(arrays, schema=schema)
-
-    def fn(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        # The rows are reduced in chunks of up to _MERGE_ROWS (one sort per
-        # chunk, not per Arrow batch), the chunks' partials merged at the end.
-        rows: List[pa.Table] = []
-        size = 0
-        done: List[pa.Table] = []
-        for b in it:
-            t = pa.Table.from_batches([b])
-            ts = t.column(time)
-            if ts.null_count:
-                t = t.filter(ts.is_valid())
-            if not t.num_rows:
-                continue
-            rows.append(t)
-            size += t.num_rows
-            if size >= _MERGE_ROWS:
-                done.append(reduce(rows))
-                rows, size = [], 0
-                if len(done) > 1 and sum(d.num_rows for d in done) >= _MERGE_ROWS:
-                    done = [_merge(pa.concat_tables(done), nkeys, needs, floats, int_sum)]
-        if rows:
-            done.append(reduce(rows))
-        if done:
-            t = done[0] if len(done) == 1 else _merge(pa.concat_tables(done), nkeys, needs, floats, int_sum)
-            yield from t.to_batches()
-    return fn
 
 
 def _window_rows(kid: np.ndarray, pane: np.ndarray, wkey: np.ndarray, wfirst: np.ndarray,
@@ -340,14 +151,18 @@ def _windows_fn(keys: List[str], queries: List[Tuple[str, str]], range_ns: int, 
         batches = list(it)
         if not batches:
             return
-        t = _merge(pa.Table.from_batches(batches, schema=partials), nkeys, needs, floats, int_sum)
+        t = pa.Table.from_batches(batches).cast(partials)
         if not t.num_rows:
             return
+        # one row per (key, pane) (Spark's groupBy): sorted by key, then pane
+        kid = (_key_ids([_canon_key(t.column(i)) for i in range(nkeys)]) if nkeys
+               else np.zeros(t.num_rows, dtype=np.int64))
+        order = np.lexsort((t.column("__pane").to_numpy(), kid))
+        t = t.take(pa.array(order))
+        # key ids again, in that order: each key's panes are one run
         kid = (_key_ids([_canon_key(t.column(i)) for i in range(nkeys)]) if nkeys
                else np.zeros(t.num_rows, dtype=np.int64))
         pane = t.column("__pane").to_numpy()
-        # (_merge sorted by key id, then pane; key ids are recomputed on the
-        # merged rows in that same order, so each key's panes are one run)
         # Window j starts at pane j*S and holds panes [j*S, j*S + R): pane p
         # is in windows ceil((p - R + 1) / S) .. floor(p / S).
         lo = -((R - 1 - pane) // S)
