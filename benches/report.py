@@ -110,6 +110,16 @@ SECTIONS = [
                     "--warmup", "1"])],
         check=[Run(["benches/compare_spark.py", "--quick", "--skip-default"])],
     ),
+    Section(
+        "spark-aggregate", "Spark: `slidewise.spark.aggregate` against `groupBy(window)`",
+        "Spark local[2], classic and Spark Connect (a Connect server of its own beside the classic "
+        "session). Sum, max and mean over 10-minute windows sliding 1 minute per key (1,000 keys) and over "
+        "1-hour windows sliding 5 minutes unkeyed, 2M rows over 7 days from 8 Parquet files, every window "
+        "written; results checked against Spark's first. Seconds, best of the repeats.",
+        full=[Run(["benches/compare_spark.py", "--job", "aggregate", "--connect", "--repeat", "3"])],
+        quick=[Run(["benches/compare_spark.py", "--job", "aggregate", "--connect", "--repeat", "2"])],
+        check=[Run(["benches/compare_spark.py", "--job", "aggregate", "--quick"])],
+    ),
 ]
 
 
