@@ -690,7 +690,9 @@ def test_aggregate_queries_share_a_window(spark):
 
 
 def _spark_windows(sdf, keys, time, value, fn, rng_, slide):
-    """Spark's groupBy(keys, window(time, rng_, slide)).agg(fn(value))."""
+    """Spark's groupBy(keys, window(time, rng_, slide)).agg(fn(value)),
+    in the functions of sdf's kind (classic or Connect)."""
+    F = ss._specs._functions(sdf)
     return (sdf.groupBy(*keys, F.window(time, rng_, slide)).agg(fn(value).alias("value"))
             .select(*keys, F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"),
                     "value"))
@@ -710,7 +712,9 @@ def _same_windows(got, want, keys, what, same_type=True):
 
 
 def _spark_sessions(sdf, keys, time, value, fn, gap):
-    """Spark's groupBy(keys, session_window(time, gap)).agg(fn(value))."""
+    """Spark's groupBy(keys, session_window(time, gap)).agg(fn(value)),
+    in the functions of sdf's kind (classic or Connect)."""
+    F = ss._specs._functions(sdf)
     return (sdf.groupBy(*keys, F.session_window(time, gap)).agg(fn(value).alias("value"))
             .select(*keys, F.col("session_window.start").alias("window_start"),
                     F.col("session_window.end").alias("window_end"), "value"))

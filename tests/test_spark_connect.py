@@ -32,18 +32,13 @@ from pyspark.sql.connect import functions as F  # noqa: E402
 from pyspark.sql.connect.window import Window  # noqa: E402
 
 import slidewise.spark as ss  # noqa: E402
-from test_spark import _compare, _same_values, _same_windows  # noqa: E402
+from test_spark import _compare, _same_values, _same_windows, _spark_sessions, _spark_windows  # noqa: E402
 
 # This process holds a classic session (conftest's ``spark``) beside the
 # Connect client, so pyspark's own ``functions`` / ``Window`` build classic
 # columns: Spark's reference answers over Connect are written with the
-# Connect modules (F, Window above); the classic frames get their own.
-
-
-def _spark_windows(df, keys, time, value, fn, rng_, slide):
-    return (df.groupBy(*keys, F.window(time, rng_, slide)).agg(fn(value).alias("value"))
-            .select(*keys, F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"),
-                    "value"))
+# Connect modules (F, Window above; test_spark's reference helpers pick
+# the DataFrame's kind).
 
 
 def _same_tables(a, b, keys):
@@ -55,12 +50,6 @@ def _same_tables(a, b, keys):
     assert a.column_names == b.column_names and a.num_rows == b.num_rows
     for c in a.column_names:
         _same_values(a[c], b[c], c)
-
-
-def _spark_sessions(df, keys, time, value, fn, gap):
-    return (df.groupBy(*keys, F.session_window(time, gap)).agg(fn(value).alias("value"))
-            .select(*keys, F.col("session_window.start").alias("window_start"),
-                    F.col("session_window.end").alias("window_end"), "value"))
 
 
 def _frame(session, n=3000, seed=3, parts=3):
@@ -203,13 +192,12 @@ def test_cli_remote(connect_url, spark, spark_connect, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     got = pq.read_table(out)
     assert got.column_names == ["dev", "window_start", "window_end", "mx", "s"]
-    from test_spark import _spark_windows as classic_windows
     from pyspark.sql import functions as CF
 
     sdf = spark.read.parquet(str(src))
     cols = ["dev", "window_start", "window_end"]
     _same_windows(got.select(cols + ["mx"]).rename_columns(cols + ["value"]),
-                  classic_windows(sdf, ["dev"], "ts", "x", CF.max, "10 seconds", "5 seconds"), ["dev"], "mx",
+                  _spark_windows(sdf, ["dev"], "ts", "x", CF.max, "10 seconds", "5 seconds"), ["dev"], "mx",
                   same_type=False)
     for args, says in [(("--input", str(tmp_path / "missing.parquet")), "no such file"),
                        (("--input", str(src), "--value", "nope"), "--value nope: no such column"),

@@ -136,8 +136,8 @@ def _window_rows(kid: np.ndarray, pane: np.ndarray, wkey: np.ndarray, wfirst: np
 def _windows_fn(keys: List[str], queries: List[Tuple[str, str]], range_ns: int, slide_ns: int, g_ns: int,
                 vtype: pa.DataType, ttype: pa.DataType, schema: pa.Schema,
                 partials: pa.Schema) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """mapInArrow over the partials, hash-partitioned by key: merge equal
-    (key, pane) partials, then every window holding a row, one column per
+    """mapInArrow over the partials (one row per key and pane),
+    hash-partitioned by key: every window holding a row, one column per
     query (name, agg)."""
     aggs = [a for _, a in queries]
     needs = _needs(aggs)
@@ -159,9 +159,7 @@ def _windows_fn(keys: List[str], queries: List[Tuple[str, str]], range_ns: int, 
                else np.zeros(t.num_rows, dtype=np.int64))
         order = np.lexsort((t.column("__pane").to_numpy(), kid))
         t = t.take(pa.array(order))
-        # key ids again, in that order: each key's panes are one run
-        kid = (_key_ids([_canon_key(t.column(i)) for i in range(nkeys)]) if nkeys
-               else np.zeros(t.num_rows, dtype=np.int64))
+        kid = kid[order]  # ascending: each key's panes are one run
         pane = t.column("__pane").to_numpy()
         # Window j starts at pane j*S and holds panes [j*S, j*S + R): pane p
         # is in windows ceil((p - R + 1) / S) .. floor(p / S).
