@@ -71,6 +71,16 @@ SECTIONS = [
         check=[Run(["benches/compare_rolling.py", "--quick"])],
     ),
     Section(
+        "missing", "`rolling()` with missing values",
+        "The same kernels with 1% and 10% of the rows missing at random and with runs of 10,000 missing "
+        "rows: as Arrow nulls, as NaN with `nan=\"skip\"` and with `nan=\"propagate\"`, each as a share "
+        "of the kernel's own speed on the clean column, against bottleneck on the data with NaN and polars "
+        "with nulls.",
+        full=[Run(["benches/compare_rolling.py", "--missing", "--repeat", "3"])],
+        quick=[Run(["benches/compare_rolling.py", "--missing", "--repeat", "2", "--aggs", "max,mean,std"])],
+        check=[Run(["benches/compare_rolling.py", "--missing", "--quick"])],
+    ),
+    Section(
         "many", "`rolling_many()`: 64 windows in one call",
         "64 random windows in [1, 32768] in one `rolling_many` call against 64 bottleneck calls, and the "
         "floor any implementation returning fresh columns pays: numpy allocating and writing the 64 outputs.",
@@ -119,6 +129,18 @@ SECTIONS = [
         full=[Run(["benches/compare_spark.py", "--job", "aggregate", "--connect", "--repeat", "3"])],
         quick=[Run(["benches/compare_spark.py", "--job", "aggregate", "--connect", "--repeat", "2"])],
         check=[Run(["benches/compare_spark.py", "--job", "aggregate", "--quick"])],
+    ),
+    Section(
+        "spark-stream", "Spark Structured Streaming: `stream_aggregate` against Spark's own",
+        "Spark local[2], RocksDB state on both sides. The same micro-batches (a Parquet file source, "
+        "maxFilesPerTrigger=1; 3% of rows up to 2 minutes late, 2% far behind the watermark) through "
+        "`withWatermark.groupBy(key, F.window(10 min, 1 min)).agg(sum, max, avg)` and `stream_aggregate`, "
+        "windows checked equal first; then an empty processor on the same stream (the floor of Spark's "
+        "stateful Python API). Seconds, best of the repeats, and the RocksDB bytes of the last batch.",
+        full=[Run(["benches/compare_spark_stream.py", "--floor", "--repeat", "2"]),
+              Run(["benches/compare_spark_stream.py", "--keys", "100000", "--repeat", "1"])],
+        quick=[Run(["benches/compare_spark_stream.py", "--floor", "--repeat", "2"])],
+        check=[Run(["benches/compare_spark_stream.py", "--quick"])],
     ),
 ]
 

@@ -48,9 +48,11 @@ same micro-batches:
   batch's watermark while its last one had not joins only the later ones,
   as in Spark. Such a window holds only such rows (a row of an earlier
   batch would have had it emitted already), so it is dropped whole. The
-  processor cannot read that watermark, so each row comes with one probe
-  row per earlier window (a null time; the window's end as the event-time
-  column, so Spark drops the probes of ended windows): a window holding
+  processor cannot read that watermark, so probe rows come with the rows
+  (:func:`_probes_fn`, a ``mapInArrow`` before the shuffle): one per key
+  and end of the rows' earlier windows in each input batch (a null time;
+  the window's end as the event-time column, so Spark drops the probes of
+  ended windows): a window holding
   only rows new in this batch, none of them in its first slide, is emitted
   only if a probe of its end came through. (numRowsDroppedByWatermark
   counts the dropped probes too.)
@@ -472,17 +474,21 @@ def _merge_panes(a: Dict[str, np.ndarray], b: Dict[str, np.ndarray]) -> Dict[str
     return out
 
 
-def _range_reduce(f: str, x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """The reduction of field ``f`` over x[lo[i]:hi[i]] for each i (empty:
-    the identity), in one reduceat over the interleaved bounds."""
-    ident = _ident(f, x.dtype)
+def _range_reduce(part: Dict[str, np.ndarray], lo: np.ndarray, hi: np.ndarray) -> Dict[str, np.ndarray]:
+    """Each partial field reduced over [lo[i], hi[i]) for each i (empty:
+    the identity), one reduceat per field over the interleaved bounds."""
     if not len(lo):
-        return np.empty(0, x.dtype)
-    padded = np.append(x, np.array([ident], x.dtype))
+        return {f: np.empty(0, t) for f, t in _PANE_FIELDS}
     idx = np.empty(2 * len(lo), np.int64)
     idx[0::2], idx[1::2] = lo, hi
-    out: np.ndarray = _ufunc(f).reduceat(padded, idx)[0::2]
-    out[hi <= lo] = ident
+    empty = hi <= lo
+    out = {}
+    for f, t in _PANE_FIELDS:
+        ident = _ident(f, t)
+        x = np.append(part[f], np.array([ident], t))  # reduceat reads idx[-1] up to the end
+        r: np.ndarray = _ufunc(f).reduceat(x, idx)[0::2]
+        r[empty] = ident
+        out[f] = r
     return out
 
 
@@ -526,8 +532,10 @@ class _PaneProcessor(_Processor):
 
         super().init(handle)
         self.g = 0
-        for q in self.queries:
-            self.g = math.gcd(self.g, q.range // 1000, q.slide // 1000)
+        self._groups: Dict[Tuple[int, int], List[Tuple[int, str]]] = {}
+        for qi, (q, span) in enumerate(zip(self.queries, self._spans())):
+            self.g = math.gcd(self.g, *span)
+            self._groups.setdefault(span, []).append((qi, q.agg))
         # Windows the data calls of this task emit wait here and leave in one
         # frame from the first expired-timer call of the task: pyspark
         # converts each frame a call yields at a fixed cost of ms. A timer
@@ -608,25 +616,31 @@ class _PaneProcessor(_Processor):
     def _advance(self, key, st, wm_ms: int, nt, nv, nm, ok_from: int, hold: bool = True) -> Iterator[pd.DataFrame]:
         g, wm, final = self.g, int(wm_ms) * 1000, int(st["final"])
         new = _pane_partials(nt // g, nv, nm) if len(nt) else _no_panes()
-        pan = np.union1d(st["p"], new["p"]) * g  # pane starts
+        panes = _merge_panes(st, new)
+        pan = panes["p"] * g  # pane starts
         frames = []
-        for q, (r, s) in zip(self.queries, self._spans()):
+        for (r, s), qs in self._groups.items():  # queries of one span share their windows
             # the ends of the windows holding a pane, in (final, wm]
             lo = np.maximum((pan + g + s - 1) // s, final // s + 1)
             cnt = np.maximum(np.minimum((pan + r) // s, wm // s) - lo + 1, 0)
             if not cnt.any():
                 continue
             e = np.unique(np.repeat(lo, cnt) + _ramp(cnt)) * s
-            part = self._windows(st, e, r)
             use = e >= ok_from  # windows new rows may join
-            if use.any():
-                add = self._windows(new, e, r)
-                part = {f: np.where(use, _ufunc(f)(part[f], add[f]), part[f]) for f in part}
+            if use.all():  # (the usual case: one pass over the merged panes)
+                part = self._windows(panes, e, r)
+            else:
+                part = self._windows(st, e, r)
+                if use.any():
+                    add = self._windows(new, e, r)
+                    part = {f: np.where(use, _ufunc(f)(part[f], add[f]), part[f]) for f in part}
             some = part["n"] > 0
             if some.any():
-                val, null = _window_values(q.agg, {f: a[some] for f, a in part.items()})
-                frames.append((np.full(int(some.sum()), self._qi[q.name]), e[some] - r, e[some], val, null))
-        panes = _merge_panes(st, new)
+                part = {f: a[some] for f, a in part.items()}
+                e = e[some]
+                for qi, agg in qs:
+                    val, null = _window_values(agg, part)
+                    frames.append((np.full(len(e), qi), e - r, e, val, null))
         final = max(final, wm)
         timer = int(st["timer"])
         # a pane stays while a window holding it ends after final
@@ -661,7 +675,7 @@ class _PaneProcessor(_Processor):
         over ``panes`` (sorted)."""
         lo = np.searchsorted(panes["p"], (e - r) // self.g, "left")
         hi = np.searchsorted(panes["p"], e // self.g, "left")
-        return {f: _range_reduce(f, panes[f], lo, hi) for f, _ in _PANE_FIELDS}
+        return _range_reduce(panes, lo, hi)
 
 
 class _SessionProcessor(_Processor):
@@ -712,6 +726,44 @@ class _SessionProcessor(_Processor):
                 next_end = e if next_end is None else min(next_end, e)
         # next_end: the earliest open session's end
         yield from self._finish(need.any(axis=1), {"t": t, "v": v, "m": m, "need": need}, {}, next_end, frames)
+
+
+def _probes_fn(group: List[str], time: str, value: str, spans: List[Tuple[int, int]], late: bool) -> Callable:
+    """The ``mapInArrow`` function before the processor (time windows; see
+    the module docstring): each row with its event time in us and, as the
+    column ``slidewise_end``, the end of the last window it could join (the
+    smallest over the spans; with ``late``: null, so Spark never drops the
+    row), then the probes: one row (time and value null) per distinct key
+    and end of the rows' earlier windows (with ``late``: and of their last
+    ones). Spark's filter gives every probe of one key and end the same
+    fate, so one stands for all: a key's rows in a batch share most of
+    their window ends, and the probes were 9 rows per row for 10-minute
+    windows sliding 1 minute before (the cost of the query's shuffle and of
+    handing its rows to pandas)."""
+    def probes(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            n = b.num_rows
+            if not n:
+                continue
+            t = b.column(time).cast(pa.int64()).to_numpy()  # no nulls: filtered before
+            lasts = [t - np.mod(t, s) + r for r, s in spans]
+            last = lasts[0] if len(lasts) == 1 else np.minimum.reduce(lasts)
+            ends = [lq - j * s for (r, s), lq in zip(spans, lasts) for j in range(1, -(-r // s))]
+            if late:
+                ends.append(last)
+            cols = [b.column(k) for k in group] + [pa.array(t), b.column(value),
+                                                   pa.nulls(n, pa.int64()) if late else pa.array(last)]
+            if ends:
+                idx = np.tile(np.arange(n), len(ends))
+                pairs = pa.table([b.column(k).take(idx) for k in group] + [np.concatenate(ends)],
+                                 names=[f"k{i}" for i in range(len(group))] + ["e"])
+                d = pairs.group_by(pairs.column_names, use_threads=False).aggregate([])
+                m = d.num_rows
+                cols = [pa.concat_arrays([c, *d.column(i).chunks]) for i, c in enumerate(cols[:len(group)])] + [
+                    pa.concat_arrays([c, pa.nulls(m, c.type)]) for c in cols[len(group):-1]] + [
+                    pa.concat_arrays([cols[-1], *d.column("e").chunks])]
+            yield pa.RecordBatch.from_arrays(cols, names=[*group, time, value, "slidewise_end"])
+    return probes
 
 
 _PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
@@ -852,28 +904,26 @@ def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], valu
             t = F.when(F.col(pos) == 0, F.col(time))
             late_after = F.col(end)
         proc: _Processor = _SessionProcessor(queries, value, time, group, late)
+        t_us = F.unix_micros(t)
     else:
-        us = F.unix_micros(t)
         # queries of one (range, slide) share their windows, so their ends and probes
         spans = sorted({(q.range // 1000, q.slide // 1000) for q in queries})
-        lasts = [us - F.pmod(us, F.lit(s)) + F.lit(r) for r, s in spans]
-        last = lasts[0] if len(lasts) == 1 else F.least(*lasts)
-        # sliding windows: a probe row per earlier window of the row (its end)
-        probes = [last_q - F.lit(j * s) for (r, s), last_q in zip(spans, lasts) for j in range(1, -(-r // s))]
-        if probes or late:
-            # late_rows: the row without an event time (never dropped), then
-            # the probe of its last window's end
-            first = [F.lit(None).cast("long"), last] if late else [last]
-            df = df.select(*group, time, value, F.posexplode(F.array(*first, *probes)).alias(pos, end))
-            t = F.when(F.col(pos) == 0, F.col(time))
-            last = F.col(end)
-        late_after = F.timestamp_micros(last)
         pane = all(q.agg in _PANE_AGGS for q in queries)
         proc = (_PaneProcessor if pane else _Processor)(queries, value, time, group, late)
+        if late or any(r > s for r, s in spans):
+            pschema = T.StructType([df.schema[k] for k in group] +
+                                   [T.StructField(time, T.LongType()), T.StructField(value, value_type),
+                                    T.StructField(end, T.LongType())])
+            df = df.select(*group, time, value).mapInArrow(_probes_fn(group, time, value, spans, late), pschema)
+            t_us, late_after = F.col(time), F.timestamp_micros(F.col(end))
+        else:  # tumbling windows: a row is late exactly when its window ended
+            t_us = us = F.unix_micros(F.col(time))
+            lasts = [us - F.pmod(us, F.lit(s)) + F.lit(r) for r, s in spans]
+            late_after = F.timestamp_micros(lasts[0] if len(lasts) == 1 else F.least(*lasts))
     cols = [*group,
             # int64 microseconds (null in probe rows): cheaper to hand to pandas than timestamps;
             # without the delay key: late rows are judged by late_after, not time
-            F.unix_micros(t).alias(time),
+            t_us.alias(time),
             value, F.col(value).isNull().alias(_NULL_COL),
             late_after.alias(_LATE_COL, metadata={_DELAY_KEY: delay})]
     out = df.select(*cols).groupBy(*group).transformWithStateInPandas(proc, schema, "Append", "EventTime")
