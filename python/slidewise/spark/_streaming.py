@@ -229,13 +229,21 @@ class _Processor(StatefulProcessor):
         # queries travel as bytes: unpickled after the shipped slidewise is importable
         self._qbytes, self.value, self.time, self.keys = pickle.dumps(queries), value, time, keys
         self.late = late  # judge lateness here (late_rows=True) and emit the late rows
+        self._span_list = [(q.range // 1000, q.slide // 1000) if q.kind != "session" else (0, 0) for q in queries]
+        self._aggs = [q.agg for q in queries]
+        self._ver = _version()  # the writer's version in the state (the executors' may import no slidewise)
 
     def init(self, handle) -> None:
-        from pyspark.sql.types import BinaryType, StructField, StructType
-
+        self._register(handle)
         _import_slidewise()
         self.queries = pickle.loads(self._qbytes)
         self._qi = {q.name: i for i, q in enumerate(self.queries)}
+
+    def _register(self, handle) -> None:
+        from pyspark.sql.types import BinaryType, StructField, StructType
+
+        global _VERSION
+        _VERSION = self._ver
         self.handle = handle
         self.state = handle.getValueState("slidewise", StructType([StructField("b", BinaryType())]))
 
@@ -279,12 +287,13 @@ class _Processor(StatefulProcessor):
 
     # -- time windows ---------------------------------------------------------
 
-    def _spans(self):
-        return [(q.range // 1000, q.slide // 1000) for q in self.queries]
+    def _spans(self) -> List[Tuple[int, int]]:
+        """(range, slide) in us per query."""
+        return self._span_list
 
     def _last_ends(self, t: np.ndarray) -> np.ndarray:
         """Per query (rows), the end of the last window holding each time."""
-        return np.array([t - np.mod(t, s) + r for r, s in self._spans()]).reshape(len(self.queries), len(t))
+        return np.array([t - np.mod(t, s) + r for r, s in self._spans()]).reshape(len(self._span_list), len(t))
 
     def _late_after(self, t: np.ndarray) -> np.ndarray:
         """The event time each row is judged late by (stream_aggregate's
@@ -364,7 +373,12 @@ _ROWS_MAGIC = b"SWR"  # a pickle of rows (other aggregations, sessions)
 _STATE_FORMAT = 1
 
 
+_VERSION: Optional[str] = None  # set by a processor: its driver's version
+
+
 def _version() -> str:
+    if _VERSION is not None:
+        return _VERSION
     import slidewise
 
     return str(slidewise.__version__)
@@ -548,14 +562,16 @@ class _PaneProcessor(_Processor):
 
         from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
-        super().init(handle)
+        # no slidewise import (numpy and pyarrow do the work): Spark runs
+        # init on the driver too, to learn the state's schemas, once per query start
+        self._register(handle)
         self.panes = handle.getMapState("panes", StructType([StructField("p", LongType())]),
                                         StructType([StructField("b", BinaryType())]))
         self.g = 0
         self._groups: Dict[Tuple[int, int], List[Tuple[int, str]]] = {}
-        for qi, (q, span) in enumerate(zip(self.queries, self._spans())):
+        for qi, (agg, span) in enumerate(zip(self._aggs, self._spans())):
             self.g = math.gcd(self.g, *span)
-            self._groups.setdefault(span, []).append((qi, q.agg))
+            self._groups.setdefault(span, []).append((qi, agg))
 
     def _meta(self) -> Tuple[int, int, np.ndarray]:
         got = self.state.get()  # one read: None when the bucket has no state
