@@ -164,20 +164,22 @@ def _frames(batches):
 _ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
-def _start_stream(spark, src, build, out=None):
+def _start_stream(spark, src, build, out=None, partitions=1):
     """Start ``build(df)`` over the Parquet files of ``src`` (one file per
     micro-batch: maxFilesPerTrigger=1) in append mode, into a memory sink
     or, with ``out``, Parquet in ``out/sink`` with its checkpoint in
-    ``out/ck``. Returns the query and a function reading its sink."""
+    ``out/ck``, with ``partitions`` state partitions (stream_aggregate's
+    pane state: as many buckets of keys). Returns the query and a function
+    reading its sink."""
     import uuid
 
     os.makedirs(src, exist_ok=True)
     sdf = (spark.readStream.schema("id bigint, k string, ts timestamp, v double")
            .option("maxFilesPerTrigger", 1).parquet(src))
     name = f"slidewise_{uuid.uuid4().hex}"
-    # one state partition: quicker batches; transformWithState needs RocksDB
+    # one state partition unless asked: quicker batches; transformWithState needs RocksDB
     parts = spark.conf.get("spark.sql.shuffle.partitions")
-    spark.conf.set("spark.sql.shuffle.partitions", "1")
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", _ROCKSDB)
     try:
         w = build(sdf).writeStream.outputMode("append")
@@ -352,14 +354,16 @@ def test_stream_aggregate_equals_spark_streaming(spark, tmp_path, kind):
         return ss.stream_aggregate(sdf, qs, "v", "ts", key="k", watermark="30 seconds")
 
     src, out = str(tmp_path / "src"), str(tmp_path / "out")
+    # time windows: the keys in 3 buckets (one partition each), some empty until a later batch
+    parts = 1 if kind == "session" else 3
     ref, read_ref = _start_stream(spark, src, _reference_query(window, aggs))
     try:
-        mine, _ = _start_stream(spark, src, build, out=out)
+        mine, _ = _start_stream(spark, src, build, out=out, partitions=parts)
         try:
             drops, d1 = _feed(src, frames[:2], [ref, mine])
         finally:
             mine.stop()
-        mine, read = _start_stream(spark, src, build, out=out)  # from its checkpoint
+        mine, read = _start_stream(spark, src, build, out=out, partitions=parts)  # from its checkpoint
         try:
             # sliding: the last batches back to back (the watermark moves
             # between data batches: Spark keeps a row's windows that end
@@ -376,6 +380,33 @@ def test_stream_aggregate_equals_spark_streaming(spark, tmp_path, kind):
     assert got.column_names == ["k", "query", "window_start", "window_end", "value"]
     assert pc.sum(pc.is_nan(want["sum"])).as_py() >= 1 and want["sum"].null_count >= 1
     _same_queries(got, want, aggs, ["k"])
+
+
+def test_stream_aggregate_refuses_another_bucket_count(spark, tmp_path):
+    """The pane state hashes keys into one bucket per state partition
+    (spark.sql.shuffle.partitions when the query starts). Spark keeps a
+    checkpoint's partitions; restarted under another setting, the buckets
+    would split keys differently: the query fails naming the setting and
+    the value to restore, instead of mixing states."""
+    qs = [sw.Query("sum", "10s", name="sum")]
+
+    def build(sdf):
+        return ss.stream_aggregate(sdf, qs, "v", "ts", key="k", watermark="30 seconds")
+
+    src, out = str(tmp_path / "src"), str(tmp_path / "out")
+    frames = _frames(_TIME_BATCHES)
+    q, _ = _start_stream(spark, src, build, out=out, partitions=3)
+    try:
+        _feed(src, frames[:2], [q])
+    finally:
+        q.stop()
+    q, _ = _start_stream(spark, src, build, out=out, partitions=2)
+    try:
+        pq.write_table(frames[2], os.path.join(src, "part-002.parquet"))
+        with pytest.raises(Exception, match="set spark.sql.shuffle.partitions to 3"):
+            q.processAllAvailable()
+    finally:
+        q.stop()
 
 
 @pytest.mark.parametrize("kind", ["time", "sliding", "session"])
