@@ -343,12 +343,13 @@ def test_stream_aggregate_equals_spark_streaming(spark, tmp_path, kind):
         qs = [sw.Query(a, session="10s", name=a) for a in aggs]
     elif kind == "time":
         frames, window = _frames(_TIME_BATCHES), F.window("ts", "10 seconds")
-        aggs = {"sum": F.sum, "count": F.count, "max": F.max, "mean": F.avg}
+        aggs = {"sum": F.sum, "count": F.count, "max": F.max, "mean": F.avg, "var": F.var_samp,
+                "std_pop": F.stddev_pop}
         qs = [sw.Query(a, "10s", name=a) for a in aggs]
     else:
         frames, window = _frames(_TIME_BATCHES), F.window("ts", "10 seconds", "5 seconds")
-        aggs = {"sum": F.sum}
-        qs = [sw.Query("sum", "10s", "5s", name="sum")]
+        aggs = {"sum": F.sum, "std": F.stddev_samp, "var_pop": F.var_pop, "min": F.min}
+        qs = [sw.Query(a, "10s", "5s", name=a) for a in aggs]
 
     def build(sdf):
         return ss.stream_aggregate(sdf, qs, "v", "ts", key="k", watermark="30 seconds")

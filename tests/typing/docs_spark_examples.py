@@ -43,7 +43,7 @@ windows = sws.stream_aggregate(stream_df, [sw.Query("mean", range="10 minutes", 
 assert windows.columns == ["sensor", "query", "window_start", "window_end", "value"]
 # windows.writeStream.outputMode("append").option("checkpointLocation", ...).start()
 
-# docs/spark.md:162
+# docs/spark.md:163
 out = sws.stream_aggregate(stream_df, [sw.Query("max", range="10 minutes")], value="v", time="ts",
                            key="sensor", watermark="30 seconds", late_rows="kind")
 assert out.columns == ["sensor", "kind", "query", "window_start", "window_end", "value", "ts"]
@@ -51,6 +51,6 @@ to_sinks = sws.foreach_batch_split(lambda w, batch_id: w.write.mode("append").pa
                                    lambda late, batch_id: late.write.mode("append").parquet("/data/late"))
 # out.writeStream.foreachBatch(to_sinks).option("checkpointLocation", ...).start()
 
-# docs/spark.md:251
+# docs/spark.md:252
 spark = SparkSession.builder.remote("sc://cluster:15002").getOrCreate()
 out = sws.rolling(df, "v", "t", 50, ["mean"])   # ships ~/wheels/ to this session, once

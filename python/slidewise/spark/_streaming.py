@@ -28,7 +28,8 @@ mode, over the same micro-batches:
 * Emission. A window is emitted, final, once the watermark (of the current
   batch) reaches its end; an event-time timer at the earliest end a key has
   open calls the key then even when it gets no rows.
-* Time windows of sum, count, mean, max and min (:class:`_PaneProcessor`):
+* Time windows of sum, count, mean, max, min, var and std (sample and
+  population; :class:`_PaneProcessor`):
   the keys are hashed into one bucket per partition of the state
   (``spark.sql.shuffle.partitions``, which Spark pins for a checkpoint),
   and each bucket's state maps a pane (the gcd of the ranges and slides)
@@ -366,7 +367,7 @@ class _Processor(StatefulProcessor):
 # -- incremental state: pane partials -------------------------------------
 
 # Aggregations whose partial per pane is a few numbers (the others keep rows).
-_PANE_AGGS = frozenset({"sum", "count", "mean", "max", "min"})
+_PANE_AGGS = frozenset({"sum", "count", "mean", "max", "min", "var", "std", "var_pop", "std_pop"})
 _STATE_MAGIC = b"SWB"  # a bucket's own value (_encode_meta)
 _PANE_MAGIC = b"SWP"  # one pane's partials (_encode_pane)
 _ROWS_MAGIC = b"SWR"  # a pickle of rows (other aggregations, sessions)
@@ -416,19 +417,41 @@ def _unseal(magic: bytes, b: bytes) -> Tuple[str, bytes]:
 
 # A pane's partials, one row per key: rows (a window exists once a row
 # joins it, null or not), non-null values, their sum (NaN and inf propagate,
-# as Spark's sum), the largest and smallest non-NaN value (null: none) and
-# the NaN count (Spark's max is NaN once a NaN joins; its min only when
-# every value is NaN), and how two partials combine (pyarrow's hash
-# aggregations).
-_COMBINE = (("n", "sum"), ("cnt", "sum"), ("s", "sum"), ("mx", "max"), ("mn", "min"), ("nan", "sum"))
-_FIELDS = tuple(f for f, _ in _COMBINE)
+# as Spark's sum), the sum of squared deviations from their mean (var /
+# std; NaN once the sum is not finite, as Spark's), the largest and
+# smallest non-NaN value (NaN: none) and the NaN count (Spark's max is NaN
+# once a NaN joins; its min only when every value is NaN).
+_FIELDS = ("n", "cnt", "s", "m2", "mx", "mn", "nan")
 _NO_TIME = -(1 << 62)  # no watermark seen / no timer registered
 
 
 def _combine(t: pa.Table, by: List[str]) -> pa.Table:
-    """The partials of ``t`` with equal ``by`` combined: (by..., fields)."""
-    out = t.group_by(by, use_threads=False).aggregate(list(_COMBINE))
-    return out.select(by + [f"{f}_{a}" for f, a in _COMBINE]).rename_columns(by + list(_FIELDS))
+    """The partials of ``t`` with equal ``by`` combined: (by..., fields).
+    Counts and sums add in row order; m2 as Chan et al.'s parallel
+    variance: the parts' m2 plus their counts times their means' squared
+    distance to the whole's mean."""
+    from ._kernels import _canon_key, _key_ids
+
+    if not t.num_rows:
+        return t.select(by + list(_FIELDS))
+    ids = _key_ids([_canon_key(t.column(c)) for c in by])
+    groups, first = np.unique(ids, return_index=True)
+    k = len(groups)  # ids are dense: 0 .. k - 1
+    f = {c: t.column(c).to_numpy() for c in _FIELDS}
+    out = {c: np.bincount(ids, f[c], k).astype(np.int64) for c in ("n", "cnt", "nan")}
+    s_ = np.bincount(ids, f["s"], k)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = s_ / out["cnt"]
+        dev = np.where(f["cnt"] > 0, f["s"] / np.maximum(f["cnt"], 1) - mean[ids], 0.0)
+        m2 = np.bincount(ids, f["m2"] + f["cnt"] * dev * dev, k)
+    mx, mn = np.full(k, np.nan), np.full(k, np.nan)
+    np.fmax.at(mx, ids, f["mx"])
+    np.fmin.at(mn, ids, f["mn"])
+    res = t.select(by).take(pa.array(first))
+    for c, a in (("n", out["n"]), ("cnt", out["cnt"]), ("s", s_), ("m2", m2), ("mx", mx), ("mn", mn),
+                 ("nan", out["nan"])):
+        res = res.append_column(c, pa.array(a))
+    return res
 
 
 def _row_partials(keys: pa.Table, t: np.ndarray, v: np.ndarray, m: np.ndarray, g: int) -> pa.Table:
@@ -436,12 +459,12 @@ def _row_partials(keys: pa.Table, t: np.ndarray, v: np.ndarray, m: np.ndarray, g
     rows (``v``: 0 where null, ``m``: null)."""
     ok = ~m
     isnan = np.isnan(v) & ok
-    real = ok & ~isnan
+    real = np.where(ok & ~isnan, v, np.nan)
     cols = {"p": t // g, "n": np.ones(len(t), np.int64), "cnt": ok.astype(np.int64), "s": np.where(ok, v, 0.0),
-            "mx": pa.array(v, mask=~real), "mn": pa.array(v, mask=~real), "nan": isnan.astype(np.int64)}
+            "m2": np.zeros(len(t)), "mx": real, "mn": real, "nan": isnan.astype(np.int64)}
     rows = keys
     for c, a in cols.items():
-        rows = rows.append_column(c, pa.array(a) if isinstance(a, np.ndarray) else a)
+        rows = rows.append_column(c, pa.array(a))
     return _combine(rows, keys.column_names + ["p"])
 
 
@@ -497,8 +520,15 @@ def _window_values(agg: str, part: Dict[str, np.ndarray]) -> Tuple[np.ndarray, n
             val = part["s"] / np.where(null, 1, cnt)
         elif agg == "max":
             val = np.where(part["nan"] > 0, np.nan, part["mx"])
-        else:  # min: NaN only when every value is NaN
+        elif agg == "min":  # NaN only when every value is NaN
             val = np.where(part["nan"] == cnt, np.nan, part["mn"])
+        else:  # var / std: sample (null below two values) or population
+            sample = agg in ("var", "std")
+            null = cnt < (2 if sample else 1)
+            val = np.maximum(part["m2"], 0.0) / np.maximum(cnt - sample, 1)
+            val = np.where(np.isnan(part["m2"]), np.nan, val)
+            if agg.startswith("std"):
+                val = np.sqrt(val)
     return np.where(null, 0.0, val), null
 
 
@@ -668,8 +698,7 @@ class _PaneProcessor(_Processor):
                 ok = ~is_new[idx] | (e >= ok_from)  # new rows join only the windows Spark keeps
                 x = w.take(pa.array(idx[ok])).append_column("e", pa.array(e[ok]))
                 x = _combine(x.drop_columns(["p"]), self.keys + ["e"])
-                part = {f: x.column(f).to_numpy(zero_copy_only=False) for f in _FIELDS}
-                part["mx"], part["mn"] = (x.column(f).fill_null(np.nan).to_numpy() for f in ("mx", "mn"))
+                part = {f: x.column(f).to_numpy() for f in _FIELDS}
                 some = part["n"] > 0
                 if not some.all():
                     x, part = x.filter(pa.array(some)), {f: a[some] for f, a in part.items()}

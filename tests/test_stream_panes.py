@@ -1,0 +1,87 @@
+"""stream_aggregate's pane partials against a naive recomputation, without
+Spark: rows split into random micro-batches, each folded into partials per
+(key, pane), the partials combined in random order, then a window's value
+from the combined partials equals the value computed from its rows
+directly, with Spark's rules (nulls skipped; max NaN once a NaN is in,
+min only when every value is; var / std NaN with a NaN or an infinity,
+sample ones null below two values). Integration with Spark itself is
+tests/test_spark_streaming.py."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+S = pytest.importorskip("slidewise.spark._streaming")
+
+_AGGS = ("sum", "count", "mean", "max", "min", "var", "std", "var_pop", "std_pop")
+
+
+def _naive(agg: str, vals: list):
+    """Spark's value of ``agg`` over one window's values (None: null)."""
+    x = [v for v in vals if v is not None]
+    if agg == "count":
+        return float(len(x))
+    if not x:
+        return None
+    if agg == "sum":
+        return math.fsum(x) if all(map(math.isfinite, x)) else float(np.sum(x))
+    if agg == "mean":
+        return (math.fsum(x) if all(map(math.isfinite, x)) else float(np.sum(x))) / len(x)
+    if agg == "max":
+        return math.nan if any(map(math.isnan, x)) else max(x)
+    if agg == "min":
+        return math.nan if all(map(math.isnan, x)) else min(v for v in x if not math.isnan(v))
+    sample = agg in ("var", "std")
+    if len(x) < (2 if sample else 1):
+        return None
+    if not all(map(math.isfinite, x)):
+        return math.nan
+    mean = math.fsum(x) / len(x)
+    var = math.fsum((v - mean) ** 2 for v in x) / (len(x) - sample)
+    return math.sqrt(var) if agg.startswith("std") else var
+
+
+values = st.one_of(st.none(), st.just(math.nan), st.just(math.inf), st.floats(-1e6, 1e6),
+                   st.floats(1e9, 1e9 + 10))
+rows = st.lists(st.tuples(st.sampled_from(["a", "b", None]), st.integers(0, 5), values), max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=rows, cuts=st.lists(st.integers(0, 40), max_size=3), seed=st.integers(0, 2**32 - 1))
+def test_pane_partials_equal_naive(rows, cuts, seed):
+    rng = np.random.default_rng(seed)
+    bounds = sorted({0, len(rows), *[min(c, len(rows)) for c in cuts]})
+    parts = []
+    for lo, hi in zip(bounds, bounds[1:]):
+        b = rows[lo:hi]
+        keys = pa.table({"k": pa.array([r[0] for r in b], pa.string())})
+        t = np.array([r[1] for r in b], np.int64)
+        m = np.array([r[2] is None for r in b], bool)
+        v = np.array([0.0 if r[2] is None else r[2] for r in b], np.float64)
+        parts.append(S._row_partials(keys, t, v, m, 1))
+    if not parts:
+        return
+    order = rng.permutation(len(parts))
+    got = S._combine(pa.concat_tables([parts[i] for i in order]), ["k", "p"])
+    # every (key, pane) once
+    pairs = list(zip(got["k"].to_pylist(), got["p"].to_pylist()))
+    assert len(pairs) == len(set(pairs)) == len({(r[0], r[1]) for r in rows})
+    part = {f: got.column(f).to_numpy() for f in S._FIELDS}
+    for agg in _AGGS:
+        val, null = S._window_values(agg, part)
+        for i, (k, p) in enumerate(pairs):
+            want = _naive(agg, [r[2] for r in rows if (r[0], r[1]) == (k, p)])
+            if want is None:
+                assert null[i], (agg, k, p)
+                continue
+            assert not null[i], (agg, k, p, want)
+            if math.isnan(want):
+                assert math.isnan(val[i]), (agg, k, p, val[i])
+            else:
+                assert val[i] == pytest.approx(want, rel=1e-9, abs=1e-9 * max(1.0, abs(want))), (agg, k, p)
