@@ -39,6 +39,9 @@ else:  # python benches/compare_rolling.py
     from _check import Mismatch, check, drift, machine, timed, warm_up
 
 AGGS = ("max", "min", "sum", "mean", "std", "var", "std_pop")
+# --missing also takes these (--aggs): range against max - min of each peer,
+# median against bottleneck's move_median and polars' rolling_median.
+MISSING_AGGS = AGGS + ("range", "median")
 
 
 def peers(x, agg, w):
@@ -205,11 +208,15 @@ def missing_main(a, x) -> None:
                 bnf = {"max": lambda: bn.move_max(xn, w, min_count=1), "min": lambda: bn.move_min(xn, w, min_count=1),
                        "sum": lambda: bn.move_sum(xn, w, min_count=1), "mean": lambda: bn.move_mean(xn, w, min_count=1),
                        "std": lambda: bn.move_std(xn, w, min_count=1, ddof=ddof), "std_pop": lambda: bn.move_std(xn, w, min_count=1, ddof=ddof),
-                       "var": lambda: bn.move_var(xn, w, min_count=1, ddof=ddof)}[agg]
+                       "var": lambda: bn.move_var(xn, w, min_count=1, ddof=ddof),
+                       "range": lambda: bn.move_max(xn, w, min_count=1) - bn.move_min(xn, w, min_count=1),
+                       "median": lambda: bn.move_median(xn, w, min_count=1)}[agg]
                 plf = {"max": lambda: s.rolling_max(w, min_samples=1), "min": lambda: s.rolling_min(w, min_samples=1),
                        "sum": lambda: s.rolling_sum(w, min_samples=1), "mean": lambda: s.rolling_mean(w, min_samples=1),
                        "std": lambda: s.rolling_std(w, min_samples=1), "std_pop": lambda: s.rolling_std(w, min_samples=1, ddof=0),
-                       "var": lambda: s.rolling_var(w, min_samples=1)}[agg]
+                       "var": lambda: s.rolling_var(w, min_samples=1),
+                       "range": lambda: s.rolling_max(w, min_samples=1) - s.rolling_min(w, min_samples=1),
+                       "median": lambda: s.rolling_median(w, min_samples=1)}[agg]
                 calls = {
                     "clean": lambda: sw.rolling(clean, w, agg),
                     "nulls": lambda: sw.rolling(nulls, w, agg),
@@ -229,7 +236,7 @@ def missing_main(a, x) -> None:
                     # Fractions). There, polars' (compensated) values.
                     few = valid_in_window(~miss, w) < 32
                     want = np.where(few, plf().to_numpy(), want)
-                tol = tolerance(agg, "bottleneck", np.nan_to_num(xn), w)
+                tol = tolerance(agg, "bottleneck", np.nan_to_num(xn), w) if agg != "range" else {"rtol": 0.0}
                 if agg in ("std", "var", "std_pop"):
                     # After a gap a window holds few values, whose variance
                     # is small beside the residue bottleneck's running update
@@ -237,11 +244,13 @@ def missing_main(a, x) -> None:
                     # slidewise equal to statistics.variance on Fractions).
                     tol["rtol"] = 1e-6
                 check(case, got, want, "bottleneck", **tol)
-                check(case, got, plf(), "polars", **tolerance(agg, "polars", x, w))
+                check(case, got, plf(), "polars", **(tolerance(agg, "polars", x, w) if agg != "range" else {"rtol": 0.0}))
                 check(case + ', nan="skip"', calls["skip"](), got, "slidewise on nulls", rtol=0.0)
-                prop_want = want if agg == "min" else np.where(valid_in_window(miss, w) > 0, np.nan, want)
-                check(case + ', nan="propagate"', calls["propagate"](), prop_want, "bottleneck, NaN where the window holds one", **tol)
-                del got, want, prop_want
+                if agg != "median":  # NaN is a value there (above +inf), bottleneck's median skips it
+                    prop_want = want if agg == "min" else np.where(valid_in_window(miss, w) > 0, np.nan, want)
+                    check(case + ', nan="propagate"', calls["propagate"](), prop_want, "bottleneck, NaN where the window holds one", **tol)
+                    del prop_want
+                del got, want
                 t = timed(calls, a.repeat)
                 r = {k: len(x) / v / 1e6 for k, v in t.items()}
                 share = [f"{r[k] / r['clean']:.2f}x" for k in ("nulls", "skip", "propagate")]

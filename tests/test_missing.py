@@ -107,3 +107,52 @@ def test_a_sensor_down_longer_than_the_window(agg):
         for i in list(range(14_990, 15_010)) + list(range(24_990, 25_030)) + list(range(25_000 + w - 20, min(25_000 + w + 20, 40_000))):
             want = expect(x, valid, w, agg, i)
             assert same(got[i], want, 1e-9, 1e-9), f"{agg} w={w} row {i}: got {got[i]!r}, want {want!r}"
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    n=st.integers(0, 2000),
+    p=st.sampled_from([0.0, 0.01, 0.5, 1.0]),
+    nans=st.integers(0, 40),
+    w=st.sampled_from([1, 3, 16, 100, 1000]),
+    off=st.integers(0, 70),
+    f32=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_nan_skip_on_a_column_with_nulls_too(n, p, nans, w, off, f32, seed):
+    """nan="skip" on a column holding both nulls (garbage in their slots,
+    NaN among it) and valid NaN values, sliced (an offset into the
+    validity words) and in float32: the NaN rows and the null rows are
+    both missing, and nothing else is (the NaN mask is built word-wise in
+    Rust, ANDed with the validity)."""
+    x, valid = column(n + off, p, 1, 50, nans, seed)
+    if f32:
+        with np.errstate(over="ignore"):  # garbage -1e300 in null slots
+            x = x.astype(np.float32).astype(np.float64)  # the values float32 holds
+    arr = pa.array(x, mask=~valid, type=pa.float32() if f32 else pa.float64()).slice(off)
+    x, valid = x[off:], valid[off:]
+    keep = valid & ~np.isnan(x)
+    check(arr, x, keep, w, f"n={n} p={p} nans={nans} off={off} f32={f32} skip", nan="skip")
+
+
+@pytest.mark.parametrize("agg", ["max", "min", "range"])
+@pytest.mark.parametrize("p", [0.01, 0.5])
+def test_max_min_of_long_windows_with_holes(agg, p):
+    """Windows from 2^16 rows on take max / min's two-level kernel (and its
+    thread cuts): with nulls (garbage NaN / inf in their slots) it equals
+    pandas on the same holes as NaN."""
+    import pandas as pd
+
+    rng = np.random.default_rng(16)
+    n = 300_000
+    x = np.cumsum(rng.normal(size=n))
+    miss = rng.random(n) < p
+    miss[100_000:130_000] = True  # a gap longer than a sub-block
+    arr = pa.array(np.where(miss, rng.choice([np.nan, np.inf, -np.inf], n), x), mask=miss)
+    s = pd.Series(np.where(miss, np.nan, x))
+    for w in (70_000, 200_000):
+        r = s.rolling(w, min_periods=1)
+        want = {"max": r.max(), "min": r.min(), "range": r.max() - r.min()}[agg].to_numpy()
+        got = sw.rolling(arr, w, agg).to_numpy(zero_copy_only=False)
+        got = np.where(np.isnan(got.astype(float)), np.nan, got)
+        np.testing.assert_array_equal(got, want, err_msg=f"{agg} p={p} w={w}")

@@ -55,6 +55,9 @@ def rolling_time_keyed(
     keys: _ArrowArray, values: _ArrowArray, ts: _ArrowArray, range: int, agg: str, min_periods: Optional[int] = None,
     algorithm: str = "auto", closed: str = "right", center: bool = False, step: int = 1,
 ) -> pa.Array: ...
+def nan_to_null(values: _ArrowArray) -> Optional[pa.Array]:
+    """The float array with its NaN rows null (values shared), or None when
+    it holds no valid NaN."""
 def rolling_order(
     values: _ArrowArray,
     windows: Sequence[int],

@@ -251,7 +251,19 @@ pub fn rolling_order_time<'py>(
     Ok(to_pyarrow(py, out)?)
 }
 
+/// `nan="skip"`: the float array with its NaN rows null (values shared),
+/// or None when it has no valid NaN (`rolling::nan_to_null_dyn`).
+#[pyfunction]
+pub fn nan_to_null<'py>(py: Python<'py>, values: PyArray) -> SwResult<Option<Bound<'py, PyAny>>> {
+    let arr = values.array().clone();
+    match py.detach(|| core_rolling::nan_to_null_dyn(arr.as_ref())) {
+        Some(out) => Ok(Some(to_pyarrow(py, out)?)),
+        None => Ok(None),
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(nan_to_null, m)?)?;
     m.add_function(wrap_pyfunction!(rolling_order, m)?)?;
     m.add_function(wrap_pyfunction!(rolling_order_time, m)?)?;
     m.add_function(wrap_pyfunction!(rolling, m)?)?;

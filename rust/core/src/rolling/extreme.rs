@@ -16,14 +16,20 @@
 //!   in the same pass, so there is no temporary array and no branch per row.
 //! * Compiled three times (portable, AVX2, AVX-512F) and picked at run time
 //!   as the pane reductions ([`crate::ops::reduce::detected`]).
-//! * Nulls: filled with the bottom (-inf, MIN) for max and the top (+inf,
-//!   or NaN where the column holds a valid NaN; MAX) for min, which never
-//!   beat a real value, and the output is masked where the window has no
-//!   non-null row (or fewer than `min_periods`, [`super::out_nulls`]).
+//! * Nulls: the kernels are generic over where validity comes from
+//!   ([`super::valid`]); a missing row reads as the identity (-inf / MIN
+//!   for max; for min +inf / MAX, NaN in the NaN-aware scans, where +inf
+//!   would beat a real NaN), masked as it is loaded (a vector blend under
+//!   the validity bits), so no filled copy is made and clean columns
+//!   ([`All`]) run the unmasked code. The output is masked where the
+//!   window has no valid row (or fewer than `min_periods`,
+//!   [`super::out_nulls`]). A null slot may hold anything (NaN from
+//!   pandas), so the NaN check of a chunk looks at valid rows only.
 
 use arrow_array::ArrayRef;
 
-use super::{filled, FastNum};
+use super::valid::{low_ones, nan_bits, All, Bitmap, Valid};
+use super::FastNum;
 use crate::engine::{Column, ToArrow};
 use crate::ops::reduce::{detected, Level};
 
@@ -41,56 +47,104 @@ pub(super) fn pick<T: FastNum, const MAX: bool, const NAN: bool>(a: T, b: T) -> 
     }
 }
 
-/// Running max of `x` (mapped by `f`) on top of `p`, written to `out`
-/// (same length); returns the max of `p` and all of `x`.
+/// `v` where bit 0 of `b` (its row's validity) is set, else the filler
+/// `id`; a constant `b` (every row valid, [`All`]) folds it away.
+#[inline(always)]
+fn keep<T: Copy>(v: T, b: u64, id: T) -> T {
+    if b & 1 != 0 {
+        v
+    } else {
+        id
+    }
+}
+
+/// The pick of `id` and the valid rows of `x` (row `r` on).
+#[inline(always)]
+fn fold_valid<T: FastNum, V: Valid, const MAX: bool>(x: &[T], va: V, r: usize, id: T) -> T {
+    let mut a = id;
+    for (k, xs) in x.chunks(8).enumerate() {
+        let b = va.bits(r + 8 * k);
+        for (j, &v) in xs.iter().enumerate() {
+            a = pick::<T, MAX, false>(a, keep(v, b >> j, id));
+        }
+    }
+    a
+}
+
+/// Whether a valid row of `x` (row `r` on) is NaN. Null slots may hold
+/// anything (pandas' NaN), and must not send a chunk to the NaN-aware
+/// scans: the raw check first (vectorised), the rows' bits only after it.
+#[inline(always)]
+fn has_nan<T: FastNum, V: Valid>(x: &[T], va: V, r: usize) -> bool {
+    let raw = T::has_nan(x);
+    if !raw || V::ALL {
+        return raw;
+    }
+    // 32 rows a validity read (Bitmap gives 57 bits)
+    x.chunks(32).enumerate().any(|(k, xs)| nan_bits(xs) & va.bits(r + 32 * k) & low_ones(xs.len()) != 0)
+}
+
+/// Running max of `x` (row `r` on; missing rows read as `id`) on top of
+/// `p`, written to `out` (same length); returns the max of `p` and all of
+/// `x`.
 ///
 /// Rows go in fours: the running max of the four is off the loop-carried
 /// chain, which then has one select (4 cycles of latency) per four rows
 /// instead of per row; the other selects are independent and run at two
 /// per cycle.
 #[inline(always)]
-fn prefix_into<T: FastNum, const MAX: bool, const NAN: bool>(x: &[T], out: &mut [T], mut p: T) -> T {
+fn prefix_into<T: FastNum, V: Valid, const MAX: bool, const NAN: bool>(x: &[T], va: V, r: usize, out: &mut [T], mut p: T, id: T) -> T {
     let mut oc = out.chunks_exact_mut(4);
     let mut xc = x.chunks_exact(4);
+    let mut k = r;
     for (o, v) in (&mut oc).zip(&mut xc) {
-        let a = v[0];
-        let ab = pick::<T, MAX, NAN>(a, v[1]);
-        let abc = pick::<T, MAX, NAN>(ab, v[2]);
-        let abcd = pick::<T, MAX, NAN>(abc, v[3]);
+        let b = va.bits(k);
+        k += 4;
+        let a = keep(v[0], b, id);
+        let ab = pick::<T, MAX, NAN>(a, keep(v[1], b >> 1, id));
+        let abc = pick::<T, MAX, NAN>(ab, keep(v[2], b >> 2, id));
+        let abcd = pick::<T, MAX, NAN>(abc, keep(v[3], b >> 3, id));
         o[0] = pick::<T, MAX, NAN>(p, a);
         o[1] = pick::<T, MAX, NAN>(p, ab);
         o[2] = pick::<T, MAX, NAN>(p, abc);
         p = pick::<T, MAX, NAN>(p, abcd);
         o[3] = p;
     }
-    for (o, &v) in oc.into_remainder().iter_mut().zip(xc.remainder()) {
-        p = pick::<T, MAX, NAN>(p, v);
+    let b = va.bits(k);
+    for (j, (o, &v)) in oc.into_remainder().iter_mut().zip(xc.remainder()).enumerate() {
+        p = pick::<T, MAX, NAN>(p, keep(v, b >> j, id));
         *o = p;
     }
     p
 }
 
 /// Backward scan: `out[k]` takes the max of itself, `mid`, and the suffix
-/// `x[k..]` on top of `s` (the max of what lies after `x`); returns the
-/// max of `s` and all of `x`. `mid` is a constant of the caller's (the
-/// two-level kernel's whole sub-blocks; the bottom, a no-op, otherwise).
+/// `x[k..]` (row `r` on; missing rows read as `id`) on top of `s` (the max
+/// of what lies after `x`); returns the max of `s` and all of `x`. `mid`
+/// is a constant of the caller's (the two-level kernel's whole
+/// sub-blocks; the bottom, a no-op, otherwise).
 #[inline(always)]
-fn suffix_into<T: FastNum, const MAX: bool, const NAN: bool>(x: &[T], out: &mut [T], mut s: T, mid: T) -> T {
+fn suffix_into<T: FastNum, V: Valid, const MAX: bool, const NAN: bool>(x: &[T], va: V, r: usize, out: &mut [T], mut s: T, mid: T, id: T) -> T {
     let mut oc = out.rchunks_exact_mut(4);
     let mut xc = x.rchunks_exact(4);
+    // the row of the chunk's first value
+    let mut k = r + x.len();
     for (o, v) in (&mut oc).zip(&mut xc) {
-        let d = v[3];
-        let cd = pick::<T, MAX, NAN>(v[2], d);
-        let bcd = pick::<T, MAX, NAN>(v[1], cd);
-        let abcd = pick::<T, MAX, NAN>(v[0], bcd);
+        k -= 4;
+        let b = va.bits(k);
+        let d = keep(v[3], b >> 3, id);
+        let cd = pick::<T, MAX, NAN>(keep(v[2], b >> 2, id), d);
+        let bcd = pick::<T, MAX, NAN>(keep(v[1], b >> 1, id), cd);
+        let abcd = pick::<T, MAX, NAN>(keep(v[0], b, id), bcd);
         o[3] = pick::<T, MAX, NAN>(pick::<T, MAX, NAN>(pick::<T, MAX, NAN>(d, s), mid), o[3]);
         o[2] = pick::<T, MAX, NAN>(pick::<T, MAX, NAN>(pick::<T, MAX, NAN>(cd, s), mid), o[2]);
         o[1] = pick::<T, MAX, NAN>(pick::<T, MAX, NAN>(pick::<T, MAX, NAN>(bcd, s), mid), o[1]);
         s = pick::<T, MAX, NAN>(abcd, s);
         o[0] = pick::<T, MAX, NAN>(pick::<T, MAX, NAN>(s, mid), o[0]);
     }
-    for (o, &v) in oc.into_remainder().iter_mut().zip(xc.remainder()).rev() {
-        s = pick::<T, MAX, NAN>(v, s);
+    let b = va.bits(r);
+    for (j, (o, &v)) in oc.into_remainder().iter_mut().zip(xc.remainder()).enumerate().rev() {
+        s = pick::<T, MAX, NAN>(keep(v, b >> j, id), s);
         *o = pick::<T, MAX, NAN>(pick::<T, MAX, NAN>(s, mid), *o);
     }
     s
@@ -99,8 +153,19 @@ fn suffix_into<T: FastNum, const MAX: bool, const NAN: bool>(x: &[T], out: &mut 
 /// How a level runs the two scans of NaN-free rows: [`Scalar`] (the loops
 /// above) or [`simd::Vector`] (float64 in vector lanes).
 pub(super) trait Scan {
-    fn prefix<T: FastNum, const MAX: bool>(x: &[T], out: &mut [T], p: T) -> T;
-    fn suffix<T: FastNum, const MAX: bool>(x: &[T], out: &mut [T], s: T, mid: T) -> T;
+    fn prefix<T: FastNum, V: Valid, const MAX: bool>(x: &[T], va: V, r: usize, out: &mut [T], p: T) -> T;
+    fn suffix<T: FastNum, V: Valid, const MAX: bool>(x: &[T], va: V, r: usize, out: &mut [T], s: T, mid: T) -> T;
+}
+
+/// The identity of max / min on NaN-free rows, and what a missing row
+/// reads as there.
+#[inline(always)]
+fn ident<T: FastNum, const MAX: bool>() -> T {
+    if MAX {
+        T::LOWEST
+    } else {
+        T::HIGHEST
+    }
 }
 
 /// The scalar scans, for every dtype and every CPU.
@@ -109,12 +174,12 @@ pub(super) struct Scalar;
 
 impl Scan for Scalar {
     #[inline(always)]
-    fn prefix<T: FastNum, const MAX: bool>(x: &[T], out: &mut [T], p: T) -> T {
-        prefix_into::<T, MAX, false>(x, out, p)
+    fn prefix<T: FastNum, V: Valid, const MAX: bool>(x: &[T], va: V, r: usize, out: &mut [T], p: T) -> T {
+        prefix_into::<T, V, MAX, false>(x, va, r, out, p, ident::<T, MAX>())
     }
     #[inline(always)]
-    fn suffix<T: FastNum, const MAX: bool>(x: &[T], out: &mut [T], s: T, mid: T) -> T {
-        suffix_into::<T, MAX, false>(x, out, s, mid)
+    fn suffix<T: FastNum, V: Valid, const MAX: bool>(x: &[T], va: V, r: usize, out: &mut [T], s: T, mid: T) -> T {
+        suffix_into::<T, V, MAX, false>(x, va, r, out, s, mid, ident::<T, MAX>())
     }
 }
 
@@ -132,7 +197,7 @@ impl Scan for Scalar {
 /// NaN-aware scalar scans there); other dtypes run [`Scalar`]'s.
 #[cfg(target_arch = "x86_64")]
 pub(super) mod simd {
-    use super::{FastNum, Scalar, Scan};
+    use super::{FastNum, Scalar, Scan, Valid};
     use std::any::TypeId;
     use std::arch::x86_64::*;
     use std::marker::PhantomData;
@@ -155,7 +220,13 @@ pub(super) mod simd {
         /// The newest / oldest lane broadcast.
         unsafe fn last(self) -> Self;
         unsafe fn first(self) -> Self;
+        /// Lane k from `self` where bit k of `b` is set (the row is
+        /// valid), else from `fill`.
+        unsafe fn keep(self, b: u64, fill: Self) -> Self;
     }
+
+    /// SSE2 has no variable blend: lane masks of two bits, looked up.
+    static MASK2: [[u64; 2]; 4] = [[0, 0], [u64::MAX, 0], [0, u64::MAX], [u64::MAX, u64::MAX]];
 
     /// SSE2 (x86-64's baseline): two lanes.
     #[derive(Clone, Copy)]
@@ -207,6 +278,11 @@ pub(super) mod simd {
         unsafe fn first(self) -> Self {
             X(_mm_unpacklo_pd(self.0, self.0))
         }
+        #[inline(always)]
+        unsafe fn keep(self, b: u64, fill: Self) -> Self {
+            let m = _mm_loadu_pd(MASK2[(b & 3) as usize].as_ptr().cast());
+            X(_mm_or_pd(_mm_and_pd(m, self.0), _mm_andnot_pd(m, fill.0)))
+        }
     }
 
     impl Lanes for Y {
@@ -252,6 +328,13 @@ pub(super) mod simd {
         #[inline(always)]
         unsafe fn first(self) -> Self {
             Y(_mm256_permute4x64_pd::<0x00>(self.0))
+        }
+        #[inline(always)]
+        unsafe fn keep(self, b: u64, fill: Self) -> Self {
+            // lane k all ones where bit k is set
+            let sel = _mm256_set_epi64x(8, 4, 2, 1);
+            let m = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(b as i64), sel), sel);
+            Y(_mm256_blendv_pd(fill.0, self.0, _mm256_castsi256_pd(m)))
         }
     }
 
@@ -312,6 +395,10 @@ pub(super) mod simd {
         unsafe fn first(self) -> Self {
             Z(_mm512_broadcastsd_pd(_mm512_castpd512_pd128(self.0)))
         }
+        #[inline(always)]
+        unsafe fn keep(self, b: u64, fill: Self) -> Self {
+            Z(_mm512_mask_blend_pd(b as __mmask8, fill.0, self.0))
+        }
     }
 
     /// The vector scans at level `L` (float64 only; the other dtypes take
@@ -340,38 +427,53 @@ pub(super) mod simd {
 
     impl<L: Lanes> Scan for Vector<L> {
         #[inline(always)]
-        fn prefix<T: FastNum, const MAX: bool>(x: &[T], out: &mut [T], p: T) -> T {
+        fn prefix<T: FastNum, V: Valid, const MAX: bool>(x: &[T], va: V, r: usize, out: &mut [T], p: T) -> T {
             match (as_f64(x), as_f64_mut(out)) {
-                (Some(x), Some(out)) => cast(unsafe { prefix::<L, MAX>(x, out, cast(p)) }),
-                _ => Scalar::prefix::<T, MAX>(x, out, p),
+                (Some(x), Some(out)) => cast(unsafe { prefix::<L, V, MAX>(x, va, r, out, cast(p)) }),
+                _ => Scalar::prefix::<T, V, MAX>(x, va, r, out, p),
             }
         }
         #[inline(always)]
-        fn suffix<T: FastNum, const MAX: bool>(x: &[T], out: &mut [T], s: T, mid: T) -> T {
+        fn suffix<T: FastNum, V: Valid, const MAX: bool>(x: &[T], va: V, r: usize, out: &mut [T], s: T, mid: T) -> T {
             match (as_f64(x), as_f64_mut(out)) {
-                (Some(x), Some(out)) => cast(unsafe { suffix::<L, MAX>(x, out, cast(s), cast(mid)) }),
-                _ => Scalar::suffix::<T, MAX>(x, out, s, mid),
+                (Some(x), Some(out)) => cast(unsafe { suffix::<L, V, MAX>(x, va, r, out, cast(s), cast(mid)) }),
+                _ => Scalar::suffix::<T, V, MAX>(x, va, r, out, s, mid),
             }
         }
     }
 
-    /// [`super::prefix_into`] a vector at a time; same contract.
+    /// A vector of rows `r + i..` (missing ones as `fill`).
     #[inline(always)]
-    unsafe fn prefix<L: Lanes, const MAX: bool>(x: &[f64], out: &mut [f64], p: f64) -> f64 {
+    unsafe fn load<L: Lanes, V: Valid>(x: &[f64], va: V, r: usize, i: usize, fill: L) -> L {
+        let v = L::load(x.as_ptr().add(i));
+        if V::ALL {
+            v
+        } else {
+            v.keep(va.bits(r + i), fill)
+        }
+    }
+
+    /// [`super::prefix_into`] a vector at a time; same contract (missing
+    /// rows read as the identity, the fill).
+    #[inline(always)]
+    unsafe fn prefix<L: Lanes, V: Valid, const MAX: bool>(x: &[f64], va: V, r: usize, out: &mut [f64], p: f64) -> f64 {
         let n = x.len().min(out.len());
-        let fill = L::splat(if MAX { f64::NEG_INFINITY } else { f64::INFINITY });
+        let id = if MAX { f64::NEG_INFINITY } else { f64::INFINITY };
+        let fill = L::splat(id);
         let mut pv = L::splat(p);
         let mut i = 0;
         while i + L::N <= n {
-            let v = L::load(x.as_ptr().add(i)).scan_up::<MAX>(fill);
+            let v = load::<L, V>(x, va, r, i, fill).scan_up::<MAX>(fill);
             L::pick::<MAX>(pv, v).store(out.as_mut_ptr().add(i));
             // The chain: one select per vector (the broadcast is off it).
             pv = L::pick::<MAX>(pv, v.last());
             i += L::N;
         }
         let mut p = pv.lane0();
+        // fewer than N rows left: one validity read
+        let b = va.bits(r + i);
         for k in i..n {
-            p = super::pick::<f64, MAX, false>(p, x[k]);
+            p = super::pick::<f64, MAX, false>(p, super::keep(x[k], b >> (k - i), id));
             out[k] = p;
         }
         p
@@ -380,23 +482,25 @@ pub(super) mod simd {
     /// [`super::suffix_into`] a vector at a time, from the end; same
     /// contract and the same selects in the same order per row.
     #[inline(always)]
-    unsafe fn suffix<L: Lanes, const MAX: bool>(x: &[f64], out: &mut [f64], s: f64, mid: f64) -> f64 {
+    unsafe fn suffix<L: Lanes, V: Valid, const MAX: bool>(x: &[f64], va: V, r: usize, out: &mut [f64], s: f64, mid: f64) -> f64 {
         let n = x.len().min(out.len());
-        let fill = L::splat(if MAX { f64::NEG_INFINITY } else { f64::INFINITY });
+        let id = if MAX { f64::NEG_INFINITY } else { f64::INFINITY };
+        let fill = L::splat(id);
         let midv = L::splat(mid);
         let mut sv = L::splat(s);
         let mut i = n;
         while i >= L::N {
             i -= L::N;
-            let v = L::load(x.as_ptr().add(i)).scan_down::<MAX>(fill);
-            let r = L::pick::<MAX>(L::pick::<MAX>(v, sv), midv);
+            let v = load::<L, V>(x, va, r, i, fill).scan_down::<MAX>(fill);
+            let u = L::pick::<MAX>(L::pick::<MAX>(v, sv), midv);
             let o = L::load(out.as_ptr().add(i));
-            L::pick::<MAX>(r, o).store(out.as_mut_ptr().add(i));
+            L::pick::<MAX>(u, o).store(out.as_mut_ptr().add(i));
             sv = L::pick::<MAX>(v.first(), sv);
         }
         let mut s = sv.lane0();
+        let b = va.bits(r);
         for k in (0..i).rev() {
-            s = super::pick::<f64, MAX, false>(x[k], s);
+            s = super::pick::<f64, MAX, false>(super::keep(x[k], b >> k, id), s);
             out[k] = super::pick::<f64, MAX, false>(super::pick::<f64, MAX, false>(s, mid), out[k]);
         }
         s
@@ -406,11 +510,11 @@ pub(super) mod simd {
 /// One block `[start, end)` (`end - start <= window`, `start` a multiple of
 /// `window`); `out[k]` is row `start + k`.
 #[inline(always)]
-fn van_herk<T: FastNum, S: Scan, const MAX: bool, const NAN: bool>(x: &[T], out: &mut [T], start: usize, end: usize, window: usize, id: T) {
+fn van_herk<T: FastNum, V: Valid, S: Scan, const MAX: bool, const NAN: bool>(x: &[T], va: V, out: &mut [T], start: usize, end: usize, window: usize, id: T) {
     if NAN {
-        prefix_into::<T, MAX, NAN>(&x[start..end], out, id);
+        prefix_into::<T, V, MAX, NAN>(&x[start..end], va, start, out, id, id);
     } else {
-        S::prefix::<T, MAX>(&x[start..end], out, id);
+        S::prefix::<T, V, MAX>(&x[start..end], va, start, out, id);
     }
     if start == 0 {
         return;
@@ -420,14 +524,41 @@ fn van_herk<T: FastNum, S: Scan, const MAX: bool, const NAN: bool>(x: &[T], out:
     let lo = start + 1 - window;
     let mid = (end + 1 - window).min(start);
     let mut s = id;
-    for &v in x[mid..start].iter().rev() {
-        s = pick::<T, MAX, NAN>(v, s);
+    for (k, &v) in x[mid..start].iter().enumerate().rev() {
+        s = pick::<T, MAX, NAN>(keep(v, va.bits(mid + k), id), s);
     }
     if NAN {
-        suffix_into::<T, MAX, NAN>(&x[lo..mid], &mut out[..mid - lo], s, id);
+        suffix_into::<T, V, MAX, NAN>(&x[lo..mid], va, lo, &mut out[..mid - lo], s, id, id);
     } else {
-        S::suffix::<T, MAX>(&x[lo..mid], &mut out[..mid - lo], s, id);
+        S::suffix::<T, V, MAX>(&x[lo..mid], va, lo, &mut out[..mid - lo], s, id);
     }
+}
+
+/// [`van_herk`], unmasked where the block and the window before it have no
+/// missing row: with 1% missing most blocks of short windows have none,
+/// and the unmasked scans are faster (checked 57 rows a read, stopping at
+/// the first missing one, so a dense mask costs one read a block).
+#[inline(always)]
+fn block<T: FastNum, V: Valid, S: Scan, const MAX: bool, const NAN: bool>(x: &[T], va: V, out: &mut [T], start: usize, end: usize, window: usize, id: T) {
+    if !V::ALL && all_valid(va, (start + 1).saturating_sub(window), end) {
+        van_herk::<T, All, S, MAX, NAN>(x, All, out, start, end, window, id);
+    } else {
+        van_herk::<T, V, S, MAX, NAN>(x, va, out, start, end, window, id);
+    }
+}
+
+/// Whether rows `[a, b)` are all valid.
+#[inline(always)]
+fn all_valid<V: Valid>(va: V, a: usize, b: usize) -> bool {
+    let mut r = a;
+    while r < b {
+        let k = (b - r).min(57);
+        if va.bits(r) & low_ones(k) != low_ones(k) {
+            return false;
+        }
+        r += k;
+    }
+    true
 }
 
 /// Sub-block of the two-level kernel: 16k rows (128 KB of f64), so the
@@ -452,13 +583,13 @@ const TWO_LEVEL_FROM: usize = 1 << 16;
 /// from memory (the one-level kernel also re-reads and re-writes the
 /// output).
 #[inline(always)]
-fn extreme_two_level<T: FastNum, S: Scan, const MAX: bool>(x: &[T], window: usize, sub: usize, out: &mut [T]) -> bool {
+fn extreme_two_level<T: FastNum, V: Valid, S: Scan, const MAX: bool>(x: &[T], va: V, window: usize, sub: usize, out: &mut [T]) -> bool {
     debug_assert!(sub >= 1 && window >= 4 * sub);
     let n = x.len();
     let id = if MAX { T::LOWEST } else { T::HIGHEST };
     let mut m: Vec<T> = Vec::with_capacity(n.div_ceil(sub));
     if n < window {
-        return prefixes::<T, S, MAX>(x, window, sub, &mut m, out, n);
+        return prefixes::<T, V, S, MAX>(x, va, window, sub, &mut m, out, n);
     }
     // j: the first row of a full window; its output row is j + window - 1.
     let last_j = n - window;
@@ -469,17 +600,17 @@ fn extreme_two_level<T: FastNum, S: Scan, const MAX: bool>(x: &[T], window: usiz
         // and (from row i_split) b1 + 1.
         let b1 = (jlo + window - 1) / sub;
         let j_split = ((b1 + 1) * sub + 1 - window).min(jhi);
-        if !prefixes::<T, S, MAX>(x, window, sub, &mut m, out, jhi + window - 1) {
+        if !prefixes::<T, V, S, MAX>(x, va, window, sub, &mut m, out, jhi + window - 1) {
             return false;
         }
         let mid1 = fold::<T, MAX>(&m[a + 1..b1], id);
         let mid2 = if j_split < jhi { pick::<T, MAX, false>(mid1, m[b1]) } else { mid1 };
         // Sub-block a is whole (j <= n - window < n - sub); rows past last_j
         // only accumulate.
-        let s = fold::<T, MAX>(&x[jhi..jend], id);
+        let s = fold_valid::<T, V, MAX>(&x[jhi..jend], va, jhi, id);
         let w1 = window - 1;
-        let s = S::suffix::<T, MAX>(&x[j_split..jhi], &mut out[j_split + w1..jhi + w1], s, mid2);
-        S::suffix::<T, MAX>(&x[jlo..j_split], &mut out[jlo + w1..j_split + w1], s, mid1);
+        let s = S::suffix::<T, V, MAX>(&x[j_split..jhi], va, j_split, &mut out[j_split + w1..jhi + w1], s, mid2);
+        S::suffix::<T, V, MAX>(&x[jlo..j_split], va, jlo, &mut out[jlo + w1..j_split + w1], s, mid1);
     }
     true
 }
@@ -489,15 +620,16 @@ fn extreme_two_level<T: FastNum, S: Scan, const MAX: bool>(x: &[T], window: usiz
 /// sub-blocks before. False at a sub-block holding a NaN. A function, not a
 /// closure, so it inlines into each level's wrapper with its features.
 #[inline(always)]
-fn prefixes<T: FastNum, S: Scan, const MAX: bool>(x: &[T], window: usize, sub: usize, m: &mut Vec<T>, out: &mut [T], upto: usize) -> bool {
+#[allow(clippy::too_many_arguments)]
+fn prefixes<T: FastNum, V: Valid, S: Scan, const MAX: bool>(x: &[T], va: V, window: usize, sub: usize, m: &mut Vec<T>, out: &mut [T], upto: usize) -> bool {
     let n = x.len();
     let id = if MAX { T::LOWEST } else { T::HIGHEST };
     while m.len() * sub < upto.min(n) {
         let (r0, r1) = (m.len() * sub, ((m.len() + 1) * sub).min(n));
-        if T::has_nan(&x[r0..r1]) {
+        if has_nan(&x[r0..r1], va, r0) {
             return false;
         }
-        m.push(S::prefix::<T, MAX>(&x[r0..r1], &mut out[r0..r1], id));
+        m.push(S::prefix::<T, V, MAX>(&x[r0..r1], va, r0, &mut out[r0..r1], id));
         if r0 + 1 < window {
             let before = fold::<T, MAX>(&m[..m.len() - 1], id);
             for o in &mut out[r0..r1.min(window - 1)] {
@@ -525,57 +657,57 @@ pub(super) fn extreme_values<T: FastNum, const MAX: bool>(x: &[T], window: usize
 /// into blocks. The cuts are at least a window in (a range's first block
 /// reads the window before it) and, for the two-level kernel, on its
 /// sub-blocks.
-pub(super) fn extreme_values_split<T: FastNum, const MAX: bool>(x: &[T], window: usize, threads: usize) -> Vec<T> {
+pub(super) fn extreme_values_split<T: FastNum, V: Valid, const MAX: bool>(x: &[T], va: V, window: usize, threads: usize) -> Vec<T> {
     let level = detected();
     let n = x.len();
     // every row written by its range (not zeroed first: `buffer_to_fill`)
     let mut out = super::buffer_to_fill::<T>(n);
     let unit = if window >= TWO_LEVEL_FROM { SUB } else { 8 };
     let cs = super::cuts(n, threads, |r| Some(r / unit * unit).filter(|&c| c >= window));
-    super::par_ranges(&mut out[..], &cs, |r0, r1, o| extreme_rows_at::<T, MAX>(level, x, window, r0, r1, o));
+    super::par_ranges(&mut out[..], &cs, |r0, r1, o| extreme_rows_at::<T, V, MAX>(level, x, va, window, r0, r1, o));
     super::assert_filled(&out);
     out
 }
 
 /// Rows `[r0, r1)` of [`extreme_values_at`] into `out` (those rows only);
 /// `r0` is 0 or at least `window`.
-pub(super) fn extreme_rows_at<T: FastNum, const MAX: bool>(level: Level, x: &[T], window: usize, r0: usize, r1: usize, out: &mut [T]) {
+pub(super) fn extreme_rows_at<T: FastNum, V: Valid, const MAX: bool>(level: Level, x: &[T], va: V, window: usize, r0: usize, r1: usize, out: &mut [T]) {
     assert!((r0 == 0 || r0 >= window) && r0 <= r1 && r1 <= x.len() && out.len() == r1 - r0);
     match level {
         // SAFETY: a level runs only when `detected()` found the CPU
         // feature.
         #[cfg(target_arch = "x86_64")]
-        Level::Avx512 if detected() == Level::Avx512 => unsafe { rows_avx512::<T, MAX>(x, window, r0, r1, out) },
+        Level::Avx512 if detected() == Level::Avx512 => unsafe { rows_avx512::<T, V, MAX>(x, va, window, r0, r1, out) },
         #[cfg(target_arch = "x86_64")]
-        Level::Avx2 | Level::Avx512 if detected() != Level::Portable => unsafe { rows_avx2::<T, MAX>(x, window, r0, r1, out) },
+        Level::Avx2 | Level::Avx512 if detected() != Level::Portable => unsafe { rows_avx2::<T, V, MAX>(x, va, window, r0, r1, out) },
         #[cfg(target_arch = "x86_64")]
-        _ => kernel_rows::<T, simd::Vector<simd::X>, MAX>(x, window, r0, r1, out),
+        _ => kernel_rows::<T, V, simd::Vector<simd::X>, MAX>(x, va, window, r0, r1, out),
         #[cfg(not(target_arch = "x86_64"))]
-        _ => kernel_rows::<T, Scalar, MAX>(x, window, r0, r1, out),
+        _ => kernel_rows::<T, V, Scalar, MAX>(x, va, window, r0, r1, out),
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn rows_avx2<T: FastNum, const MAX: bool>(x: &[T], window: usize, r0: usize, r1: usize, out: &mut [T]) {
-    kernel_rows::<T, simd::Vector<simd::Y>, MAX>(x, window, r0, r1, out)
+unsafe fn rows_avx2<T: FastNum, V: Valid, const MAX: bool>(x: &[T], va: V, window: usize, r0: usize, r1: usize, out: &mut [T]) {
+    kernel_rows::<T, V, simd::Vector<simd::Y>, MAX>(x, va, window, r0, r1, out)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn rows_avx512<T: FastNum, const MAX: bool>(x: &[T], window: usize, r0: usize, r1: usize, out: &mut [T]) {
-    kernel_rows::<T, simd::Vector<simd::Z>, MAX>(x, window, r0, r1, out)
+unsafe fn rows_avx512<T: FastNum, V: Valid, const MAX: bool>(x: &[T], va: V, window: usize, r0: usize, r1: usize, out: &mut [T]) {
+    kernel_rows::<T, V, simd::Vector<simd::Z>, MAX>(x, va, window, r0, r1, out)
 }
 
 /// [`kernel`] for rows `[r0, r1)`: from row 0 it is the kernel on the
 /// rows up to `r1` (a row reads no later row); else van Herk blocks of a
 /// window from `r0` (or the two-level kernel's sub-blocks, `r0` on one).
 #[inline(always)]
-fn kernel_rows<T: FastNum, S: Scan, const MAX: bool>(x: &[T], window: usize, r0: usize, r1: usize, out: &mut [T]) {
+fn kernel_rows<T: FastNum, V: Valid, S: Scan, const MAX: bool>(x: &[T], va: V, window: usize, r0: usize, r1: usize, out: &mut [T]) {
     if r0 == 0 {
-        return kernel::<T, S, MAX>(&x[..r1], window, out);
+        return kernel::<T, V, S, MAX>(&x[..r1], va, window, out);
     }
-    if window >= TWO_LEVEL_FROM && r0 % SUB == 0 && two_level_rows::<T, S, MAX>(x, window, SUB, r0, r1, out) {
+    if window >= TWO_LEVEL_FROM && r0 % SUB == 0 && two_level_rows::<T, V, S, MAX>(x, va, window, SUB, r0, r1, out) {
         return;
     }
     let id = if MAX { T::LOWEST } else { T::HIGHEST };
@@ -583,11 +715,11 @@ fn kernel_rows<T: FastNum, S: Scan, const MAX: bool>(x: &[T], window: usize, r0:
     // As `kernel`: NaN checked per chunk of whole blocks, a block also
     // reads the one before it (the first: the window before `r0`).
     let chunk = window * (4096 / window).max(1);
-    let mut prev_nan = T::has_nan(&x[r0 - window..r0]);
+    let mut prev_nan = has_nan(&x[r0 - window..r0], va, r0 - window);
     let mut c0 = r0;
     while c0 < r1 {
         let c1 = (c0 + chunk).min(r1);
-        let nan = T::has_nan(&x[c0..c1]);
+        let nan = has_nan(&x[c0..c1], va, c0);
         let mut start = c0;
         while start < c1 {
             // A block of at most a window, so the window of each of its
@@ -595,9 +727,9 @@ fn kernel_rows<T: FastNum, S: Scan, const MAX: bool>(x: &[T], window: usize, r0:
             let end = (start + window).min(r1);
             let o = &mut out[start - r0..end - r0];
             if nan || (start == c0 && prev_nan) {
-                van_herk::<T, S, MAX, true>(x, o, start, end, window, id_nan);
+                block::<T, V, S, MAX, true>(x, va, o, start, end, window, id_nan);
             } else {
-                van_herk::<T, S, MAX, false>(x, o, start, end, window, id);
+                block::<T, V, S, MAX, false>(x, va, o, start, end, window, id);
             }
             start = end;
         }
@@ -610,7 +742,8 @@ fn kernel_rows<T: FastNum, S: Scan, const MAX: bool>(x: &[T], window: usize, r0:
 /// sub-block): the sub-blocks before `r0` that windows reach are folded to
 /// their maxima (their prefixes are not our rows), the others as there.
 #[inline(always)]
-fn two_level_rows<T: FastNum, S: Scan, const MAX: bool>(x: &[T], window: usize, sub: usize, r0: usize, r1: usize, out: &mut [T]) -> bool {
+#[allow(clippy::too_many_arguments)]
+fn two_level_rows<T: FastNum, V: Valid, S: Scan, const MAX: bool>(x: &[T], va: V, window: usize, sub: usize, r0: usize, r1: usize, out: &mut [T]) -> bool {
     debug_assert!(sub >= 1 && window >= 4 * sub && r0 >= window && r0 % sub == 0 && r1 <= x.len());
     let id = if MAX { T::LOWEST } else { T::HIGHEST };
     let first_j = r0 + 1 - window;
@@ -620,10 +753,10 @@ fn two_level_rows<T: FastNum, S: Scan, const MAX: bool>(x: &[T], window: usize, 
     let mut m: Vec<T> = Vec::with_capacity(r1.div_ceil(sub) - a0);
     for b in a0..r0 / sub {
         let xs = &x[b * sub..(b + 1) * sub];
-        if T::has_nan(xs) {
+        if has_nan(xs, va, b * sub) {
             return false;
         }
-        m.push(fold::<T, MAX>(xs, id));
+        m.push(fold_valid::<T, V, MAX>(xs, va, b * sub, id));
     }
     let mut done = r0;
     for a in a0..=last_j / sub {
@@ -634,18 +767,18 @@ fn two_level_rows<T: FastNum, S: Scan, const MAX: bool>(x: &[T], window: usize, 
         let upto = (jhi + window - 1).min(r1);
         while done < upto {
             let e = (done + sub).min(r1);
-            if T::has_nan(&x[done..e]) {
+            if has_nan(&x[done..e], va, done) {
                 return false;
             }
-            m.push(S::prefix::<T, MAX>(&x[done..e], &mut out[done - r0..e - r0], id));
+            m.push(S::prefix::<T, V, MAX>(&x[done..e], va, done, &mut out[done - r0..e - r0], id));
             done = e;
         }
         let mid1 = fold::<T, MAX>(&m[a + 1 - a0..b1 - a0], id);
         let mid2 = if j_split < jhi { pick::<T, MAX, false>(mid1, m[b1 - a0]) } else { mid1 };
-        let s = fold::<T, MAX>(&x[jhi..jend], id);
+        let s = fold_valid::<T, V, MAX>(&x[jhi..jend], va, jhi, id);
         let w1 = window - 1;
-        let s = S::suffix::<T, MAX>(&x[j_split..jhi], &mut out[j_split + w1 - r0..jhi + w1 - r0], s, mid2);
-        S::suffix::<T, MAX>(&x[jlo..j_split], &mut out[jlo + w1 - r0..j_split + w1 - r0], s, mid1);
+        let s = S::suffix::<T, V, MAX>(&x[j_split..jhi], va, j_split, &mut out[j_split + w1 - r0..jhi + w1 - r0], s, mid2);
+        S::suffix::<T, V, MAX>(&x[jlo..j_split], va, jlo, &mut out[jlo + w1 - r0..j_split + w1 - r0], s, mid1);
     }
     true
 }
@@ -653,19 +786,25 @@ fn two_level_rows<T: FastNum, S: Scan, const MAX: bool>(x: &[T], window: usize, 
 /// [`extreme_values`] compiled for `level` (capped to what the CPU has):
 /// tests run every level, benchmarks compare them.
 pub fn extreme_values_at<T: FastNum, const MAX: bool>(level: Level, x: &[T], window: usize) -> Vec<T> {
+    extreme_valid_at::<T, All, MAX>(level, x, All, window)
+}
+
+/// [`extreme_values_at`] of the valid rows (`va`), where a window has one
+/// (else a filler: the row is masked).
+pub(super) fn extreme_valid_at<T: FastNum, V: Valid, const MAX: bool>(level: Level, x: &[T], va: V, window: usize) -> Vec<T> {
     let mut out = super::buffer_to_fill::<T>(x.len());
     match level {
         // SAFETY: a level runs only when `detected()` found the CPU
         // feature.
         #[cfg(target_arch = "x86_64")]
-        Level::Avx512 if detected() == Level::Avx512 => unsafe { kernel_avx512::<T, MAX>(x, window, &mut out) },
+        Level::Avx512 if detected() == Level::Avx512 => unsafe { kernel_avx512::<T, V, MAX>(x, va, window, &mut out) },
         #[cfg(target_arch = "x86_64")]
-        Level::Avx2 | Level::Avx512 if detected() != Level::Portable => unsafe { kernel_avx2::<T, MAX>(x, window, &mut out) },
+        Level::Avx2 | Level::Avx512 if detected() != Level::Portable => unsafe { kernel_avx2::<T, V, MAX>(x, va, window, &mut out) },
         // x86-64's baseline has SSE2: two lanes.
         #[cfg(target_arch = "x86_64")]
-        _ => kernel::<T, simd::Vector<simd::X>, MAX>(x, window, &mut out),
+        _ => kernel::<T, V, simd::Vector<simd::X>, MAX>(x, va, window, &mut out),
         #[cfg(not(target_arch = "x86_64"))]
-        _ => kernel::<T, Scalar, MAX>(x, window, &mut out),
+        _ => kernel::<T, V, Scalar, MAX>(x, va, window, &mut out),
     }
     super::assert_filled(&out);
     out
@@ -673,21 +812,21 @@ pub fn extreme_values_at<T: FastNum, const MAX: bool>(level: Level, x: &[T], win
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn kernel_avx2<T: FastNum, const MAX: bool>(x: &[T], window: usize, out: &mut [T]) {
-    kernel::<T, simd::Vector<simd::Y>, MAX>(x, window, out)
+unsafe fn kernel_avx2<T: FastNum, V: Valid, const MAX: bool>(x: &[T], va: V, window: usize, out: &mut [T]) {
+    kernel::<T, V, simd::Vector<simd::Y>, MAX>(x, va, window, out)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn kernel_avx512<T: FastNum, const MAX: bool>(x: &[T], window: usize, out: &mut [T]) {
-    kernel::<T, simd::Vector<simd::Z>, MAX>(x, window, out)
+unsafe fn kernel_avx512<T: FastNum, V: Valid, const MAX: bool>(x: &[T], va: V, window: usize, out: &mut [T]) {
+    kernel::<T, V, simd::Vector<simd::Z>, MAX>(x, va, window, out)
 }
 
 /// The single source of every level (inlined into each wrapper).
 #[inline(always)]
-fn kernel<T: FastNum, S: Scan, const MAX: bool>(x: &[T], window: usize, out: &mut [T]) {
+fn kernel<T: FastNum, V: Valid, S: Scan, const MAX: bool>(x: &[T], va: V, window: usize, out: &mut [T]) {
     let n = x.len();
-    if window >= TWO_LEVEL_FROM && extreme_two_level::<T, S, MAX>(x, window, SUB, out) {
+    if window >= TWO_LEVEL_FROM && extreme_two_level::<T, V, S, MAX>(x, va, window, SUB, out) {
         return;
     }
     let id = if MAX { T::LOWEST } else { T::HIGHEST };
@@ -697,7 +836,7 @@ fn kernel<T: FastNum, S: Scan, const MAX: bool>(x: &[T], window: usize, out: &mu
     let mut c0 = 0;
     while c0 < n {
         let c1 = (c0 + chunk).min(n);
-        let nan = T::has_nan(&x[c0..c1]);
+        let nan = has_nan(&x[c0..c1], va, c0);
         let mut start = c0;
         while start < c1 {
             let end = (start + window).min(n);
@@ -706,9 +845,9 @@ fn kernel<T: FastNum, S: Scan, const MAX: bool>(x: &[T], window: usize, out: &mu
             if nan || (start == c0 && prev_nan) {
                 // The identity must not beat a NaN: min starts from the top.
                 let id_nan = if MAX { T::LOWEST } else { T::TOP };
-                van_herk::<T, S, MAX, true>(x, &mut out[start..end], start, end, window, id_nan);
+                block::<T, V, S, MAX, true>(x, va, &mut out[start..end], start, end, window, id_nan);
             } else {
-                van_herk::<T, S, MAX, false>(x, &mut out[start..end], start, end, window, id);
+                block::<T, V, S, MAX, false>(x, va, &mut out[start..end], start, end, window, id);
             }
             start = end;
         }
@@ -718,20 +857,11 @@ fn kernel<T: FastNum, S: Scan, const MAX: bool>(x: &[T], window: usize, out: &mu
 }
 
 fn extreme_of<T: FastNum, const MAX: bool>(col: &Column<T>, window: usize, threads: usize) -> Vec<T> {
+    // The validity read in the kernel (issue 36: a filled copy first cost
+    // min and max a third of their speed with 1% nulls).
     match col.nulls {
-        None => extreme_values_split::<T, MAX>(col.values, window, threads),
-        Some(_) => {
-            // A null slot must never beat a value: the bottom for max; for
-            // min +inf, unless a valid NaN (the top of the order) is there
-            // for it to beat. NaN fillers in every chunk would send the
-            // whole column to the NaN-aware scans (issue 36: min with 1%
-            // nulls ran at a fifth of max's speed).
-            let mut x = filled(col, if MAX { T::LOWEST } else { T::HIGHEST });
-            if !MAX && T::has_nan(&x) {
-                x = filled(col, T::TOP);
-            }
-            extreme_values_split::<T, MAX>(&x, window, threads)
-        }
+        None => extreme_values_split::<T, All, MAX>(col.values, All, window, threads),
+        Some(nb) => extreme_values_split::<T, Bitmap, MAX>(col.values, Bitmap::new(nb), window, threads),
     }
 }
 
@@ -785,7 +915,7 @@ mod tests {
 
     fn two<S: Scan, const MAX: bool>(x: &[f64], w: usize, sub: usize) -> Vec<f64> {
         let mut out = vec![0.0; x.len()];
-        assert!(extreme_two_level::<f64, S, MAX>(x, w, sub, &mut out));
+        assert!(extreme_two_level::<f64, All, S, MAX>(x, All, w, sub, &mut out));
         out
     }
 
@@ -859,6 +989,93 @@ mod tests {
     }
 
     use proptest::prelude::*;
+    use arrow_buffer::NullBuffer;
+
+    /// `x` with rows missing at random (`p`) and a run of `run` missing
+    /// rows, garbage in their slots; one valid NaN at `nan` if given.
+    fn masked(mut x: Vec<f64>, p: f64, run: usize, seed: u64, nan: Option<prop::sample::Index>) -> (Vec<f64>, Vec<bool>) {
+        let n = x.len();
+        let mut s = seed | 1;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let mut ok: Vec<bool> = (0..n).map(|_| ((next() >> 11) as f64 / (1u64 << 53) as f64) >= p).collect();
+        if n > 0 {
+            let at = next() as usize % n;
+            ok[at..(at + run).min(n)].iter_mut().for_each(|o| *o = false);
+        }
+        if let (Some(k), true) = (nan, n > 0) {
+            let k = k.index(n);
+            x[k] = f64::NAN;
+            ok[k] = true;
+        }
+        for i in 0..n {
+            if !ok[i] {
+                x[i] = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 7.5][(next() % 4) as usize];
+            }
+        }
+        (x, ok)
+    }
+
+    /// Rolling max / min of the valid rows by a monotonic deque (NaN above
+    /// every number, earliest of ties); None where the window has no
+    /// valid row.
+    fn valid_deque<const MAX: bool>(x: &[f64], ok: &[bool], w: usize) -> Vec<Option<f64>> {
+        let better = |v: f64, u: f64| if MAX { v > u || (v.is_nan() && !u.is_nan()) } else { v < u || (u.is_nan() && !v.is_nan()) };
+        let mut q = std::collections::VecDeque::new();
+        let mut out = Vec::with_capacity(x.len());
+        for i in 0..x.len() {
+            if ok[i] {
+                while q.back().is_some_and(|&j: &usize| better(x[i], x[j])) {
+                    q.pop_back();
+                }
+                q.push_back(i);
+            }
+            while q.front().is_some_and(|&j| j + w <= i) {
+                q.pop_front();
+            }
+            out.push(q.front().map(|&j| x[j]));
+        }
+        out
+    }
+
+    /// The masked two-level kernel, whole (from row 0) and from row `r0`,
+    /// for max (k = 0) and min (k = 1), with every scan this CPU runs;
+    /// None where it gave up.
+    fn for_each_masked_scan(x: &[f64], nb: &NullBuffer, w: usize, sub: usize, r0: usize, mut f: impl FnMut(&str, usize, Option<Vec<f64>>, Option<Vec<f64>>)) {
+        fn run<S: Scan, const MAX: bool>(x: &[f64], nb: &NullBuffer, w: usize, sub: usize, r0: usize) -> (Option<Vec<f64>>, Option<Vec<f64>>) {
+            let mut out = vec![0.0; x.len()];
+            let all = extreme_two_level::<f64, Bitmap, S, MAX>(x, Bitmap::new(nb), w, sub, &mut out).then_some(out);
+            let rows = (r0 < x.len()).then(|| {
+                let mut o = vec![0.0; x.len() - r0];
+                two_level_rows::<f64, Bitmap, S, MAX>(x, Bitmap::new(nb), w, sub, r0, x.len(), &mut o).then_some(o)
+            });
+            (all, rows.flatten())
+        }
+        let mut each = |name: &str, hi: (Option<Vec<f64>>, Option<Vec<f64>>), lo: (Option<Vec<f64>>, Option<Vec<f64>>)| {
+            f(name, 0, hi.0, hi.1);
+            f(name, 1, lo.0, lo.1);
+        };
+        each("scalar", run::<Scalar, true>(x, nb, w, sub, r0), run::<Scalar, false>(x, nb, w, sub, r0));
+        #[cfg(target_arch = "x86_64")]
+        {
+            use crate::ops::reduce::available;
+            use simd::{Vector, X, Y, Z};
+            each("sse2", run::<Vector<X>, true>(x, nb, w, sub, r0), run::<Vector<X>, false>(x, nb, w, sub, r0));
+            if available().contains(&Level::Avx2) {
+                // the vector code outside its level's wrapper: the same
+                // results, slower code
+                each("avx2", run::<Vector<Y>, true>(x, nb, w, sub, r0), run::<Vector<Y>, false>(x, nb, w, sub, r0));
+            }
+            if available().contains(&Level::Avx512) {
+                each("avx512", run::<Vector<Z>, true>(x, nb, w, sub, r0), run::<Vector<Z>, false>(x, nb, w, sub, r0));
+            }
+        }
+    }
+
 
     fn value() -> impl Strategy<Value = f64> {
         prop_oneof![3 => Just(-0.0), 3 => Just(0.0), 6 => (-3i32..4).prop_map(|v| v as f64), 1 => Just(f64::INFINITY), 1 => Just(f64::NEG_INFINITY)]
@@ -905,9 +1122,9 @@ mod tests {
                 let r1 = r0 + b % (n - r0 + 1);
                 for level in crate::ops::reduce::available() {
                     let mut o = vec![0.0; r1 - r0];
-                    extreme_rows_at::<f64, true>(level, &x, w, r0, r1, &mut o);
+                    extreme_rows_at::<f64, All, true>(level, &x, All, w, r0, r1, &mut o);
                     prop_assert_eq!(bits(&o), bits(&hi[r0..r1]), "max {:?} w={} rows {}..{}", level, w, r0, r1);
-                    extreme_rows_at::<f64, false>(level, &x, w, r0, r1, &mut o);
+                    extreme_rows_at::<f64, All, false>(level, &x, All, w, r0, r1, &mut o);
                     prop_assert_eq!(bits(&o), bits(&lo[r0..r1]), "min {:?} w={} rows {}..{}", level, w, r0, r1);
                 }
                 // The two-level form on small sub-blocks (NaN-free only).
@@ -915,12 +1132,80 @@ mod tests {
                 if w >= 4 * sub && r0 < n && !x.iter().any(|v| v.is_nan()) {
                     let r1 = r0 + b % (n - r0 + 1);
                     let mut o = vec![0.0; r1 - r0];
-                    prop_assert!(two_level_rows::<f64, Scalar, true>(&x, w, sub, r0, r1, &mut o));
+                    prop_assert!(two_level_rows::<f64, All, Scalar, true>(&x, All, w, sub, r0, r1, &mut o));
                     prop_assert_eq!(bits(&o), bits(&hi[r0..r1]), "two-level max w={} sub={} rows {}..{}", w, sub, r0, r1);
-                    prop_assert!(two_level_rows::<f64, Scalar, false>(&x, w, sub, r0, r1, &mut o));
+                    prop_assert!(two_level_rows::<f64, All, Scalar, false>(&x, All, w, sub, r0, r1, &mut o));
                     prop_assert_eq!(bits(&o), bits(&lo[r0..r1]), "two-level min w={} sub={} rows {}..{}", w, sub, r0, r1);
                 }
             }
+        }
+
+        /// Missing rows (any density, runs longer than the window, garbage
+        /// in their slots: NaN, +-inf, 7.5), valid NaN or not: every level,
+        /// rows from any `r0`, equal the deque on the valid rows bit for bit
+        /// where the window holds one. Fails if a scan drops the mask.
+        #[test]
+        fn masked_bit_for_bit(
+            x in prop::collection::vec(value(), 0..9000),
+            p in prop_oneof![Just(0.0), Just(0.01), Just(0.5), Just(1.0), 0.0f64..1.0],
+            run in prop_oneof![Just(0usize), 1usize..20_000],
+            w in prop_oneof![1usize..40, 1usize..9100],
+            nan in prop::option::of(any::<prop::sample::Index>()),
+            seed in any::<u64>(),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let (x, ok) = masked(x, p, run, seed, nan);
+            let nb = NullBuffer::from(ok.clone());
+            let (hi, lo) = (valid_deque::<true>(&x, &ok, w), valid_deque::<false>(&x, &ok, w));
+            let n = x.len();
+            let r0 = if w < n { w + cut.index(n - w) } else { 0 };
+            for level in crate::ops::reduce::available() {
+                let got = [extreme_valid_at::<f64, Bitmap, true>(level, &x, Bitmap::new(&nb), w), extreme_valid_at::<f64, Bitmap, false>(level, &x, Bitmap::new(&nb), w)];
+                let mut rows = [vec![0.0; n - r0], vec![0.0; n - r0]];
+                extreme_rows_at::<f64, Bitmap, true>(level, &x, Bitmap::new(&nb), w, r0, n, &mut rows[0]);
+                extreme_rows_at::<f64, Bitmap, false>(level, &x, Bitmap::new(&nb), w, r0, n, &mut rows[1]);
+                for (k, want) in [&hi, &lo].into_iter().enumerate() {
+                    for i in 0..n {
+                        if let Some(v) = want[i] {
+                            prop_assert_eq!(got[k][i].to_bits(), v.to_bits(), "{} {:?} w={} row {}", ["max", "min"][k], level, w, i);
+                        }
+                    }
+                    for i in r0..n {
+                        if want[i].is_some() {
+                            prop_assert_eq!(rows[k][i - r0].to_bits(), got[k][i].to_bits(), "{} rows from {} {:?} w={} row {}", ["max", "min"][k], r0, level, w, i);
+                        }
+                    }
+                }
+            }
+        }
+
+        /// The two-level kernel (every scan, small sub-blocks, from row 0 and
+        /// from a sub-block) with missing rows: NaN in null slots must not
+        /// make it give up, and its values equal the deque's.
+        #[test]
+        fn masked_two_level_bit_for_bit(
+            x in prop::collection::vec(value(), 0..600),
+            p in prop_oneof![Just(0.0), Just(0.01), Just(0.5), Just(1.0), 0.0f64..1.0],
+            run in prop_oneof![Just(0usize), 1usize..700],
+            sub in 1usize..40,
+            extra in 0usize..400,
+            seed in any::<u64>(),
+        ) {
+            let (x, ok) = masked(x, p, run, seed, None);
+            let nb = NullBuffer::from(ok.clone());
+            let w = 4 * sub + extra;
+            let want = [valid_deque::<true>(&x, &ok, w), valid_deque::<false>(&x, &ok, w)];
+            let n = x.len();
+            let r0 = w.div_ceil(sub) * sub;
+            let mut bad = None;
+            for_each_masked_scan(&x, &nb, w, sub, r0, |name, k, got, rows| {
+                let ok_all = (0..n).all(|i| want[k][i].is_none_or(|v| got.as_ref().is_some_and(|g| g[i].to_bits() == v.to_bits())));
+                let ok_rows = r0 >= n || (r0..n).all(|i| want[k][i].is_none_or(|v| rows.as_ref().is_some_and(|g| g[i - r0].to_bits() == v.to_bits())));
+                if !ok_all || !ok_rows {
+                    bad = Some(format!("{name} {}", ["max", "min"][k]));
+                }
+            });
+            prop_assert!(bad.is_none(), "{:?} w={} sub={} n={}", bad, w, sub, n);
         }
 
         /// The two-level kernel with every scan on small sub-blocks, bit

@@ -50,6 +50,7 @@ mod valid;
 
 pub use keyed::{rolling_keyed_dyn, rolling_many_keyed_dyn, rolling_order_keyed_dyn, rolling_order_time_keyed_dyn, rolling_time_keyed_dyn};
 pub use extreme::extreme_values_at;
+pub use valid::{nan_as_null, nan_to_null_dyn};
 pub use order::{rolling_many_order_dyn, rolling_order_dyn, rolling_order_time_dyn, Interpolation, OrderKernel, OrderStat, SortedWindow};
 pub use many::{rolling_many_dyn, rolling_many_split, rolling_many_tuned, Tuning};
 pub use shape::{Closed, Shape};

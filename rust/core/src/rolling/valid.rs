@@ -6,7 +6,13 @@
 //! generic over it, one kernel per operation: they mask the values they
 //! load instead of reading a filled copy.
 
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{ArrowPrimitiveType, Float32Type, Float64Type};
+use arrow_array::{Array, ArrayRef, PrimitiveArray};
 use arrow_buffer::{BooleanBufferBuilder, NullBuffer};
+use arrow_schema::DataType;
 
 /// Validity of the rows of one column.
 pub trait Valid: Copy + Send + Sync {
@@ -63,6 +69,69 @@ impl Valid for Bitmap<'_> {
     }
 }
 
+/// `nan="skip"`: the validity of a float column with its NaN values missing
+/// too (`valid AND NOT isnan`), built a 64-row word at a time in one pass
+/// over the values, its words ANDed with the column's validity words
+/// (issue 36: the pyarrow passes this replaces cost as much as the kernel
+/// after them). `None` when no valid row is NaN: nothing changes. The
+/// kernels then read it as they read any validity.
+pub fn nan_as_null<T: Copy + PartialEq>(values: &[T], nulls: Option<&NullBuffer>) -> Option<NullBuffer> {
+    let n = values.len();
+    let mut words: Vec<u64> = Vec::with_capacity(n.div_ceil(64));
+    let mut nan_valid = 0u64;
+    let mut push = |c: &[T], valid: u64| {
+        let nan = nan_bits(c);
+        nan_valid |= valid & nan;
+        words.push(valid & !nan);
+    };
+    match nulls {
+        None => values.chunks(64).for_each(|c| push(c, low_ones(c.len()))),
+        Some(nb) => {
+            let chunks = nb.inner().bit_chunks();
+            let bits = chunks.iter().chain(std::iter::once(chunks.remainder_bits()));
+            values.chunks(64).zip(bits).for_each(|(c, v)| push(c, v & low_ones(c.len())));
+        }
+    }
+    if nan_valid == 0 {
+        return None;
+    }
+    let buf = arrow_buffer::Buffer::from_vec(words);
+    Some(NullBuffer::new(arrow_buffer::BooleanBuffer::new(buf, 0, n)))
+}
+
+/// Bit `j` set where `c[j]` is NaN (`c` at most 64 values). Eight
+/// compares to a byte: the loop compiles to vector compares and a
+/// move-mask.
+#[inline(always)]
+pub(crate) fn nan_bits<T: Copy + PartialEq>(c: &[T]) -> u64 {
+    let mut w = 0u64;
+    for (k, e) in c.chunks(8).enumerate() {
+        #[allow(clippy::eq_op)] // v != v: NaN
+        let b = e.iter().enumerate().fold(0u64, |b, (j, &v)| b | (((v != v) as u64) << j));
+        w |= b << (8 * k);
+    }
+    w
+}
+
+/// [`nan_as_null`] of a float32 / float64 array: the array with its NaN
+/// rows null too, sharing its values buffer; `None` when nothing changes
+/// (no valid NaN, or not a float column).
+pub fn nan_to_null_dyn(values: &dyn Array) -> Option<ArrayRef> {
+    fn with<T: ArrowPrimitiveType>(values: &dyn Array) -> Option<ArrayRef>
+    where
+        T::Native: PartialEq,
+    {
+        let a = values.as_primitive::<T>();
+        let nb = nan_as_null(a.values(), a.nulls())?;
+        Some(Arc::new(PrimitiveArray::<T>::new(a.values().clone(), Some(nb))))
+    }
+    match values.data_type() {
+        DataType::Float64 => with::<Float64Type>(values),
+        DataType::Float32 => with::<Float32Type>(values),
+        _ => None,
+    }
+}
+
 /// The output validity of a window aggregate that needs one valid row
 /// (`min_periods` at most 1): row `i` is valid when some row of
 /// `(i - window, i]` is. A word at a time: the valid rows' bits smeared
@@ -97,7 +166,7 @@ pub(crate) fn any_in_window(nb: &NullBuffer, window: usize) -> Option<NullBuffer
 
 /// The lowest `k` bits set (`k <= 64`).
 #[inline(always)]
-fn low_ones(k: usize) -> u64 {
+pub(crate) fn low_ones(k: usize) -> u64 {
     if k >= 64 {
         u64::MAX
     } else {
@@ -129,6 +198,41 @@ fn smear(v: u64, window: usize) -> u64 {
 mod tests {
     use super::*;
     use arrow_buffer::BooleanBuffer;
+
+    #[test]
+    fn nan_as_null_is_valid_and_not_nan() {
+        let mut st = 0x2545_F491_4F6C_DD1Du64;
+        for n in [0usize, 1, 7, 8, 63, 64, 65, 130, 1000] {
+            for p_nan in [0.0, 0.01, 0.5, 1.0] {
+                let mut x = Vec::with_capacity(n);
+                let mut ok = Vec::with_capacity(n);
+                for _ in 0..n {
+                    st ^= st << 13;
+                    st ^= st >> 7;
+                    st ^= st << 17;
+                    let u = (st >> 11) as f64 / (1u64 << 53) as f64;
+                    x.push(if u < p_nan { f64::NAN } else { u });
+                    ok.push(st % 3 != 0);
+                }
+                for off in [0usize, 5] {
+                    let mut all = vec![true; off];
+                    all.extend(&ok);
+                    let nb = NullBuffer::new(BooleanBuffer::from(all).slice(off, n));
+                    for (nulls, valid) in [(None, vec![true; n]), (Some(&nb), ok.clone())] {
+                        let want: Vec<bool> = (0..n).map(|i| valid[i] && !x[i].is_nan()).collect();
+                        let got = nan_as_null(&x, nulls);
+                        let changed = (0..n).any(|i| valid[i] && x[i].is_nan());
+                        assert_eq!(got.is_some(), changed, "n {n} p {p_nan} off {off}");
+                        if let Some(g) = got {
+                            assert_eq!((0..n).map(|i| g.is_valid(i)).collect::<Vec<_>>(), want, "n {n} p {p_nan} off {off}");
+                        }
+                        let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+                        assert_eq!(nan_as_null(&x32, nulls).map(|g| (0..n).map(|i| g.is_valid(i)).collect::<Vec<_>>()), changed.then(|| want.clone()));
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn any_in_window_matches_a_count() {

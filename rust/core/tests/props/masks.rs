@@ -92,11 +92,11 @@ fn array(dt: &DataType, xs: &[f64], ok: &[bool]) -> ArrayRef {
 }
 
 
-fn check(xs: &[f64], ok: &[bool], window: usize, threads: usize, dts: &[DataType], every: usize) -> Result<(), TestCaseError> {
+fn check(xs: &[f64], ok: &[bool], window: usize, threads: usize, dts: &[DataType], every: usize, aggs: &[AggKind]) -> Result<(), TestCaseError> {
     for dt in dts {
         let col = array(dt, xs, ok);
         let rows = cells(&col);
-        for agg in AGGS {
+        for &agg in aggs {
             let split = |t| Split { threads: Some(t), min_rows: 1 };
             let one = rolling_split(&col, window, agg, None, Algorithm::Auto, split(1)).unwrap();
             let many = rolling_split(&col, window, agg, None, Algorithm::Auto, split(threads)).unwrap();
@@ -137,7 +137,7 @@ proptest! {
         let (xs, ok) = column(n, seed, p, runs, run, specials);
         // The oracle costs a window a row: sample rows of the larger cases.
         let every = (n * w.min(n) / 300_000).max(1);
-        check(&xs, &ok, w, threads, &[DataType::Float64, DataType::Float32, DataType::Int64, DataType::Int32], every)?;
+        check(&xs, &ok, w, threads, &[DataType::Float64, DataType::Float32, DataType::Int64, DataType::Int32], every, &AGGS)?;
     }
 }
 
@@ -158,6 +158,28 @@ proptest! {
         threads in 2usize..6,
     ) {
         let (xs, ok) = column(n, seed, p, 2, run, specials);
-        check(&xs, &ok, w, threads, &[DataType::Float64], (n * w.min(n) / 2_000_000).max(31))?;
+        check(&xs, &ok, w, threads, &[DataType::Float64], (n * w.min(n) / 2_000_000).max(31), &AGGS)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3, ..ProptestConfig::default() })]
+
+    /// max / min / range from a window of 2^16 rows on (the two-level
+    /// kernel: sub-blocks of 16k rows, threads cut on them), masks of
+    /// every density and sensor gaps longer than the sub-blocks; sampled
+    /// rows against the oracle.
+    #[test]
+    fn two_level_masks_equal_the_oracle(
+        n in 140_000usize..200_000,
+        seed in any::<u64>(),
+        p in density(),
+        run in prop_oneof![1usize..8, 20_000usize..70_000],
+        specials in prop::bool::weighted(0.3),
+        w in 65_536usize..140_000,
+        threads in 2usize..4,
+    ) {
+        let (xs, ok) = column(n, seed, p, 2, run, specials);
+        check(&xs, &ok, w, threads, &[DataType::Float64, DataType::Int64], 997, &[AggKind::Max, AggKind::Min, AggKind::Range])?;
     }
 }
