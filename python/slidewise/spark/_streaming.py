@@ -640,7 +640,8 @@ class _PaneProcessor(_Processor):
                 yield _out_frame(self.keys, kcols, -1, None, None, v[late], m[late], True, t[late])
                 t, v, m, kdf = t[~late], v[~late], m[~late], kdf[~late]
         keys = pa.Table.from_pandas(kdf, preserve_index=False)
-        yield from self._advance(final, timer, live, timerValues.getCurrentWatermarkInMs(), keys, t, v, m, ok_from)
+        wm = timerValues.getCurrentWatermarkInMs()
+        yield from self._advance_panes(final, timer, live, wm, keys, t, v, m, ok_from)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
         final, timer, live = self._meta()
@@ -648,10 +649,10 @@ class _PaneProcessor(_Processor):
             return  # one since replaced (its call then did the work)
         e = np.empty(0, np.int64)
         # Spark deletes the timer that fired
-        yield from self._advance(final, _NO_TIME, live, timerValues.getCurrentWatermarkInMs(), None, e,
+        yield from self._advance_panes(final, _NO_TIME, live, timerValues.getCurrentWatermarkInMs(), None, e,
                                  e.astype(np.float64), e.astype(bool), -_NO_TIME)
 
-    def _advance(self, final: int, timer: int, live: np.ndarray, wm_ms: int, keys: Optional[pa.Table], nt, nv, nm,
+    def _advance_panes(self, final: int, timer: int, live: np.ndarray, wm_ms: int, keys: Optional[pa.Table], nt, nv, nm,
                  ok_from: int) -> Iterator[pd.DataFrame]:
         g, wm = self.g, int(wm_ms) * 1000
         spans = list(self._groups)
@@ -795,7 +796,7 @@ class _SessionProcessor(_Processor):
 
 
 def _probes_fn(by: List[str], carry: List[str], time: str, value: str, spans: List[Tuple[int, int]],
-               late: bool) -> Callable:
+               late: bool) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function before the processor (time windows; see
     the module docstring): each row (``by`` and ``carry`` columns, value)
     with its event time in us and, as the column ``slidewise_end``, the end
