@@ -158,16 +158,6 @@ def _frame_rows(df: pd.DataFrame, time: str, value: str):
     return tcol.astype(np.int64), np.where(m, 0.0, v), m, ends, lcol[lcol != _NAT]
 
 
-def _frames_rows(rows: Iterable[pd.DataFrame], time: str, value: str):
-    """_frame_rows of a key's frames, concatenated; ``ends``: the event
-    times (us) that came through, the probes' and the rows' own."""
-    new = [_frame_rows(df, time, value) for df in rows]
-    if not new:
-        return np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, bool), np.empty(0, np.int64)
-    t, v, m, ends, own = (np.concatenate([x[i] for x in new]) if len(new) > 1 else new[0][i] for i in range(5))
-    return t, v, m, np.concatenate([ends, own])
-
-
 # The processor's output columns besides the keys: all numeric, because
 # pyspark's pandas-to-Arrow conversion of strings, zoned timestamps and
 # masked floats costs a few ms per key and call; the JVM turns them into
