@@ -166,33 +166,13 @@ _OUT_Q, _OUT_WS, _OUT_WE, _OUT_V, _OUT_NULL, _OUT_T = (f"slidewise_{c}" for c in
                                                                                   "t"))
 
 
-def _frame(keys, key, qi: Any, start, end, value: pa.Array, late_col: bool = False, time=None,
-           rows: bool = False) -> pd.DataFrame:
-    """Output rows of query ``qi`` (its index, or one per row) for one key (start, end:
-    int64 us); with ``late_col`` the late rows' time column too (``time``:
-    a late row's time; the rows are then late rows: ``qi`` -1, no window)."""
+def _frame(keys, key, qi: Any, start, end, value: pa.Array, late_col: bool = False, time=None) -> pd.DataFrame:
+    """Output rows (:func:`_out_frame`) of query ``qi`` for one key."""
     n = len(value)
     value = value.cast(pa.float64())
-    # pyspark turns a pandas NaN into null: the value's state says which
-    # (0 a number, 1 null, 2 NaN)
-    v, null = value.fill_null(0.0).to_numpy(zero_copy_only=False), value.is_null().to_numpy(zero_copy_only=False)
-    nan = np.isnan(v) & ~null
-    zeros = np.zeros(n, np.int64)
-    # strings as object dtype: pandas 3's Arrow-backed str columns, once
-    # concatenated, hold chunked arrays, which trip pyspark's converter
-    if rows:  # one key per row: an object array per key column
-        kcols = {k: pd.Series(kv, dtype=object) if len(kv) and isinstance(kv[0], str) else pd.Series(kv.tolist())
-                 for k, kv in zip(keys, key)}
-    else:
-        kcols = {k: pd.Series([kv] * n, dtype=object if isinstance(kv, str) else None) for k, kv in zip(keys, key)}
-    f = pd.DataFrame({**kcols,
-                      _OUT_Q: np.broadcast_to(np.asarray(qi, np.int64), (n,)).copy(),
-                      _OUT_WS: zeros if start is None else np.asarray(start, np.int64),
-                      _OUT_WE: zeros if end is None else np.asarray(end, np.int64),
-                      _OUT_V: np.where(nan, 0.0, v), _OUT_NULL: np.where(null, 1, np.where(nan, 2, 0)).astype(np.int32)})
-    if late_col:
-        f[_OUT_T] = zeros if time is None else np.asarray(time, np.int64)
-    return f
+    val, null = value.fill_null(0.0).to_numpy(zero_copy_only=False), value.is_null().to_numpy(zero_copy_only=False)
+    kcols = {k: pd.Series([kv] * n, dtype=object if isinstance(kv, str) else None) for k, kv in zip(keys, key)}
+    return _out_frame(keys, kcols, qi, start, end, val, null, late_col, time)
 
 
 def _table(t: np.ndarray, v: np.ndarray, m: np.ndarray) -> pa.Table:
@@ -528,18 +508,33 @@ def _ramp(cnt: np.ndarray) -> np.ndarray:
     return out
 
 
+def _pane_ends(p: np.ndarray, g: int, r: int, s: int, after: int, upto: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Per pane index ``p`` (width ``g``), the first end (in slides ``s``)
+    after ``after`` of a window of range ``r`` holding it, and how many such
+    ends are at most ``upto``: a window [e - r, e) holds [p g, p g + g)."""
+    lo = np.maximum((p * g + g + s - 1) // s, after // s + 1)
+    return lo, np.maximum(np.minimum((p * g + r) // s, upto // s) - lo + 1, 0)
+
+
 def _out_frame(keys: List[str], kcols: Dict[str, Any], qi, start, end, val: np.ndarray, null: np.ndarray,
                late_col: bool, time=None) -> pd.DataFrame:
-    """Output rows (see _frame), the keys per row (``kcols``: arrays)."""
+    """Output rows of query ``qi`` (its index, or one per row), the keys
+    per row (``kcols``: arrays), start and end in int64 us; with
+    ``late_col`` the late rows' time column too (``time``: a late row's
+    time; the rows are then late rows: ``qi`` -1, no window). pyspark turns
+    a pandas NaN into null, so the value's state says which it is (0 a
+    number, 1 null, 2 NaN)."""
     n = len(val)
     nan = np.isnan(val) & ~null
     zeros = np.zeros(n, np.int64)
-    # strings as object dtype (not inferred as pandas 3's str: see _arrow_col)
+    # strings as object dtype: pandas 3's Arrow-backed str columns, once
+    # concatenated, hold chunked arrays, which trip pyspark's converter
     kser = {k: pd.Series(a, dtype=object) if getattr(a, "dtype", None) == object or not hasattr(a, "dtype") else a
             for k, a in kcols.items()}
     f = pd.DataFrame({**{k: kser[k] for k in keys},
                       _OUT_Q: np.broadcast_to(np.asarray(qi, np.int64), (n,)).copy(),
-                      _OUT_WS: zeros if start is None else start, _OUT_WE: zeros if end is None else end,
+                      _OUT_WS: zeros if start is None else np.asarray(start, np.int64),
+                      _OUT_WE: zeros if end is None else np.asarray(end, np.int64),
                       _OUT_V: np.where(nan | null, 0.0, val),
                       _OUT_NULL: np.where(null, 1, np.where(nan, 2, 0)).astype(np.int32)})
     if late_col:
@@ -548,12 +543,11 @@ def _out_frame(keys: List[str], kcols: Dict[str, Any], qi, start, end, val: np.n
 
 
 def _arrow_col(a: Any) -> Any:
-    """A key column of an Arrow table for a pandas frame: object arrays for
-    strings (pandas 3's Arrow-backed str columns, once concatenated, hold
-    chunked arrays, which trip pyspark's converter)."""
+    """A key column of an Arrow table for a pandas frame: strings as an
+    object array (see _out_frame)."""
     a = a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
     if pa.types.is_string(a.type) or pa.types.is_large_string(a.type):
-        return np.array(a.to_pylist(), dtype=object)
+        return a.to_numpy(zero_copy_only=False)
     return a.to_pandas()
 
 
@@ -625,8 +619,7 @@ class _PaneProcessor(_Processor):
         if self.late and len(t):
             late = self._late_after(t) < ok_from
             if late.any():
-                kcols = {k: kdf[k].to_numpy(dtype=object if kdf[k].dtype == object or pd.api.types.is_string_dtype(
-                    kdf[k].dtype) else None)[late] for k in self.keys}
+                kcols = {k: kdf[k].to_numpy()[late] for k in self.keys}
                 yield _out_frame(self.keys, kcols, -1, None, None, v[late], m[late], True, t[late])
                 t, v, m, kdf = t[~late], v[~late], m[~late], kdf[~late]
         keys = pa.Table.from_pandas(kdf, preserve_index=False)
@@ -649,15 +642,9 @@ class _PaneProcessor(_Processor):
         new = _row_partials(keys, nt, nv, nm, g) if keys is not None and len(nt) else None
         newp = np.unique(new.column("p").to_numpy()) if new is not None else np.empty(0, np.int64)
 
-        def windows(p: np.ndarray, r: int, s: int) -> Tuple[np.ndarray, np.ndarray]:
-            # per pane, the first and the number of its windows' ends (in
-            # slides) in (final, wm]: a window [e - r, e) holds [p g, p g + g)
-            lo = np.maximum((p * g + g + s - 1) // s, final // s + 1)
-            return lo, np.maximum(np.minimum((p * g + r) // s, wm // s) - lo + 1, 0)
-
         emit = np.zeros(len(live), bool)
         for r, s in spans:
-            emit |= windows(live, r, s)[1] > 0
+            emit |= _pane_ends(live, g, r, s, final, wm)[1] > 0
         read = np.union1d(live[emit], np.intersect1d(live, newp))
         old = None
         if len(read):
@@ -669,19 +656,15 @@ class _PaneProcessor(_Processor):
                 t = _decode_pane(got[0])
                 parts.append(t.append_column("p", pa.array(np.full(t.num_rows, p, np.int64))))
             old = pa.concat_tables(parts)
-            if keys is None:
-                keys = old.select(self.keys).slice(0, 0)
         cols = self.keys + ["p"] + list(_FIELDS)
         both = [x.select(cols) for x in (old, new) if x is not None]
         frames = []
         if both:
             w = pa.concat_tables(both, promote_options="permissive") if len(both) > 1 else both[0]
             is_new = np.repeat([False, True], [0 if old is None else old.num_rows, 0 if new is None else new.num_rows])
-            if old is None:
-                is_new = np.ones(w.num_rows, bool)
             p = w.column("p").to_numpy()
             for (r, s), qs in self._groups.items():  # queries of one span share their windows
-                lo, cnt = windows(p, r, s)
+                lo, cnt = _pane_ends(p, g, r, s, final, wm)
                 if not cnt.any():
                     continue
                 idx = np.repeat(np.arange(len(p)), cnt)
@@ -719,7 +702,7 @@ class _PaneProcessor(_Processor):
             self.panes.removeKey((int(pp),))
         if len(now):
             # the earliest end after final of a window holding a pane left
-            nxt = min(int(np.maximum((now * g + g + s - 1) // s, final // s + 1).min()) * s for r, s in spans)
+            nxt = min(int(_pane_ends(now, g, r, s, final, final)[0].min()) * s for r, s in spans)
             want = _timer_ms(nxt)
             if want != timer:
                 if timer != _NO_TIME:
