@@ -102,7 +102,7 @@ def test_stream_aggregate_key_state_refuses_corruption():
     """stream_aggregate's state, every kind: a bucket's own value, a pane's
     partials (Arrow IPC) and a pickle of rows (checked without Spark: the
     codecs alone)."""
-    from slidewise.spark import _streaming as S
+    from slidewise.spark import _stream_state as S
 
     keys = pa.table({"k": pa.array(["a", "a", "b", None])})
     panes = S._row_partials(keys, np.array([3, 3, 5, 9]), np.array([1.5, np.nan, -2.0, 0.0]),

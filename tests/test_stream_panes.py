@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-S = pytest.importorskip("slidewise.spark._streaming")
+S = pytest.importorskip("slidewise.spark._stream_state")
 
 _AGGS = ("sum", "count", "mean", "max", "min", "var", "std", "var_pop", "std_pop")
 
