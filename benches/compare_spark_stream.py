@@ -28,10 +28,13 @@ the Python workers' first queries are slower). State: the RocksDB SST bytes of t
 (``rocksdbSstFileSize``) and the bytes of the checkpoint's state directory.
 
 ``--floor``: the same stream through ``groupBy("k")`` and an empty
-``transformWithStateInPandas`` processor (reads no state, emits nothing),
-and the same through the Row-based ``transformWithState``: what Spark's
-stateful Python API costs before any work; then both grouped by a bucket
-of keys (``pmod(hash(k), 2)``), as stream_aggregate groups its pane state.
+``applyInPandasWithState`` function (stream_aggregate's API; it keeps a
+1 kB state and a timeout, emits nothing), per key and per bucket of keys
+(``pmod(hash(k), 2)``, as stream_aggregate groups its pane state): what
+Spark's stateful Python API costs before any work. Then the same with an
+empty ``transformWithStateInPandas`` processor (reads no state, emits
+nothing) and the Row-based ``transformWithState``, per key and per bucket:
+the APIs stream_aggregate did not choose.
 """
 
 from __future__ import annotations
@@ -143,6 +146,30 @@ def _empty(row_api: bool, buckets: int = 0):
     return build
 
 
+def _empty_apws(buckets: int = 0):
+    """An empty applyInPandasWithState function (stream_aggregate's API):
+    reads the rows, keeps a 1 kB state per group and an event-time timeout,
+    emits nothing."""
+    def fn(key, pdfs, state):
+        for _ in pdfs:
+            pass
+        if state.hasTimedOut:
+            state.remove()
+        else:
+            state.update((b"x" * 1000,))
+            state.setTimeoutTimestamp(state.getCurrentWatermarkMs() + 60_000)
+        return iter([])
+
+    def build(sdf):
+        from pyspark.sql import functions as F
+
+        sdf = sdf.withWatermark("ts", "30 seconds")
+        if buckets:
+            sdf = sdf.withColumn("k", F.pmod(F.hash("k"), F.lit(buckets)).cast("long"))
+        return sdf.groupBy("k").applyInPandasWithState(fn, "k bigint", "s binary", "append", "EventTimeTimeout")
+    return build
+
+
 def _frame(d: str):
     """A Parquet sink as pandas, floats masked (null and NaN apart)."""
     import pyarrow as pa
@@ -211,6 +238,8 @@ def main(argv=None) -> None:
     ss.ship(spark)  # once per session: not part of any job's time
     jobs = {"spark": spark_job, "slidewise": slidewise_job}
     if args.floor:
+        jobs["empty applyInPandasWithState (per key)"] = _empty_apws()
+        jobs["empty applyInPandasWithState (2 buckets)"] = _empty_apws(2)
         jobs["empty (pandas)"] = _empty(False)
         jobs["empty (Row)"] = _empty(True)
         jobs["empty (pandas, 2 buckets)"] = _empty(False, 2)

@@ -99,23 +99,21 @@ def test_aggregators_have_no_checkpoint():
 
 
 def test_stream_aggregate_key_state_refuses_corruption():
-    """stream_aggregate's state, every kind: a bucket's own value, a pane's
-    partials (Arrow IPC) and a pickle of rows (checked without Spark: the
-    codecs alone)."""
+    """stream_aggregate's state, both kinds: a bucket's panes (its
+    watermark, bucket count and partials as Arrow IPC) and a pickle of rows
+    (checked without Spark: the codecs alone)."""
     from slidewise.spark import _stream_state as S
 
     keys = pa.table({"k": pa.array(["a", "a", "b", None])})
     panes = S._row_partials(keys, np.array([3, 3, 5, 9]), np.array([1.5, np.nan, -2.0, 0.0]),
                             np.array([False, False, False, True]), 2)
-    pane = S._encode_pane(panes.drop_columns(["p"]))
-    assert repr(S._decode_pane(pane).to_pydict()) == repr(panes.drop_columns(["p"]).to_pydict())
-    meta = S._encode_meta(123_000_000, 130_000, 4, np.array([1, 2, 4]))
-    final, timer, buckets, live = S._decode_meta(meta)
-    assert (final, timer, buckets, live.tolist()) == (123_000_000, 130_000, 4, [1, 2, 4])
-    assert S._unseal(S._STATE_MAGIC, meta)[0] == sw.__version__
+    bucket = S._encode_bucket(123_000_000, 4, panes)
+    final, buckets, got = S._decode_bucket(bucket)
+    assert (final, buckets, repr(got.to_pydict())) == (123_000_000, 4, repr(panes.to_pydict()))
+    assert S._unseal(S._BUCKET_MAGIC, bucket)[0] == sw.__version__
     rows = S._seal(S._ROWS_MAGIC, pickle.dumps({"t": np.arange(5), "v": np.ones(5), "m": np.zeros(5, bool),
                                                 "final": 7}))
-    for data, load in [(meta, S._decode_meta), (pane, lambda b: S._decode_pane(b).to_pydict()),
+    for data, load in [(bucket, lambda b: (lambda f, n, t: (f, n, t.to_pydict()))(*S._decode_bucket(b))),
                        (rows, lambda b: pickle.loads(S._unseal(S._ROWS_MAGIC, b)[1]))]:
         good = load(data)
         refused = 0

@@ -164,12 +164,13 @@ def _frames(batches):
 _ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
-def _start_stream(spark, src, build, out=None, partitions=1):
+def _start_stream(spark, src, build, out=None, partitions=1, provider=_ROCKSDB):
     """Start ``build(df)`` over the Parquet files of ``src`` (one file per
     micro-batch: maxFilesPerTrigger=1) in append mode, into a memory sink
     or, with ``out``, Parquet in ``out/sink`` with its checkpoint in
     ``out/ck``, with ``partitions`` state partitions (stream_aggregate's
-    pane state: as many buckets of keys). Returns the query and a function
+    pane state: as many buckets of keys) and the state store ``provider``
+    (None: Spark's default, HDFS-backed). Returns the query and a function
     reading its sink."""
     import uuid
 
@@ -177,10 +178,11 @@ def _start_stream(spark, src, build, out=None, partitions=1):
     sdf = (spark.readStream.schema("id bigint, k string, ts timestamp, v double")
            .option("maxFilesPerTrigger", 1).parquet(src))
     name = f"slidewise_{uuid.uuid4().hex}"
-    # one state partition unless asked: quicker batches; transformWithState needs RocksDB
+    # one state partition unless asked: quicker batches
     parts = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
-    spark.conf.set("spark.sql.streaming.stateStore.providerClass", _ROCKSDB)
+    if provider:
+        spark.conf.set("spark.sql.streaming.stateStore.providerClass", provider)
     try:
         w = build(sdf).writeStream.outputMode("append")
         if out is None:
@@ -247,10 +249,10 @@ def _progress(q):
             for p in q.recentProgress]
 
 
-def _spark_micro_batches(spark, src, frames, build):
+def _spark_micro_batches(spark, src, frames, build, provider=_ROCKSDB):
     """``build(df)`` (append mode) over ``frames``, one micro-batch each
     (see _feed): the sink's rows and numRowsDroppedByWatermark per frame."""
-    q, read = _start_stream(spark, src, build)
+    q, read = _start_stream(spark, src, build, provider=provider)
     try:
         (drops,) = _feed(src, frames, [q])
     finally:
@@ -508,27 +510,30 @@ def test_stream_aggregate_errors(spark):
 
 
 
-def test_stream_aggregate_needs_rocksdb(spark):
-    """transformWithState state lives in RocksDB only: without it
-    stream_aggregate refuses before any query starts, naming the setting
-    and its value."""
-    sdf = spark.readStream.format("rate").load().selectExpr("value % 3 AS k", "timestamp AS ts",
-                                                            "CAST(value AS DOUBLE) AS v")
+@pytest.mark.parametrize("agg", ["sum", "range"])
+def test_stream_aggregate_on_the_default_state_store(spark, tmp_path, agg):
+    """stream_aggregate's state (applyInPandasWithState) lives in any state
+    store: on Spark's default, HDFS-backed, provider (the session's setting
+    unset) it gives Spark's own windows there, a pane aggregation (sum,
+    state per bucket of keys) and one that keeps rows (range, per key;
+    Spark's max - min)."""
     conf = "spark.sql.streaming.stateStore.providerClass"
     before = spark.conf.get(conf, None)  # the docs' examples set it on the shared session
     spark.conf.unset(conf)
-    with pytest.raises(ValueError, match=f"set {conf} to {_ROCKSDB}.*unset: Spark default"):
-        ss.stream_aggregate(sdf, sw.Query("sum", "10s"), "v", "ts", "k", watermark="1 minute")
-    hdfs = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
-    spark.conf.set(conf, hdfs)
     try:
-        with pytest.raises(ValueError, match=f"it is {hdfs}"):
-            ss.stream_aggregate(sdf, sw.Query("sum", "10s"), "v", "ts", "k", watermark="1 minute")
+        frames = _frames(_TIME_BATCHES[:3])
+        want, _ = _spark_micro_batches(spark, str(tmp_path / "a"), frames,
+                                       _reference_query(F.window("ts", "10 seconds", "5 seconds"),
+                                                        {"value": F.sum if agg == "sum" else
+                                                         lambda c: F.max(c) - F.min(c)}), provider=None)
+        got, _ = _spark_micro_batches(spark, str(tmp_path / "b"), frames, lambda sdf: ss.stream_aggregate(
+            sdf, sw.Query(agg, "10s", "5s"), "v", "ts", "k", watermark="30 seconds"), provider=None)
     finally:
-        if before is None:
-            spark.conf.unset(conf)
-        else:
+        if before is not None:
             spark.conf.set(conf, before)
+    assert want.num_rows >= 4
+    _same_windows(got.drop_columns(["query"]), want.select(["k", "window_start", "window_end", "value"]), ["k"],
+                  "sliding")
 
 
 def test_stream_aggregate_one_query_for_windows_and_late_rows(spark, tmp_path):

@@ -96,9 +96,12 @@ def _windows(res: pa.Table):
     return start, end, res.column("value").combine_chunks()
 
 
-def _timer_ms(end_us: int) -> int:
-    """The timer that fires once the watermark (ms) reaches ``end_us``."""
-    return -(-int(end_us) // 1000)
+def _timeout_ms(end_us: int) -> int:
+    """The event-time timeout that calls a key once the watermark (ms)
+    reaches ``end_us``: Spark times a key out when the watermark passes its
+    timeout, and a timeout is at or after the watermark (``end_us`` is
+    after it)."""
+    return -(-int(end_us) // 1000) - 1
 
 
 class _Processor:
@@ -113,7 +116,7 @@ class _Processor:
         _VERSION = proc.ver  # the writer's version in the state: the driver's
         self.queries = pickle.loads(proc.qbytes)
         self.value, self.time, self.keys, self.late = proc.value, proc.time, proc.keys, proc.late
-        self.handle, self.state = proc.handle, proc.state
+        self.state: Any = None  # the GroupState of the call
         self._span_list = [(q.range // 1000, q.slide // 1000) if q.kind != "session" else (0, 0) for q in self.queries]
         self._aggs = [q.agg for q in self.queries]
         self._qi = {q.name: i for i, q in enumerate(self.queries)}
@@ -122,7 +125,7 @@ class _Processor:
         return {"t": np.empty(0, np.int64), "v": np.empty(0, np.float64), "m": np.empty(0, bool), "final": None}
 
     def _load(self):
-        got = self.state.get()  # one read: None when the key has no state
+        got = self.state.getOption  # None when the key has no state
         return self._empty() if got is None else self._load_pickle(got[0])
 
     def _load_pickle(self, b: bytes):
@@ -134,7 +137,17 @@ class _Processor:
                              "start it from a new checkpoint location")
         return st
 
-    def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
+    def __call__(self, key, rows, state) -> Iterator[pd.DataFrame]:
+        """One call of applyInPandasWithState: the key's rows of a
+        micro-batch, or (``state.hasTimedOut``, no rows) its timeout."""
+        self.state = state
+        wm_ms = state.getCurrentWatermarkMs()
+        if state.hasTimedOut:
+            e = (np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, bool), np.empty(0, np.int64))
+            return self._advance(key, self._load(), wm_ms, *e)
+        return self._rows(key, rows, wm_ms)
+
+    def _rows(self, key, rows, wm_ms: int) -> Iterator[pd.DataFrame]:
         st = self._load()
         new = [_frame_rows(df, self.time, self.value)[:4] for df in rows]
         t, v, m, ends = (np.concatenate([x[i] for x in new]) for i in range(4)) if new else (
@@ -145,13 +158,7 @@ class _Processor:
             if late.any():
                 yield _frame(self.keys, key, -1, None, None, pa.array(v[late], mask=m[late]), True, t[late])
                 t, v, m = t[~late], v[~late], m[~late]
-        yield from self._advance(key, st, timerValues.getCurrentWatermarkInMs(), t, v, m, ends)
-
-    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
-        if not self.state.exists():
-            return iter([])
-        e = (np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, bool), np.empty(0, np.int64))
-        return self._advance(key, self._load(), timerValues.getCurrentWatermarkInMs(), *e)
+        yield from self._advance(key, st, wm_ms, t, v, m, ends)
 
     # -- time windows ---------------------------------------------------------
 
@@ -223,10 +230,10 @@ class _Processor:
         yield the windows computed."""
         if keep.any():
             self.state.update((_seal(_ROWS_MAGIC, pickle.dumps({**{k: a[keep] for k, a in rows.items()}, **extra})),))
+            if next_end is not None:  # (a kept row's window is open: there is one)
+                self.state.setTimeoutTimestamp(_timeout_ms(next_end))
         else:
-            self.state.clear()
-        if next_end is not None:
-            self.handle.registerTimer(_timer_ms(next_end))
+            self.state.remove()
         if frames:
             yield pd.concat(frames, ignore_index=True)
 
@@ -235,8 +242,7 @@ class _Processor:
 
 # Aggregations whose partial per pane is a few numbers (the others keep rows).
 _PANE_AGGS = frozenset({"sum", "count", "mean", "max", "min", "var", "std", "var_pop", "std_pop"})
-_STATE_MAGIC = b"SWB"  # a bucket's own value (_encode_meta)
-_PANE_MAGIC = b"SWP"  # one pane's partials (_encode_pane)
+_BUCKET_MAGIC = b"SWK"  # a bucket's panes (_encode_bucket)
 _ROWS_MAGIC = b"SWR"  # a pickle of rows (other aggregations, sessions)
 _STATE_FORMAT = 1
 
@@ -333,42 +339,36 @@ def _row_partials(keys: pa.Table, t: np.ndarray, v: np.ndarray, m: np.ndarray, g
     return _combine(rows, keys.column_names + ["p"])
 
 
-def _encode_pane(t: pa.Table) -> bytes:
-    """One pane's partials (keys..., fields) as stored: Arrow IPC, sealed."""
+def _encode_bucket(final: int, buckets: int, panes: pa.Table) -> bytes:
+    """A bucket's state as stored: the watermark of its last call (us; the
+    windows ending at or before it are emitted), the bucket count its keys
+    were hashed with, and its live panes' partials (keys..., p, fields) as
+    Arrow IPC; sealed."""
+    import struct
+
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, t.schema) as w:
-        w.write_table(t)
-    return _seal(_PANE_MAGIC, sink.getvalue().to_pybytes())
+    with pa.ipc.new_stream(sink, panes.schema) as w:
+        w.write_table(panes)
+    return _seal(_BUCKET_MAGIC, struct.pack("<qq", final, buckets) + sink.getvalue().to_pybytes())
 
 
-def _decode_pane(b: bytes) -> pa.Table:
-    """The inverse of _encode_pane (the checksum first: nothing corrupt is read)."""
-    ver, body = _unseal(_PANE_MAGIC, b)
+def _decode_bucket(b: bytes) -> Tuple[int, int, pa.Table]:
+    """The inverse of _encode_bucket (the checksum first: nothing corrupt is read)."""
+    import struct
+
+    ver, body = _unseal(_BUCKET_MAGIC, b)
     try:
-        return pa.ipc.open_stream(body).read_all()
-    except pa.ArrowInvalid as e:  # a checksum collision, or a writer's bug
+        if len(body) < 16:
+            raise ValueError(f"{len(body)} bytes")
+        final, buckets = struct.unpack_from("<qq", body)
+        return final, buckets, pa.ipc.open_stream(body[16:]).read_all()
+    except (ValueError, pa.ArrowInvalid) as e:  # a checksum collision, or a writer's bug
         raise ValueError(f"cannot restore slidewise.spark.stream_aggregate state written by slidewise {ver}: {e}")
 
 
-def _encode_meta(final: int, timer: int, buckets: int, live: np.ndarray) -> bytes:
-    """A bucket's own state: the watermark of its last call (us; the
-    windows ending at or before it are emitted), its timer (ms), the bucket
-    count it was hashed with and the live panes' indices, sealed."""
-    import struct
-
-    return _seal(_STATE_MAGIC, struct.pack("<qqq", final, timer, buckets) + live.astype("<i8").tobytes())
-
-
-def _decode_meta(b: bytes) -> Tuple[int, int, int, np.ndarray]:
-    """The inverse of _encode_meta."""
-    import struct
-
-    ver, body = _unseal(_STATE_MAGIC, b)
-    if len(body) < 24 or len(body) % 8:
-        raise ValueError(f"cannot restore slidewise.spark.stream_aggregate state written by slidewise {ver}: "
-                         f"{len(body)} bytes")
-    final, timer, buckets = struct.unpack_from("<qqq", body)
-    return final, timer, buckets, np.frombuffer(body, "<i8", offset=24).astype(np.int64)
+def _panes_in(panes: pa.Table, ps: np.ndarray) -> pa.Table:
+    """The rows of ``panes`` (keys..., p, fields) of the panes ``ps``."""
+    return panes.filter(pa.compute.is_in(panes.column("p"), pa.array(ps, pa.int64())))
 
 
 def _window_values(agg: str, part: Dict[str, np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
@@ -466,28 +466,36 @@ class _PaneProcessor(_Processor):
         import math
 
         super().__init__(proc)
-        self.buckets, self.panes = proc.buckets, proc.panes
+        self.buckets = proc.buckets
         self.g = 0
         self._groups: Dict[Tuple[int, int], List[Tuple[int, str]]] = {}
         for qi, (agg, span) in enumerate(zip(self._aggs, self._spans())):
             self.g = math.gcd(self.g, *span)
             self._groups.setdefault(span, []).append((qi, agg))
 
-    def _meta(self) -> Tuple[int, int, np.ndarray]:
-        got = self.state.get()  # one read: None when the bucket has no state
+    def _load_bucket(self) -> Tuple[int, Optional[pa.Table]]:
+        got = self.state.getOption  # None when the bucket has no state
         if got is None:
-            return _NO_TIME, _NO_TIME, np.empty(0, np.int64)
-        final, timer, buckets, live = _decode_meta(got[0])
+            return _NO_TIME, None
+        final, buckets, panes = _decode_bucket(got[0])
         if buckets != self.buckets:
             raise ValueError(f"this stream_aggregate checkpoint hashed its keys into {buckets} buckets "
                              f"(spark.sql.shuffle.partitions when it started), this query into {self.buckets}: "
                              f"set spark.sql.shuffle.partitions to {buckets} to restart from it")
-        return final, timer, live
+        return final, panes
 
-    def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
+    def __call__(self, key, rows, state) -> Iterator[pd.DataFrame]:
+        self.state = state
+        wm_ms = state.getCurrentWatermarkMs()
+        final, panes = self._load_bucket()
+        if state.hasTimedOut:
+            e = np.empty(0, np.int64)
+            return self._advance_panes(final, panes, wm_ms, None, e, e.astype(np.float64), e.astype(bool), -_NO_TIME)
+        return self._pane_rows(rows, final, panes, wm_ms)
+
+    def _pane_rows(self, rows, final: int, panes: Optional[pa.Table], wm_ms: int) -> Iterator[pd.DataFrame]:
         frames = list(rows)
         df = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        final, timer, live = self._meta()
         tc, vc, mc, lc = _columns(df, (self.time, self.value, _NULL_COL, _LATE_COL))
         tcol = np.asarray(tc, dtype=np.float64)  # int64 us; null (NaN) for probes
         own = _us(pd.Series(lc)) if not hasattr(lc, "as_unit") else lc.as_unit("us").asi8  # NaT: _NAT
@@ -509,22 +517,13 @@ class _PaneProcessor(_Processor):
                 yield _out_frame(self.keys, kcols, -1, None, None, v[late], m[late], True, t[late])
                 t, v, m, kdf = t[~late], v[~late], m[~late], kdf[~late]
         keys = pa.Table.from_pandas(kdf, preserve_index=False)
-        wm = timerValues.getCurrentWatermarkInMs()
-        yield from self._advance_panes(final, timer, live, wm, keys, t, v, m, ok_from)
+        yield from self._advance_panes(final, panes, wm_ms, keys, t, v, m, ok_from)
 
-    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
-        final, timer, live = self._meta()
-        if timer != expiredTimerInfo.getExpiryTimeInMs():
-            return  # one since replaced (its call then did the work)
-        e = np.empty(0, np.int64)
-        # Spark deletes the timer that fired
-        yield from self._advance_panes(final, _NO_TIME, live, timerValues.getCurrentWatermarkInMs(), None, e,
-                                 e.astype(np.float64), e.astype(bool), -_NO_TIME)
-
-    def _advance_panes(self, final: int, timer: int, live: np.ndarray, wm_ms: int, keys: Optional[pa.Table], nt, nv, nm,
-                 ok_from: int) -> Iterator[pd.DataFrame]:
+    def _advance_panes(self, final: int, panes: Optional[pa.Table], wm_ms: int, keys: Optional[pa.Table], nt, nv, nm,
+                       ok_from: int) -> Iterator[pd.DataFrame]:
         g, wm = self.g, int(wm_ms) * 1000
         spans = list(self._groups)
+        live = np.unique(panes.column("p").to_numpy()) if panes is not None else np.empty(0, np.int64)
         new = _row_partials(keys, nt, nv, nm, g) if keys is not None and len(nt) else None
         newp = np.unique(new.column("p").to_numpy()) if new is not None else np.empty(0, np.int64)
 
@@ -532,16 +531,7 @@ class _PaneProcessor(_Processor):
         for r, s in spans:
             emit |= _pane_ends(live, g, r, s, final, wm)[1] > 0
         read = np.union1d(live[emit], np.intersect1d(live, newp))
-        old = None
-        if len(read):
-            parts = []
-            for p in read:
-                got = self.panes.getValue((int(p),))
-                if got is None:  # listed live but absent: the map and the meta disagree
-                    raise ValueError(f"slidewise.spark.stream_aggregate state is inconsistent: pane {p} missing")
-                t = _decode_pane(got[0])
-                parts.append(t.append_column("p", pa.array(np.full(t.num_rows, p, np.int64))))
-            old = pa.concat_tables(parts)
+        old = _panes_in(panes, read) if len(read) else None
         cols = self.keys + ["p"] + list(_FIELDS)
         both = [x.select(cols) for x in (old, new) if x is not None]
         frames = []
@@ -573,33 +563,19 @@ class _PaneProcessor(_Processor):
         last = np.max([((alive * g + r) // s) * s for r, s in spans], axis=0) if len(alive) else alive
         now = alive[last > final]
         put = np.intersect1d(newp, now)
+        # the panes left: those no row changed as they were, the others merged
+        kept = [_panes_in(panes, np.setdiff1d(now, put))] if panes is not None else []
         if len(put):
-            merged = _combine(pa.concat_tables([x.filter(pa.compute.is_in(x.column("p"), pa.array(put))).select(cols)
-                                                for x in (old, new) if x is not None], promote_options="permissive"),
-                              self.keys + ["p"])
-            pcol = merged.column("p").to_numpy()
-            order = np.argsort(pcol, kind="stable")
-            bounds = np.searchsorted(pcol[order], put)
-            bounds = np.append(bounds, len(order))
-            body = merged.drop_columns(["p"])
-            for i, pp in enumerate(put):
-                self.panes.updateValue((int(pp),), (_encode_pane(body.take(pa.array(order[bounds[i]:bounds[i + 1]]))),))
-        for pp in np.setdiff1d(live, now):
-            self.panes.removeKey((int(pp),))
+            kept.append(_combine(pa.concat_tables([_panes_in(x, put).select(cols) for x in (old, new) if x is not None],
+                                                  promote_options="permissive"), self.keys + ["p"]))
         if len(now):
+            table = pa.concat_tables(kept, promote_options="permissive") if len(kept) > 1 else kept[0]
+            self.state.update((_encode_bucket(final, self.buckets, table.select(cols)),))
             # the earliest end after final of a window holding a pane left
             nxt = min(int(_pane_ends(now, g, r, s, final, final)[0].min()) * s for r, s in spans)
-            want = _timer_ms(nxt)
-            if want != timer:
-                if timer != _NO_TIME:
-                    self.handle.deleteTimer(timer)  # else it would call the bucket for nothing
-                self.handle.registerTimer(want)
-                timer = want
-            self.state.update((_encode_meta(final, timer, self.buckets, now),))
+            self.state.setTimeoutTimestamp(_timeout_ms(nxt))
         else:
-            if timer != _NO_TIME:
-                self.handle.deleteTimer(timer)
-            self.state.clear()
+            self.state.remove()
         if frames:
             yield pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 

@@ -97,11 +97,6 @@ if TYPE_CHECKING:
 import numpy as np
 import pyarrow as pa
 
-try:
-    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
-except ImportError:  # pragma: no cover - pyspark < 4
-    StatefulProcessor = object  # type: ignore
-
 from ._ship import _import_slidewise, ship
 from ._specs import _functions, _listify
 from ._stream_state import _LATE_COL, _NULL_COL, _OUT_NULL, _OUT_Q, _OUT_T, _OUT_V, _OUT_WE, _OUT_WS, _PANE_AGGS
@@ -113,14 +108,13 @@ _TIME_OUT = "slidewise_time"
 
 
 
-class _Shell(StatefulProcessor):
-    """A stateful processor as Spark pickles it: its configuration and
-    state variables, the work in :mod:`._stream_state` (``kind``: "rows",
-    "panes" or "sessions"), imported on the executor at its first call.
-    Spark unpickles the processor on the driver too, in a Python process
-    started at every query start, to run ``init`` and learn the state's
-    schemas: no method here references numpy, pandas or pyarrow, which
-    would make that process import them (~0.25 s of the first micro-batch)."""
+class _Shell:
+    """The function ``applyInPandasWithState`` calls (per key, or per
+    bucket of keys): its configuration; the work (``kind``: "rows", "panes"
+    or "sessions") is in :mod:`._stream_state`, imported by name on the
+    executor at the task's first call, after :func:`_import_slidewise`.
+    Nothing here references numpy, pandas or pyarrow, so unpickling the
+    function imports none of them."""
 
     def __init__(self, kind: str, queries: List[Query], value: str, time: str, keys: List[str], late: bool = False,
                  buckets: int = 1) -> None:
@@ -130,31 +124,15 @@ class _Shell(StatefulProcessor):
         self.kind, self.qbytes, self.value, self.time, self.keys = kind, pickle.dumps(queries), value, time, keys
         self.late, self.buckets = late, buckets  # late: judge lateness here and emit the late rows
         self.ver = str(slidewise.__version__)  # the writer's version in the state (the driver's)
+        self.work: Any = None
 
-    def init(self, handle: Any) -> None:
-        from pyspark.sql.types import BinaryType, LongType, StructField, StructType
-
-        self.handle, self.work = handle, None  # type: Any, Any
-        self.state = handle.getValueState("slidewise", StructType([StructField("b", BinaryType())]))
-        self.panes = handle.getMapState("panes", StructType([StructField("p", LongType())]),
-                                        StructType([StructField("b", BinaryType())])) if self.kind == "panes" else None
-
-    def _work(self) -> Any:
+    def __call__(self, key: Any, rows: Any, state: Any) -> Any:
         if self.work is None:
             _import_slidewise()
             from slidewise.spark._stream_state import engine
 
             self.work = engine(self)
-        return self.work
-
-    def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Any:
-        return self._work().handleInputRows(key, rows, timerValues)
-
-    def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Any:
-        return self._work().handleExpiredTimer(key, timerValues, expiredTimerInfo)
-
-    def close(self) -> None:
-        pass
+        return self.work(key, rows, state)
 
 
 def _probes_fn(by: List[str], carry: List[str], time: str, value: str, spans: List[Tuple[int, int]],
@@ -214,25 +192,14 @@ def _bucket_values(spark: Any, n: int) -> List[int]:
     return [got.get(i, i) for i in range(n)]  # (a partition missed in 64 n draws shares one: never seen)
 
 
-_PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
-_ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
 # one output's own columns (late_rows="kind")
 _KIND_COLS = ("kind", "query", "window_start", "window_end", "value")
 # the grouping column of an unkeyed stream: one key
 _ONE_KEY = "slidewise_key"
 # the grouping column of time windows with pane state: a bucket of keys
 _BUCKET = "slidewise_bucket"
-
-
-def _check_state_store(spark: Any) -> None:
-    """transformWithState keeps its state only in RocksDB: say so before
-    the query starts, not with Spark's STORE_BACKEND_NOT_SUPPORTED_FOR_TWS
-    once it runs."""
-    provider = spark.conf.get(_PROVIDER_CONF, None)
-    if not str(provider or "").endswith("RocksDBStateStoreProvider"):
-        raise ValueError(f"stream_aggregate keeps its state with transformWithStateInPandas, which needs the RocksDB "
-                         f"state store: set {_PROVIDER_CONF} to {_ROCKSDB} (it is "
-                         f"{provider or 'unset: Spark default, HDFSBackedStateStoreProvider'})")
 
 
 Keys = Union[None, str, Sequence[str]]
@@ -327,7 +294,6 @@ def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], valu
     if delay is None:
         raise ValueError(f"stream_aggregate needs the stream's watermark on {time!r}: pass watermark=... "
                          f"or call df.withWatermark({time!r}, ...) first")
-    _check_state_store(df.sparkSession)
     value_type = df.schema[value].dataType
     ship(df.sparkSession)  # also pickles this module's processors by value
     if not keys:
@@ -394,7 +360,8 @@ def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], valu
             t_us.alias(time),
             value, F.col(value).isNull().alias(_NULL_COL),
             late_after.alias(_LATE_COL, metadata={_DELAY_KEY: delay})]
-    out = df.select(*cols).groupBy(*by).transformWithStateInPandas(proc, schema, "Append", "EventTime")
+    out = df.select(*cols).groupBy(*by).applyInPandasWithState(proc, schema, "b binary", "append",
+                                                                "EventTimeTimeout")
     qi = F.col(_OUT_Q)
     is_late = qi < 0
     in_window = ~is_late
