@@ -152,6 +152,8 @@ def _probes_fn(by: List[str], carry: List[str], time: str, value: str, spans: Li
     names = [*by, *carry]
 
     def probes(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        out = [*names, time, value, "slidewise_end"]
+        keys = [f"k{i}" for i in range(len(by))]
         for b in batches:
             n = b.num_rows
             if not n:
@@ -159,24 +161,35 @@ def _probes_fn(by: List[str], carry: List[str], time: str, value: str, spans: Li
             t = b.column(time).cast(pa.int64()).to_numpy()  # no nulls: filtered before
             lasts = [t - np.mod(t, s) + r for r, s in spans]
             last = lasts[0] if len(lasts) == 1 else np.minimum.reduce(lasts)
-            ends = [lq - j * s for (r, s), lq in zip(spans, lasts) for j in range(1, -(-r // s))]
-            cols = [b.column(c) for c in names] + [pa.array(t), b.column(value),
-                                                   pa.nulls(n, pa.int64()) if late else pa.array(last)]
+            cols = [b.column(c) for c in names]
+            vt = b.column(value).type
+            yield pa.RecordBatch.from_arrays(cols + [pa.array(t), b.column(value),
+                                                     pa.nulls(n, pa.int64()) if late else pa.array(last)], names=out)
             if late:  # each row's own probe: numRowsDroppedByWatermark counts one per late row, as Spark's
-                cols = [pa.concat_arrays([c, c]) for c in cols[:len(names)]] + [
-                    pa.concat_arrays([c, pa.nulls(n, c.type)]) for c in cols[len(names):-1]] + [
-                    pa.concat_arrays([cols[-1], pa.array(last)])]
-            if ends:
-                idx = np.tile(np.arange(n), len(ends))
-                pairs = pa.table([b.column(c).take(idx) for c in by] + [np.concatenate(ends), idx],
-                                 names=[f"k{i}" for i in range(len(by))] + ["e", "row"])
-                d = pairs.group_by(pairs.column_names[:-1], use_threads=False).aggregate([("row", "min")])
-                rows = d.column("row_min").combine_chunks()
-                m = len(rows)
-                cols = [pa.concat_arrays([c, c.take(rows)]) for c in cols[:len(names)]] + [
-                    pa.concat_arrays([c, pa.nulls(m, c.type)]) for c in cols[len(names):-1]] + [
-                    pa.concat_arrays([cols[-1], d.column("e").combine_chunks()])]
-            yield pa.RecordBatch.from_arrays(cols, names=[*names, time, value, "slidewise_end"])
+                yield pa.RecordBatch.from_arrays(cols + [pa.nulls(n, pa.int64()), pa.nulls(n, vt), pa.array(last)],
+                                                 names=out)
+            # the earlier windows' ends of a row depend on its slide only
+            # (t // s): one row per group and slide, then one per group and end
+            rows_, ends_ = [], []
+            for r, s in spans:
+                j = -(-r // s)
+                if j < 2:
+                    continue
+                d = pa.table([b.column(c) for c in by] + [pa.array(t // s), pa.array(np.arange(n))],
+                             names=keys + ["q", "row"]).group_by(keys + ["q"], use_threads=False).aggregate(
+                    [("row", "min")])
+                q = d.column("q").to_numpy()
+                rows_.append(np.repeat(d.column("row_min").to_numpy(), j - 1))
+                ends_.append((q[:, None] * s + r - np.arange(1, j)[None, :] * s).ravel())
+            if rows_:
+                rows = np.concatenate(rows_)
+                d = pa.table([b.column(c).take(rows) for c in by] + [pa.array(np.concatenate(ends_)), pa.array(rows)],
+                             names=keys + ["e", "row"]).group_by(keys + ["e"], use_threads=False).aggregate(
+                    [("row", "min")])
+                first = d.column("row_min").combine_chunks()
+                m = len(first)
+                yield pa.RecordBatch.from_arrays([b.column(c).take(first) for c in names] + [
+                    pa.nulls(m, pa.int64()), pa.nulls(m, vt), d.column("e").combine_chunks()], names=out)
     return probes
 
 
