@@ -85,3 +85,41 @@ def test_pane_partials_equal_naive(rows, cuts, seed):
                 assert math.isnan(val[i]), (agg, k, p, val[i])
             else:
                 assert val[i] == pytest.approx(want, rel=1e-9, abs=1e-9 * max(1.0, abs(want))), (agg, k, p)
+
+
+key_values = st.one_of(st.none(), st.integers(-3, 3), st.sampled_from([0.0, -0.0, math.nan, 1.5]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=st.lists(st.tuples(st.one_of(st.none(), st.sampled_from(["a", "b", "é"])), st.integers(-2, 2),
+                               st.one_of(st.none(), st.sampled_from([0.0, -0.0, math.nan, 1.5]))), max_size=30),
+       wide=st.integers(0, 300))
+def test_group_ids_are_spark_groups(rows, wide):
+    """_group_ids: a dense id per row, equal exactly for rows Spark groups
+    together (null a value of its own, NaN one key, -0.0 == 0.0), by its
+    table of codes and (``wide`` distinct values in a third column: the
+    codes' product past the table's size) by the sorting fallback."""
+    # each row's twin: the float Spark groups with it (-0.0 for 0.0, another NaN payload)
+    other_nan = np.frombuffer(np.array([0x7FF8000000000001], np.int64).tobytes())[0]
+    rows = rows + [(r[0], r[1], None if r[2] is None else other_nan if math.isnan(r[2]) else -r[2] if r[2] == 0
+                    else r[2]) for r in rows]
+    third = [i % max(wide, 1) for i in range(len(rows))] if wide else [0] * len(rows)
+    t = pa.table({"s": pa.array([r[0] for r in rows], pa.string()), "i": pa.array([r[1] for r in rows], pa.int64()),
+                  "f": pa.array([r[2] for r in rows], pa.float64()), "w": pa.array(third, pa.int64())})
+
+    def spark_key(r, w):
+        f = r[2]
+        f = "nan" if f is not None and math.isnan(f) else (0.0 if f == 0 else f)
+        return (r[0], r[1], f, w)
+
+    by = ["s", "i", "f", "w"]
+    ids, k = S._group_ids(t, by)
+    want = [spark_key(r, w) for r, w in zip(rows, third)]
+    assert sorted(set(ids.tolist())) == list(range(k))
+    for a in range(len(rows)):
+        for b in range(len(rows)):
+            assert (ids[a] == ids[b]) == (want[a] == want[b])
+    # the fallback itself: many distinct values in every column
+    big = pa.table({c: pa.array(np.arange(200) // (1 + j)) for j, c in enumerate("xyz")})
+    ids, k = S._group_ids(big, ["x", "y", "z"])
+    assert k == 200 and sorted(set(ids.tolist())) == list(range(200))

@@ -298,6 +298,33 @@ _FIELDS = ("n", "cnt", "s", "m2", "mx", "mn", "nan")
 _NO_TIME = -(1 << 62)  # no watermark seen / no timer registered
 
 
+def _group_ids(t: pa.Table, by: List[str]) -> Tuple[np.ndarray, int]:
+    """(a dense id per row of ``t`` for its ``by`` tuple, the id count), as
+    Spark groups (:func:`._kernels._canon_key`). The columns' dictionary
+    codes combined in mixed radix, made dense through a table when their
+    product is small (a bucket's keys by panes or window ends): no sort."""
+    import pyarrow.compute as pc
+
+    n = t.num_rows
+    if not n:
+        return np.empty(0, np.int64), 0
+    codes, size = [], 1
+    for c in by:
+        d = pc.dictionary_encode(_canon_key(t.column(c)), null_encoding="encode")
+        codes.append((d.indices.to_numpy(zero_copy_only=False).astype(np.int64), len(d.dictionary)))
+        size *= len(d.dictionary)
+    if size > 4 * n + 65536:
+        ids = _key_ids([_canon_key(t.column(c)) for c in by])
+        return ids, int(ids.max()) + 1
+    ids = codes[0][0]
+    for i, m in codes[1:]:
+        ids = ids * m + i
+    seen = np.zeros(size, np.int64)
+    seen[ids] = 1
+    dense = np.cumsum(seen) - 1
+    return dense[ids], int(dense[-1]) + 1
+
+
 def _combine(t: pa.Table, by: List[str]) -> pa.Table:
     """The partials of ``t`` with equal ``by`` combined: (by..., fields).
     Counts and sums add in row order; m2 as Chan et al.'s parallel
@@ -305,9 +332,9 @@ def _combine(t: pa.Table, by: List[str]) -> pa.Table:
     distance to the whole's mean."""
     if not t.num_rows:
         return t.select(by + list(_FIELDS))
-    ids = _key_ids([_canon_key(t.column(c)) for c in by])
-    groups, first = np.unique(ids, return_index=True)
-    k = len(groups)  # ids are dense: 0 .. k - 1
+    ids, k = _group_ids(t, by)
+    first = np.empty(k, np.int64)
+    first[ids] = np.arange(t.num_rows)  # a row of each group (its keys)
     f = {c: t.column(c).to_numpy() for c in _FIELDS}
     out = {c: np.bincount(ids, f[c], k).astype(np.int64) for c in ("n", "cnt", "nan")}
     s_ = np.bincount(ids, f["s"], k)
