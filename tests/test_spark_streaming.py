@@ -325,7 +325,17 @@ def test_stream_keyed_out_of_order_equals_spark_streaming(spark, tmp_path, kind)
     assert want.num_rows >= 8 and pc.sum(pc.is_nan(want["value"])).as_py() == 1 and want["value"].null_count == 1
 
 
-@pytest.mark.parametrize("kind", ["time", "sliding", "session"])
+def _first_by_time(v, ignore_nulls=False, last=False):
+    """Spark's value of the window's first (last) row by event time, a tie
+    by arrival (the row ids count up across the batches): min_by / max_by
+    (Spark's own ``first`` / ``last`` take the rows in the order a task
+    reads them)."""
+    at = F.struct("ts", "id")
+    by = F.when(F.col(v).isNotNull(), at) if ignore_nulls else at
+    return (F.max_by if last else F.min_by)(v, by)
+
+
+@pytest.mark.parametrize("kind", ["time", "sliding", "session", "sliding-first-last"])
 def test_stream_aggregate_equals_spark_streaming(spark, tmp_path, kind):
     """stream_aggregate (transformWithStateInPandas) against Spark's own
     streaming withWatermark("ts", "30 seconds").groupBy("k", window) in
@@ -348,9 +358,16 @@ def test_stream_aggregate_equals_spark_streaming(spark, tmp_path, kind):
         aggs = {"sum": F.sum, "count": F.count, "max": F.max, "mean": F.avg, "var": F.var_samp,
                 "std_pop": F.stddev_pop}
         qs = [sw.Query(a, "10s", name=a) for a in aggs]
-    else:
+    elif kind == "sliding":
         frames, window = _frames(_TIME_BATCHES), F.window("ts", "10 seconds", "5 seconds")
         aggs = {"sum": F.sum, "std": F.stddev_samp, "var_pop": F.var_pop, "min": F.min}
+        qs = [sw.Query(a, "10s", "5s", name=a) for a in aggs]
+    else:  # the pane state of the aggregations that are not Spark's own
+        frames, window = _frames(_TIME_BATCHES), F.window("ts", "10 seconds", "5 seconds")
+        aggs = {"first": _first_by_time, "last": lambda v: _first_by_time(v, last=True),
+                "first_ignore_nulls": lambda v: _first_by_time(v, True),
+                "last_ignore_nulls": lambda v: _first_by_time(v, True, True),
+                "range": lambda v: F.max(v) - F.min(v)}
         qs = [sw.Query(a, "10s", "5s", name=a) for a in aggs]
 
     def build(sdf):
@@ -371,17 +388,18 @@ def test_stream_aggregate_equals_spark_streaming(spark, tmp_path, kind):
             # sliding: the last batches back to back (the watermark moves
             # between data batches: Spark keeps a row's windows that end
             # after the previous batch's watermark)
-            d, d2 = _feed(src, frames, [ref, mine], first=2, together=kind == "sliding")
+            d, d2 = _feed(src, frames, [ref, mine], first=2, together=kind.startswith("sliding"))
         finally:
             mine.stop()
     finally:
         ref.stop()
     drops += d
     want, got = read_ref(), read()
-    if kind != "sliding":  # sliding: Spark counts the (row, window) pairs it drops
+    if not kind.startswith("sliding"):  # sliding: Spark counts the (row, window) pairs it drops
         assert d1 + d2 == drops and sum(drops) >= 5
     assert got.column_names == ["k", "query", "window_start", "window_end", "value"]
-    assert pc.sum(pc.is_nan(want["sum"])).as_py() >= 1 and want["sum"].null_count >= 1
+    col = "range" if kind == "sliding-first-last" else "sum"
+    assert pc.sum(pc.is_nan(want[col])).as_py() >= 1 and want[col].null_count >= 1
     _same_queries(got, want, aggs, ["k"])
 
 
@@ -482,7 +500,7 @@ def test_stream_aggregate_late_rows_equal_spark_drops(spark, tmp_path, kind):
     late = late.append_column("id", pa.array(late_ids, pa.int64()))
     _compare(late, allrows.filter(pc.is_in(allrows["id"], pa.array(late_ids, pa.int64()))),
              [("v", "v"), ("k", "k")])
-    if kind != "sliding":  # sliding: Spark counts the (row, window) pairs it drops
+    if not kind.startswith("sliding"):  # sliding: Spark counts the (row, window) pairs it drops
         ends = np.cumsum([f.num_rows for f in frames])
         per_batch = np.bincount(np.searchsorted(ends, late_ids, side="right"), minlength=len(frames)).tolist()
         assert per_batch == drops, ("late rows per batch", per_batch, drops)
@@ -510,30 +528,29 @@ def test_stream_aggregate_errors(spark):
 
 
 
-@pytest.mark.parametrize("agg", ["sum", "range"])
-def test_stream_aggregate_on_the_default_state_store(spark, tmp_path, agg):
+@pytest.mark.parametrize("kind", ["time", "session"])
+def test_stream_aggregate_on_the_default_state_store(spark, tmp_path, kind):
     """stream_aggregate's state (applyInPandasWithState) lives in any state
     store: on Spark's default, HDFS-backed, provider (the session's setting
-    unset) it gives Spark's own windows there, a pane aggregation (sum,
-    state per bucket of keys) and one that keeps rows (range, per key;
-    Spark's max - min)."""
+    unset) it gives Spark's own windows there, with pane state (per bucket
+    of keys) and with the rows of sessions (per key)."""
     conf = "spark.sql.streaming.stateStore.providerClass"
     before = spark.conf.get(conf, None)  # the docs' examples set it on the shared session
     spark.conf.unset(conf)
+    if kind == "time":
+        frames, window, q = _frames(_TIME_BATCHES[:3]), F.window("ts", "10 seconds", "5 seconds"), sw.Query("sum", "10s", "5s")
+    else:
+        frames, window, q = _frames(_SESSION_BATCHES[:3]), F.session_window("ts", "10 seconds"), sw.Query("sum", session="10s")
     try:
-        frames = _frames(_TIME_BATCHES[:3])
-        want, _ = _spark_micro_batches(spark, str(tmp_path / "a"), frames,
-                                       _reference_query(F.window("ts", "10 seconds", "5 seconds"),
-                                                        {"value": F.sum if agg == "sum" else
-                                                         lambda c: F.max(c) - F.min(c)}), provider=None)
+        want, _ = _spark_micro_batches(spark, str(tmp_path / "a"), frames, _reference_query(window), provider=None)
         got, _ = _spark_micro_batches(spark, str(tmp_path / "b"), frames, lambda sdf: ss.stream_aggregate(
-            sdf, sw.Query(agg, "10s", "5s"), "v", "ts", "k", watermark="30 seconds"), provider=None)
+            sdf, q, "v", "ts", "k", watermark="30 seconds"), provider=None)
     finally:
         if before is not None:
             spark.conf.set(conf, before)
     assert want.num_rows >= 4
     _same_windows(got.drop_columns(["query"]), want.select(["k", "window_start", "window_end", "value"]), ["k"],
-                  "sliding")
+                  "sliding" if kind == "time" else "session")
 
 
 def test_stream_aggregate_one_query_for_windows_and_late_rows(spark, tmp_path):

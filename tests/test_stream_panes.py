@@ -123,3 +123,62 @@ def test_group_ids_are_spark_groups(rows, wide):
     big = pa.table({c: pa.array(np.arange(200) // (1 + j)) for j, c in enumerate("xyz")})
     ids, k = S._group_ids(big, ["x", "y", "z"])
     assert k == 200 and sorted(set(ids.tolist())) == list(range(200))
+
+
+values2 = st.one_of(st.none(), st.just(math.nan), st.just(math.inf), st.just(-math.inf), st.just(0.0), st.just(-0.0),
+                    st.just(2.0), st.floats(-100, 100))
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows=st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 8), values2), max_size=40),
+       cuts=st.lists(st.integers(0, 40), max_size=3),
+       aggs=st.lists(st.sampled_from(sorted(S._PANE_AGGS)), min_size=1, max_size=5, unique=True),
+       mp=st.one_of(st.none(), st.integers(0, 3)))
+def test_window_partials_equal_stream(rows, cuts, aggs, mp):
+    """Every aggregation with pane state (first / last, their ignore-nulls
+    forms, range, maxcount, mincount, geomean too, and min_periods): rows
+    folded into partials per micro-batch, the batches' partials combined in
+    arrival order, windows of 3 panes sliding 1 combined from their panes:
+    each window's value equals slidewise.Stream's over the same rows
+    (time order, a tie in arrival order), NaN and null apart."""
+    import slidewise as sw
+
+    fields = S._fields_for(aggs)
+    bounds = sorted({0, len(rows), *[min(c, len(rows)) for c in cuts]})
+    parts = []
+    for lo, hi in zip(bounds, bounds[1:]):
+        b = rows[lo:hi]
+        m = np.array([r[2] is None for r in b], bool)
+        parts.append(S._row_partials(pa.table({"k": pa.array([r[0] for r in b], pa.string())}),
+                                     np.array([r[1] for r in b], np.int64),
+                                     np.array([0.0 if r[2] is None else r[2] for r in b], np.float64), m, 1, fields))
+    if not rows:
+        return
+    panes = S._combine(pa.concat_tables(parts), ["k", "p"])
+    qs = [sw.Query(a, "3s", "1s", name=a, min_periods=mp) for a in aggs]
+    for key in ("a", "b"):
+        mine = [(t, v) for k, t, v in rows if k == key]
+        if not mine:
+            continue
+        order = sorted(range(len(mine)), key=lambda i: mine[i][0])  # stable: ties in arrival order
+        stream = sw.Stream(qs, value="v", time="ts")
+        table = pa.table({"v": pa.array([mine[i][1] for i in order], pa.float64()),
+                          "ts": pa.array([mine[i][0] * 1_000_000 for i in order], pa.timestamp("us"))})
+        res = [stream.push(table), stream.flush()]
+        kp = panes.filter(pa.compute.equal(panes["k"], key))
+        p = kp["p"].to_numpy()
+        for qi, a in enumerate(aggs):
+            got = pa.concat_tables([r[a] for r in res])
+            for start, end, want in zip(got["window_start"].cast(pa.int64()).to_pylist(),
+                                        got["window_end"].cast(pa.int64()).to_pylist(), got["value"].to_pylist()):
+                sel = np.flatnonzero((p >= start // 1_000_000) & (p < end // 1_000_000))
+                x = kp.take(pa.array(sel)).drop_columns(["p"]).append_column("e", pa.array(np.full(len(sel), end)))
+                x = S._combine(x, ["k", "e"])
+                val, null = S._window_values(a, {f: x.column(f).to_numpy() for f in fields}, mp)
+                where = (a, key, start, end, want, val, null)
+                if want is None:
+                    assert null[0], where
+                elif math.isnan(want):
+                    assert not null[0] and math.isnan(val[0]), where
+                else:
+                    assert not null[0] and val[0] == pytest.approx(want, rel=1e-9, abs=1e-12), where

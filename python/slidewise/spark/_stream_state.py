@@ -14,7 +14,7 @@ them (~0.25 s of the first micro-batch)."""
 from __future__ import annotations
 
 import pickle
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import numpy as np
 import pandas as pd
@@ -241,7 +241,10 @@ class _Processor:
 # -- incremental state: pane partials -------------------------------------
 
 # Aggregations whose partial per pane is a few numbers (the others keep rows).
-_PANE_AGGS = frozenset({"sum", "count", "mean", "max", "min", "var", "std", "var_pop", "std_pop"})
+# Their partials' fields beyond _FIELDS (see there).
+_EXTRA = {"first": ("ft", "fv", "fn"), "last": ("lt", "lv", "ln"), "first_ignore_nulls": ("gt", "gv"),
+          "last_ignore_nulls": ("ht", "hv"), "maxcount": ("mxc",), "mincount": ("mnc",), "geomean": ("lg",)}
+_PANE_AGGS = frozenset({"sum", "count", "mean", "max", "min", "var", "std", "var_pop", "std_pop", "range", *_EXTRA})
 _BUCKET_MAGIC = b"SWK"  # a bucket's panes (_encode_bucket)
 _ROWS_MAGIC = b"SWR"  # a pickle of rows (other aggregations, sessions)
 _STATE_FORMAT = 1
@@ -294,7 +297,20 @@ def _unseal(magic: bytes, b: bytes) -> Tuple[str, bytes]:
 # std; NaN once the sum is not finite, as Spark's), the largest and
 # smallest non-NaN value (NaN: none) and the NaN count (Spark's max is NaN
 # once a NaN joins; its min only when every value is NaN).
+# Beyond these, only what the queries need (_EXTRA): the first row's time,
+# value and null flag (first; last the same), the first non-null row's
+# time and value (first_ignore_nulls: time _NONE_T when there is none;
+# last_ignore_nulls: -_NONE_T), how many values equal mx / mn (maxcount /
+# mincount) and the sum of the values' logs (geomean: exp of their mean).
+# A row of a later micro-batch is later in a tie of times, as the rows of
+# one batch are in their order: partials combine in that order.
 _FIELDS = ("n", "cnt", "s", "m2", "mx", "mn", "nan")
+_NONE_T = np.iinfo(np.int64).max
+
+
+def _fields_for(aggs: Iterable[str]) -> Tuple[str, ...]:
+    """The partials' fields for queries of ``aggs``."""
+    return _FIELDS + tuple(dict.fromkeys(f for a in sorted(set(aggs)) for f in _EXTRA.get(a, ())))
 _NO_TIME = -(1 << 62)  # no watermark seen / no timer registered
 
 
@@ -331,7 +347,7 @@ def _combine(t: pa.Table, by: List[str]) -> pa.Table:
     variance: the parts' m2 plus their counts times their means' squared
     distance to the whole's mean."""
     if not t.num_rows:
-        return t.select(by + list(_FIELDS))
+        return t.select(by + [c for c in t.column_names if c not in by])
     ids, k = _group_ids(t, by)
     first = np.empty(k, np.int64)
     first[ids] = np.arange(t.num_rows)  # a row of each group (its keys)
@@ -349,17 +365,49 @@ def _combine(t: pa.Table, by: List[str]) -> pa.Table:
     for c, a in (("n", out["n"]), ("cnt", out["cnt"]), ("s", s_), ("m2", m2), ("mx", mx), ("mn", mn),
                  ("nan", out["nan"])):
         res = res.append_column(c, pa.array(a))
+    names = set(t.column_names)
+    if "mxc" in names:  # the parts' counts of the whole's max / min
+        res = res.append_column("mxc", pa.array(np.bincount(ids, np.where(f["mx"] == mx[ids], _col(t, "mxc"), 0),
+                                                            k).astype(np.int64)))
+    if "mnc" in names:
+        res = res.append_column("mnc", pa.array(np.bincount(ids, np.where(f["mn"] == mn[ids], _col(t, "mnc"), 0),
+                                                            k).astype(np.int64)))
+    if "lg" in names:
+        res = res.append_column("lg", pa.array(np.bincount(ids, _col(t, "lg"), k)))
+    pos = np.arange(t.num_rows)
+    for tc, cols, last in (("ft", ("fv", "fn"), False), ("lt", ("lv", "ln"), True), ("gt", ("gv",), False),
+                           ("ht", ("hv",), True)):
+        if tc in names:  # per group, the row of the least (greatest) time; of a tie, the first (last) row
+            tt = _col(t, tc)
+            order = np.lexsort((pos, tt, ids))
+            at = np.cumsum(np.bincount(ids, minlength=k)) - (1 if last else np.bincount(ids, minlength=k))
+            pick = pa.array(order[at])
+            for c in (tc, *cols):
+                res = res.append_column(c, t.column(c).take(pick))
     return res
 
 
-def _row_partials(keys: pa.Table, t: np.ndarray, v: np.ndarray, m: np.ndarray, g: int) -> pa.Table:
+def _col(t: pa.Table, c: str) -> np.ndarray:
+    a: np.ndarray = t.column(c).to_numpy()
+    return a
+
+
+def _row_partials(keys: pa.Table, t: np.ndarray, v: np.ndarray, m: np.ndarray, g: int,
+                  fields: Tuple[str, ...] = _FIELDS) -> pa.Table:
     """(keys..., p, fields): the partials per key and pane (``t // g``) of
-    rows (``v``: 0 where null, ``m``: null)."""
+    rows (``v``: 0 where null, ``m``: null) in arrival order."""
     ok = ~m
     isnan = np.isnan(v) & ok
     real = np.where(ok & ~isnan, v, np.nan)
-    cols = {"p": t // g, "n": np.ones(len(t), np.int64), "cnt": ok.astype(np.int64), "s": np.where(ok, v, 0.0),
+    one = np.ones(len(t), np.int64)
+    cols = {"p": t // g, "n": one, "cnt": ok.astype(np.int64), "s": np.where(ok, v, 0.0),
             "m2": np.zeros(len(t)), "mx": real, "mn": real, "nan": isnan.astype(np.int64)}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        extra = {"ft": t, "fv": v, "fn": m.astype(np.int64), "lt": t, "lv": v, "ln": m.astype(np.int64),
+                 "gt": np.where(ok, t, _NONE_T), "gv": v, "ht": np.where(ok, t, -_NONE_T), "hv": v,
+                 "mxc": (ok & ~isnan).astype(np.int64), "mnc": (ok & ~isnan).astype(np.int64),
+                 "lg": np.where(ok, np.log(np.where(ok, v, 1.0)), 0.0)}
+    cols.update({f: extra[f] for f in fields if f in extra})
     rows = keys
     for c, a in cols.items():
         rows = rows.append_column(c, pa.array(a))
@@ -398,13 +446,30 @@ def _panes_in(panes: pa.Table, ps: np.ndarray) -> pa.Table:
     return panes.filter(pa.compute.is_in(panes.column("p"), pa.array(ps, pa.int64())))
 
 
-def _window_values(agg: str, part: Dict[str, np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
+def _window_values(agg: str, part: Dict[str, np.ndarray], min_periods: Optional[int] = None
+                   ) -> Tuple[np.ndarray, np.ndarray]:
     """(values, null mask) of windows from their merged partials, as Spark
-    gives them: null without a non-null value (count: 0)."""
+    gives them (and slidewise.Stream the others): null without a non-null
+    value (count: 0; first / last: when that row's value is null), or with
+    fewer than ``min_periods``."""
     cnt = part["cnt"]
     null = cnt == 0
     with np.errstate(invalid="ignore", divide="ignore"):
-        if agg == "sum":
+        if agg in ("first", "last"):
+            val, null = (part["fv"], part["fn"] > 0) if agg == "first" else (part["lv"], part["ln"] > 0)
+        elif agg == "first_ignore_nulls":
+            val = part["gv"]
+        elif agg == "last_ignore_nulls":
+            val = part["hv"]
+        elif agg == "range":
+            val = np.where(part["nan"] > 0, np.nan, part["mx"] - part["mn"])
+        elif agg == "maxcount":  # NaN is the greatest value
+            val = np.where(part["nan"] > 0, part["nan"], part["mxc"]).astype(np.float64)
+        elif agg == "mincount":  # and the least only when every value is NaN
+            val = np.where(part["nan"] == cnt, part["nan"], part["mnc"]).astype(np.float64)
+        elif agg == "geomean":
+            val = np.exp(part["lg"] / np.where(null, 1, cnt))
+        elif agg == "sum":
             val = part["s"]
         elif agg == "count":
             val, null = cnt.astype(np.float64), np.zeros(len(cnt), bool)
@@ -421,6 +486,8 @@ def _window_values(agg: str, part: Dict[str, np.ndarray]) -> Tuple[np.ndarray, n
             val = np.where(np.isnan(part["m2"]), np.nan, val)
             if agg.startswith("std"):
                 val = np.sqrt(val)
+    if min_periods:
+        null = null | (cnt < min_periods)
     return np.where(null, 0.0, val), null
 
 
@@ -494,6 +561,8 @@ class _PaneProcessor(_Processor):
 
         super().__init__(proc)
         self.buckets = proc.buckets
+        self.fields = _fields_for(self._aggs)
+        self._mp = [q.min_periods for q in self.queries]
         self.g = 0
         self._groups: Dict[Tuple[int, int], List[Tuple[int, str]]] = {}
         for qi, (agg, span) in enumerate(zip(self._aggs, self._spans())):
@@ -552,7 +621,7 @@ class _PaneProcessor(_Processor):
         g, wm = self.g, int(wm_ms) * 1000
         spans = list(self._groups)
         live = np.unique(panes.column("p").to_numpy()) if panes is not None else np.empty(0, np.int64)
-        new = _row_partials(keys, nt, nv, nm, g) if keys is not None and len(nt) else None
+        new = _row_partials(keys, nt, nv, nm, g, self.fields) if keys is not None and len(nt) else None
         newp = np.unique(new.column("p").to_numpy()) if new is not None else np.empty(0, np.int64)
 
         emit = np.zeros(len(live), bool)
@@ -560,7 +629,7 @@ class _PaneProcessor(_Processor):
             emit |= _pane_ends(live, g, r, s, final, wm)[1] > 0
         read = np.union1d(live[emit], np.intersect1d(live, newp))
         old = _panes_in(panes, read) if len(read) else None
-        cols = self.keys + ["p"] + list(_FIELDS)
+        cols = self.keys + ["p"] + list(self.fields)
         both = [x.select(cols) for x in (old, new) if x is not None]
         frames = []
         if both:
@@ -576,13 +645,13 @@ class _PaneProcessor(_Processor):
                 ok = ~is_new[idx] | (e >= ok_from)  # new rows join only the windows Spark keeps
                 x = w.take(pa.array(idx[ok])).append_column("e", pa.array(e[ok]))
                 x = _combine(x.drop_columns(["p"]), self.keys + ["e"])
-                part = {f: x.column(f).to_numpy() for f in _FIELDS}
+                part = {f: x.column(f).to_numpy() for f in self.fields}
                 some = part["n"] > 0
                 if not some.all():
                     x, part = x.filter(pa.array(some)), {f: a[some] for f, a in part.items()}
                 e = x.column("e").to_numpy()
                 for qi, agg in qs:
-                    val, null = _window_values(agg, part)
+                    val, null = _window_values(agg, part, self._mp[qi])
                     frames.append((x.select(self.keys), np.full(len(e), qi), e - r, e, val, null))
         final = max(final, wm)
         # a pane stays while a window holding it ends after final
