@@ -1,15 +1,12 @@
-"""The stateful processors' work, on the executors (see
-:mod:`slidewise.spark._streaming` for what they compute, and Spark's rules
-they follow): the state codecs (sealed with a CRC-32), the pane partials
+"""stream_aggregate's work on the executors (see
+:mod:`slidewise.spark._streaming` for what it computes, and Spark's rules
+it follows): the state codecs (sealed with a CRC-32), the pane partials
 and their combination, the emission of windows and late rows.
 
 Imported by name, after :func:`slidewise.spark._ship._import_slidewise`
-made the driver's build importable, by the processors' thin shells
-(:class:`slidewise.spark._streaming._Shell`), not pickled with them: Spark
-unpickles a stateful processor on the driver too, in a Python process it
-starts at every query start to learn the state's schemas, and a processor
-whose methods reference numpy, pandas or pyarrow makes that process import
-them (~0.25 s of the first micro-batch)."""
+made the driver's build importable, by the function Spark calls
+(:class:`slidewise.spark._streaming._Shell`), not pickled with it: the
+pickle stays small and imports nothing heavy to unpickle."""
 
 from __future__ import annotations
 
@@ -22,8 +19,8 @@ import pyarrow as pa
 
 from ._kernels import _canon_key, _key_ids
 
-# The input's extra columns (no leading "__": transformWithStateInPandas
-# renames such columns): the value's null flag (pandas has NaN for null and
+# The input's extra columns (no leading "__": Spark's stateful Python
+# operators rename such columns): the value's null flag (pandas has NaN for null and
 # NaN) and the event-time column late rows are judged by.
 _NULL_COL = "slidewise_null"
 _LATE_COL = "slidewise_late_after"
@@ -311,7 +308,7 @@ _NONE_T = np.iinfo(np.int64).max
 def _fields_for(aggs: Iterable[str]) -> Tuple[str, ...]:
     """The partials' fields for queries of ``aggs``."""
     return _FIELDS + tuple(dict.fromkeys(f for a in sorted(set(aggs)) for f in _EXTRA.get(a, ())))
-_NO_TIME = -(1 << 62)  # no watermark seen / no timer registered
+_NO_TIME = -(1 << 62)  # no watermark seen
 
 
 def _group_ids(t: pa.Table, by: List[str]) -> Tuple[np.ndarray, int]:
@@ -542,19 +539,15 @@ def _arrow_col(a: Any) -> Any:
 
 class _PaneProcessor(_Processor):
     """Time-window queries of _PANE_AGGS with incremental state, per bucket
-    of keys (the grouping key is the bucket, see stream_aggregate): a map
-    from pane index (event time // g, g the gcd of the ranges and slides)
-    to the pane's partials for every key of the bucket with rows in it,
-    kept while a window holding the pane is not yet emitted; and the
-    bucket's own value (_encode_meta). A call folds its rows into partials
-    per (key, pane), reads the panes the windows the watermark closed hold
-    and the panes its rows land in (each once), emits those windows for
-    every key at once (vectorised: no loop per key or window), writes the
-    panes its rows changed and removes the panes no open window holds: its
-    work grows with its rows and windows, not with the state, and the state
-    calls with the panes touched, not with the keys (a call per key costs
-    pyspark ~0.7 ms in state and timer round trips: 164 s for the issue's
-    job at 100,000 keys, 14.7x Spark's time)."""
+    of keys (the grouping key is the bucket, see stream_aggregate): the
+    partials per key and pane (event time // g, g the gcd of the ranges and
+    slides) of the panes a window not yet emitted holds, and the watermark
+    of the bucket's last call (_encode_bucket). A call folds its rows into
+    partials per (key, pane), emits the windows the watermark closed for
+    every key at once (vectorised: no loop per key or window), merges its
+    rows' partials into their panes and drops the panes no open window
+    holds: its work grows with its rows and the open panes, its state with
+    the rows of the open panes, not with the keys."""
 
     def __init__(self, proc: Any) -> None:
         import math

@@ -1,50 +1,52 @@
 """Structured Streaming: slidewise state in Spark.
 
-``stream_aggregate`` runs ``transformWithStateInPandas`` with its state
-in bytes (a query restarted from its checkpoint continues exactly where it
-stopped), grouped by a bucket of keys for the pane aggregations and by key
-for the rest. Buckets, not keys: every call of a stateful Python processor
-costs pyspark ~0.7 ms of round trips to the JVM (its key, the state's read
-and write, the timer's move) and the pandas API builds a DataFrame per
-call; per key, the issue's job took 14.7x Spark's time at 100,000 keys.
-transformWithStateInPandas rather than the Row-based transformWithState:
-with a call per key the Row API's empty processor was the faster (0.58x
-against 1.9x Spark's time at 100,000 keys), but it hands over each cell as
-a Python object and takes its output as dicts, where a bucket's call
-handles thousands of rows and windows as arrays. It gives what Spark's own
-streaming ``withWatermark(ts, delay).groupBy(key, F.window(ts, range,
-slide))`` or ``groupBy(key, F.session_window(ts, gap))`` gives in append
-mode, over the same micro-batches:
+``stream_aggregate`` runs ``applyInPandasWithState`` with its state in
+bytes (a query restarted from its checkpoint continues exactly where it
+stopped; any state store provider holds it), grouped by a bucket of keys
+for the pane aggregations and by key for the rest. Buckets, not keys:
+every call of a stateful Python function costs pyspark a DataFrame and its
+round trips, and per key the issue's job took 14.7x Spark's time at
+100,000 keys. applyInPandasWithState, not transformWithStateInPandas or
+its Row-based form: measured on the issue's job with an empty function,
+grouped by 2 buckets, 0.77x Spark's time against 0.90x (pandas) and 0.98x
+(Row): transformWithState starts a Python process on the driver at every
+query start to learn the state's schemas (~0.6 s), and reads, writes and
+moves timers over a socket to the JVM (~1 ms a call), where
+applyInPandasWithState hands the state over with the rows and takes it
+back with the output. It gives what Spark's own streaming
+``withWatermark(ts, delay).groupBy(key, F.window(ts, range, slide))`` or
+``groupBy(key, F.session_window(ts, gap))`` gives in append mode, over the
+same micro-batches:
 
 * Late rows. Spark judges a micro-batch's rows by the watermark of the
   previous batch: a (row, window) pair whose window ends at or before it is
   dropped (a session window: the row's own window ``[t, t + gap]``). Spark's
-  transformWithState drops the input rows whose event-time column is at or
-  before that watermark, so the processor's input carries, as its
+  applyInPandasWithState (with an event-time timeout) drops the input rows
+  whose event-time column is at or before that watermark, so the
+  function's input carries, as its
   event-time column, the end of the last window a row could join: ``t -
   t mod slide + range`` (time windows), ``t + gap`` (sessions); the smallest
   over the queries, so a row late for one query is late for all (as in
   :class:`slidewise.Stream`). The watermark itself stays the one of ``ts``.
 * Emission. A window is emitted, final, once the watermark (of the current
-  batch) reaches its end; an event-time timer at the earliest end a key has
-  open calls the key then even when it gets no rows.
-* Time windows of sum, count, mean, max, min, var and std (sample and
-  population; :class:`._stream_state._PaneProcessor`):
-  the keys are hashed into one bucket per partition of the state
-  (``spark.sql.shuffle.partitions``, which Spark pins for a checkpoint),
-  and each bucket's state maps a pane (the gcd of the ranges and slides)
-  to the partials of its keys, while a window not yet emitted holds it;
-  each value sealed with a CRC-32 and the writer's version. A call folds
-  its rows into partials per (key, pane), reads the panes it needs (each
-  once), emits the windows the watermark closed for all its keys at once
-  and writes the panes its rows changed: work that grows with the call's
-  rows and windows, state calls with its panes. A (row, window) pair is
+  batch) reaches its end; an event-time timeout at the earliest end a key
+  has open calls the key then even when it gets no rows.
+* Time windows of every aggregation but argmax, argmin and collect
+  (:class:`._stream_state._PaneProcessor`): the keys are hashed into one
+  bucket per partition of the state (``spark.sql.shuffle.partitions``,
+  which Spark pins for a checkpoint), and each bucket's state holds, for
+  each pane (the gcd of the ranges and slides) a window not yet emitted
+  holds, the partials of its keys, sealed with a CRC-32 and the writer's
+  version. A call folds its rows into partials per (key, pane), emits the
+  windows the watermark closed for all its keys at once (no loop per key
+  or window) and merges its rows' partials into their panes: work that
+  grows with the call's rows and open panes. A (row, window) pair is
   kept exactly when the window ends at or after the smallest event time
   that came through (the rows' and their probes', below): every end of a
   new row's windows was sent, so those Spark dropped are the smaller ones.
   The output is all numeric (query index, bounds in us, value and its
   null/NaN state); the JVM names, types and masks it after the operator.
-* Other time-window aggregations (:class:`._stream_state._Processor`): each key's state
+* argmax, argmin, collect (:class:`._stream_state._Processor`): each key's state
   holds the rows of its windows not yet final (a row stays until the
   watermark reaches the end of its last window); every call computes the
   windows the watermark closed afresh from the rows before it with a
@@ -53,7 +55,7 @@ mode, over the same micro-batches:
   batch's watermark while its last one had not joins only the later ones,
   as in Spark. Such a window holds only such rows (a row of an earlier
   batch would have had it emitted already), so it is dropped whole. The
-  processor cannot read that watermark, so probe rows come with the rows
+  function cannot read that watermark, so probe rows come with the rows
   (:func:`_probes_fn`, a ``mapInArrow`` before the shuffle): one per group
   (key or bucket) and end of the rows' earlier windows in each input batch (a null time;
   the window's end as the event-time column, so Spark drops the probes of
@@ -239,9 +241,8 @@ def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], valu
     appended as the watermark passes each window, as Spark's own streaming
     ``groupBy(key, F.window(...))`` / ``groupBy(key, F.session_window(...))``
     in append mode. Use it with ``outputMode("append")`` and a checkpoint
-    location; the session must use the RocksDB state store
-    (``spark.sql.streaming.stateStore.providerClass``; checked here). The
-    watermark must be on ``time``: ``watermark`` (e.g. ``"10 seconds"``)
+    location; the state lives in the session's state store (RocksDB or
+    Spark's default). The watermark must be on ``time``: ``watermark`` (e.g. ``"10 seconds"``)
     calls ``withWatermark(time, watermark)``, or call it on ``df`` first.
     Rows with a null time belong to no window.
 
@@ -320,7 +321,7 @@ def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], valu
                                                            (_OUT_WE, T.LongType()), (_OUT_V, T.DoubleType()),
                                                            (_OUT_NULL, T.IntegerType()))] +
                           ([T.StructField(_OUT_T, T.LongType())] if late_rows else []))
-    # the end of the last window a row could join: Spark's transformWithState
+    # the end of the last window a row could join: applyInPandasWithState
     # drops the rows where it is at or before the previous batch's watermark
     df = df.filter(F.col(time).isNotNull())
     t = F.col(time)
