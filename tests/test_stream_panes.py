@@ -198,3 +198,57 @@ def test_window_partials_equal_stream(rows, cuts, aggs, mp):
                     assert not null[0] and math.isnan(val[0]), where
                 else:
                     assert not null[0] and val[0] == pytest.approx(want, rel=1e-9, abs=1e-12), where
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows=st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 30), values2), min_size=1, max_size=30),
+       cut=st.integers(0, 30), gap=st.integers(1, 6),
+       aggs=st.lists(st.sampled_from(sorted(S._PANE_AGGS)), min_size=1, max_size=4, unique=True),
+       mp=st.one_of(st.none(), st.integers(0, 3)))
+def test_session_partials_equal_stream(rows, cut, gap, aggs, mp):
+    """Session windows with partial state: the sessions of a first batch of
+    rows (_merge_sessions of each row as a session of its own), merged with
+    a later batch's rows, are the sessions slidewise.Stream finds over all
+    the rows (rows at most a gap apart in one; a tie of times in arrival
+    order), with the same values, NaN and null apart."""
+    import slidewise as sw
+
+    fields = S._fields_for(aggs)
+
+    def part(b):
+        m = np.array([r[2] is None for r in b], bool)
+        return S._row_sessions(pa.table({"k": pa.array([r[0] for r in b], pa.string())}),
+                               np.array([r[1] * 1_000_000 for r in b], np.int64),
+                               np.array([0.0 if r[2] is None else r[2] for r in b], np.float64), m, fields)
+
+    old, new = rows[:cut], rows[cut:]
+    sess = S._merge_sessions(S._merge_sessions(None, part(old), ["k"], gap * 1_000_000) if old else None,
+                             part(new) if new else None, ["k"], gap * 1_000_000)
+    qs = [sw.Query(a, session=f"{gap}s", name=a, min_periods=mp) for a in aggs]
+    for key in ("a", "b"):
+        mine = [(t, v) for k, t, v in rows if k == key]
+        ks = sess.filter(pa.compute.equal(sess["k"], key))
+        if not mine:
+            assert not ks.num_rows
+            continue
+        order = sorted(range(len(mine)), key=lambda i: mine[i][0])
+        stream = sw.Stream(qs, value="v", time="ts")
+        table = pa.table({"v": pa.array([mine[i][1] for i in order], pa.float64()),
+                          "ts": pa.array([mine[i][0] * 1_000_000 for i in order], pa.timestamp("us"))})
+        res = [stream.push(table), stream.flush()]
+        st_, end = S._col(ks, "st"), S._col(ks, "la") + gap * 1_000_000
+        for a in aggs:
+            got = pa.concat_tables([r[a] for r in res])
+            starts = got["window_start"].cast(pa.int64()).to_pylist()
+            assert sorted(starts) == sorted(st_.tolist()), (a, key, starts, st_)
+            val, null = S._window_values(a, {f: S._col(ks, f) for f in fields}, mp)
+            for s0, e0, want in zip(starts, got["window_end"].cast(pa.int64()).to_pylist(), got["value"].to_pylist()):
+                i = int(np.flatnonzero(st_ == s0)[0])
+                where = (a, key, s0, want, val[i], null[i])
+                assert end[i] == e0, where
+                if want is None:
+                    assert null[i], where
+                elif math.isnan(want):
+                    assert not null[i] and math.isnan(val[i]), where
+                else:
+                    assert not null[i] and val[i] == pytest.approx(want, rel=1e-9, abs=1e-12), where

@@ -579,7 +579,7 @@ class _PaneProcessor(_Processor):
         final, panes = self._load_bucket()
         if state.hasTimedOut:
             e = np.empty(0, np.int64)
-            return self._advance_panes(final, panes, wm_ms, None, e, e.astype(np.float64), e.astype(bool), -_NO_TIME)
+            return self._advance(final, panes, wm_ms, None, e, e.astype(np.float64), e.astype(bool), -_NO_TIME)
         return self._pane_rows(rows, final, panes, wm_ms)
 
     def _pane_rows(self, rows, final: int, panes: Optional[pa.Table], wm_ms: int) -> Iterator[pd.DataFrame]:
@@ -607,9 +607,9 @@ class _PaneProcessor(_Processor):
                 yield _out_frame(self.keys, kcols, -1, None, None, v[late], m[late], True, t[late])
                 t, v, m, kc = t[~late], v[~late], m[~late], [a[~late] for a in kc]
         keys = pa.table([pa.array(a, from_pandas=True) for a in kc], names=self.keys)
-        yield from self._advance_panes(final, panes, wm_ms, keys, t, v, m, ok_from)
+        yield from self._advance(final, panes, wm_ms, keys, t, v, m, ok_from)
 
-    def _advance_panes(self, final: int, panes: Optional[pa.Table], wm_ms: int, keys: Optional[pa.Table], nt, nv, nm,
+    def _advance(self, final: int, panes: Optional[pa.Table], wm_ms: int, keys: Optional[pa.Table], nt, nv, nm,  # type: ignore[override]
                        ok_from: int) -> Iterator[pd.DataFrame]:
         g, wm = self.g, int(wm_ms) * 1000
         spans = list(self._groups)
@@ -672,6 +672,90 @@ class _PaneProcessor(_Processor):
                              self.late)
 
 
+def _row_sessions(keys: pa.Table, t: np.ndarray, v: np.ndarray, m: np.ndarray, fields: Tuple[str, ...]) -> pa.Table:
+    """Rows as sessions of their own (keys..., fields, st, la): the rows of
+    one key and time combined (in arrival order)."""
+    new = _row_partials(keys, t, v, m, 1, fields)
+    p = _col(new, "p")
+    return new.drop_columns(["p"]).append_column("st", pa.array(p)).append_column("la", pa.array(p))
+
+
+def _merge_sessions(old: Optional[pa.Table], new: Optional[pa.Table], keys: List[str], gap: int) -> pa.Table:
+    """Sessions (keys..., st, la, fields: first and last row time, the
+    partials) of ``old`` (a bucket's open sessions) and ``new`` (later rows,
+    each a session of its own) merged as Spark merges session windows: per
+    key, by start, one session while the next starts at most ``gap`` after
+    the latest last time so far. Partials combine in arrival order (``old``
+    first): a tie of first / last times goes to the earlier row."""
+    t = pa.concat_tables([x for x in (old, new) if x is not None], promote_options="permissive")
+    kid, _ = _group_ids(t, keys)
+    st, la = _col(t, "st"), _col(t, "la")
+    order = np.lexsort((np.arange(t.num_rows), st, kid))
+    t, kid, st, la = t.take(pa.array(order)), kid[order], st[order], la[order]
+    # the latest last time of the key's sessions so far, before each
+    reach = pd.Series(la).groupby(kid).cummax().to_numpy()
+    first = np.r_[True, kid[1:] != kid[:-1]]
+    brk = first | (st > np.r_[0, reach[:-1]] + gap)
+    gid = np.cumsum(brk) - 1
+    starts = np.flatnonzero(brk)
+    out = _combine(t.drop_columns(["st", "la"]).append_column("slidewise_gid", pa.array(gid)), keys + ["slidewise_gid"])
+    # _combine's groups come in the order of their codes: gid's own order here, as gid is one key's and increasing
+    gids = _col(out, "slidewise_gid")
+    return out.drop_columns(["slidewise_gid"]).append_column("st", pa.array(st[starts][gids])).append_column(
+        "la", pa.array(np.maximum.reduceat(la, starts)[gids]))
+
+
+class _SessionPaneProcessor(_PaneProcessor):
+    """Session queries of _PANE_AGGS with incremental state, per bucket of
+    keys: the open sessions of every key of the bucket and query (first and
+    last row time, the partials), merged with a call's rows
+    (_merge_sessions) and emitted once the watermark reaches their end
+    (last time + gap). An emitted session leaves the state, so a later row
+    never joins it (as in Spark)."""
+
+    def _late_after(self, t: np.ndarray) -> np.ndarray:
+        """The end of each row's own session window, the smallest gap."""
+        ends: np.ndarray = t + min(q.session for q in self.queries if q.session is not None) // 1000
+        return ends
+
+    def _advance(self, final: int, panes: Optional[pa.Table], wm_ms: int, keys: Optional[pa.Table], nt, nv, nm,  # type: ignore[override]
+                 ok_from: int) -> Iterator[pd.DataFrame]:
+        wm = int(wm_ms) * 1000
+        fields = list(self.fields)
+        new = _row_sessions(keys, nt, nv, nm, self.fields) if keys is not None and len(nt) else None
+        cols = self.keys + ["q", "st", "la"] + fields
+        kept, frames = [], []
+        for qi, q in enumerate(self.queries):
+            gap = q.session // 1000
+            old = panes.filter(pa.compute.equal(panes.column("q"), qi)).drop_columns(["q"]) if panes is not None else None
+            if old is not None and not old.num_rows:
+                old = None
+            if old is None and new is None:
+                continue
+            sess = _merge_sessions(old, new, self.keys, gap)
+            end = _col(sess, "la") + gap
+            done = end <= wm
+            if done.any():
+                d = sess.filter(pa.array(done))
+                val, null = _window_values(q.agg, {f: _col(d, f) for f in fields}, self._mp[qi])
+                frames.append((d.select(self.keys), np.full(d.num_rows, qi), _col(d, "st"), end[done], val, null))
+            if not done.all():
+                left = sess.filter(pa.array(~done))
+                kept.append(left.append_column("q", pa.array(np.full(left.num_rows, qi, np.int64))).select(cols))
+        if kept:
+            table = pa.concat_tables(kept, promote_options="permissive") if len(kept) > 1 else kept[0]
+            self.state.update((_encode_bucket(max(final, wm), self.buckets, table),))
+            nxt = int(min(_col(x, "la").min() + self.queries[_col(x, "q")[0]].session // 1000 for x in kept))
+            self.state.setTimeoutTimestamp(_timeout_ms(nxt))
+        else:
+            self.state.remove()
+        if frames:
+            kt = pa.concat_tables([f[0] for f in frames], promote_options="permissive")
+            qi_, start, end_, val, null = (np.concatenate([f[i] for f in frames]) for i in range(1, 6))
+            yield _out_frame(self.keys, {k: _arrow_col(kt.column(k)) for k in self.keys}, qi_, start, end_, val, null,
+                             self.late)
+
+
 class _SessionProcessor(_Processor):
     """Session queries: per key, the rows (time, value, null, and per query
     whether one of its open sessions holds the row) of the sessions not yet
@@ -724,5 +808,6 @@ class _SessionProcessor(_Processor):
 
 def engine(proc: Any) -> _Processor:
     """The work of the shell ``proc`` (its kind: "rows", "panes", "sessions")."""
-    kinds = {"rows": _Processor, "panes": _PaneProcessor, "sessions": _SessionProcessor}
+    kinds = {"rows": _Processor, "panes": _PaneProcessor, "sessions": _SessionProcessor,
+             "session-panes": _SessionPaneProcessor}
     return kinds[proc.kind](proc)

@@ -46,7 +46,7 @@ same micro-batches:
   new row's windows was sent, so those Spark dropped are the smaller ones.
   The output is all numeric (query index, bounds in us, value and its
   null/NaN state); the JVM names, types and masks it after the operator.
-* argmax, argmin, collect (:class:`._stream_state._Processor`): each key's state
+* Time windows of argmax, argmin, collect (:class:`._stream_state._Processor`): each key's state
   holds the rows of its windows not yet final (a row stays until the
   watermark reaches the end of its last window); every call computes the
   windows the watermark closed afresh from the rows before it with a
@@ -63,11 +63,14 @@ same micro-batches:
   only rows new in this batch, none of them in its first slide, is emitted
   only if a probe of its end came through. (numRowsDroppedByWatermark
   counts the dropped probes too.)
-* Session windows: each key's state holds the rows of its open sessions;
-  every call computes the sessions afresh from them with a
-  :class:`slidewise.Stream` (an on-time row joins, and merges, the open
-  sessions it touches), and an emitted session's rows leave the state, so a
-  later row never joins an emitted session (as in Spark).
+* Session windows: per bucket of keys, the open sessions of each key and
+  query (first and last row time, the partials;
+  :class:`._stream_state._SessionPaneProcessor`): a call merges its rows
+  into them (an on-time row joins, and merges, the open sessions it
+  touches) and emits those the watermark reached the end of; an emitted
+  session leaves the state, so a later row never joins it (as in Spark).
+  argmax, argmin and collect keep each key's rows and compute its sessions
+  afresh with a :class:`slidewise.Stream`.
 * The late rows (``late_rows="kind"``: in the one output, with a kind
   column; ``True``: as a second streaming DataFrame): the rows the
   watermark refused (those Spark drops above), with their key, time and
@@ -328,34 +331,34 @@ def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], valu
     pos, end = "slidewise_pos", "slidewise_end"
     late = bool(late_rows)
     by = group  # the processor's grouping key
+    if all(q.agg in _PANE_AGGS for q in queries):
+        # partials per bucket of keys, a bucket per partition of the state
+        # (Spark pins the partitions of a checkpoint; the function refuses a
+        # restart under another count)
+        spark = df.sparkSession
+        n = int(spark.conf.get("spark.sql.shuffle.partitions") or 200) if keys else 1
+        vals = _bucket_values(spark, n) if n > 1 else [0]
+        bucket = F.element_at(F.array(*[F.lit(v).cast("long") for v in vals]),
+                              (F.pmod(F.hash(*group), F.lit(n)) + 1).cast("int"))
+        df = df.withColumn(_BUCKET, bucket)
+        by = [_BUCKET]
+        proc = _Shell("session-panes" if sessions else "panes", queries, value, time, group, late, n)
+    else:
+        proc = _Shell("sessions" if sessions else "rows", queries, value, time, group, late)
     if sessions:
         gap = min(q.session for q in queries if q.session is not None) // 1000
         late_after = t + F.expr(f"INTERVAL {gap} MICROSECONDS")
         if late:
             # the row without an event time (never dropped), then its probe
             none = F.when(F.lit(False), late_after)
-            df = df.select(*group, time, value, F.posexplode(F.array(none, late_after)).alias(pos, end))
+            df = df.select(*dict.fromkeys(by + group), time, value,
+                           F.posexplode(F.array(none, late_after)).alias(pos, end))
             t = F.when(F.col(pos) == 0, F.col(time))
             late_after = F.col(end)
-        proc = _Shell("sessions", queries, value, time, group, late)
         t_us = F.unix_micros(t)
     else:
         # queries of one (range, slide) share their windows, so their ends and probes
         spans = sorted({(q.range // 1000, q.slide // 1000) for q in queries})
-        if all(q.agg in _PANE_AGGS for q in queries):
-            # panes per bucket of keys, a bucket per partition of the state
-            # (Spark pins the partitions of a checkpoint; the processor
-            # refuses a restart under another count)
-            spark = df.sparkSession
-            n = int(spark.conf.get("spark.sql.shuffle.partitions") or 200) if keys else 1
-            vals = _bucket_values(spark, n) if n > 1 else [0]
-            bucket = F.element_at(F.array(*[F.lit(v).cast("long") for v in vals]),
-                                  (F.pmod(F.hash(*group), F.lit(n)) + 1).cast("int"))
-            df = df.withColumn(_BUCKET, bucket)
-            by = [_BUCKET]
-            proc = _Shell("panes", queries, value, time, group, late, n)
-        else:
-            proc = _Shell("rows", queries, value, time, group, late)
         carry = [c for c in group if c not in by]
         if late or any(r > s for r, s in spans):
             pschema = T.StructType([df.schema[k] for k in by + carry] +
