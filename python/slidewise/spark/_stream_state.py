@@ -338,14 +338,15 @@ def _group_ids(t: pa.Table, by: List[str]) -> Tuple[np.ndarray, int]:
     return dense[ids], int(dense[-1]) + 1
 
 
-def _combine(t: pa.Table, by: List[str]) -> pa.Table:
-    """The partials of ``t`` with equal ``by`` combined: (by..., fields).
+def _combine(t: pa.Table, by: List[str], groups: Optional[Tuple[np.ndarray, int]] = None) -> pa.Table:
+    """The partials of ``t`` with equal ``by`` combined: (by..., fields)
+    (``groups``: the rows' dense group ids and their count, when known).
     Counts and sums add in row order; m2 as Chan et al.'s parallel
     variance: the parts' m2 plus their counts times their means' squared
     distance to the whole's mean."""
     if not t.num_rows:
         return t.select(by + [c for c in t.column_names if c not in by])
-    ids, k = _group_ids(t, by)
+    ids, k = _group_ids(t, by) if groups is None else groups
     first = np.empty(k, np.int64)
     first[ids] = np.arange(t.num_rows)  # a row of each group (its keys)
     f = {c: t.column(c).to_numpy() for c in _FIELDS}
@@ -698,11 +699,8 @@ def _merge_sessions(old: Optional[pa.Table], new: Optional[pa.Table], keys: List
     brk = first | (st > np.r_[0, reach[:-1]] + gap)
     gid = np.cumsum(brk) - 1
     starts = np.flatnonzero(brk)
-    out = _combine(t.drop_columns(["st", "la"]).append_column("slidewise_gid", pa.array(gid)), keys + ["slidewise_gid"])
-    # _combine's groups come in the order of their codes: gid's own order here, as gid is one key's and increasing
-    gids = _col(out, "slidewise_gid")
-    return out.drop_columns(["slidewise_gid"]).append_column("st", pa.array(st[starts][gids])).append_column(
-        "la", pa.array(np.maximum.reduceat(la, starts)[gids]))
+    out = _combine(t.drop_columns(["st", "la"]), keys, (gid, len(starts)))  # group g: the session gid
+    return out.append_column("st", pa.array(st[starts])).append_column("la", pa.array(np.maximum.reduceat(la, starts)))
 
 
 class _SessionPaneProcessor(_PaneProcessor):
@@ -725,9 +723,12 @@ class _SessionPaneProcessor(_PaneProcessor):
         new = _row_sessions(keys, nt, nv, nm, self.fields) if keys is not None and len(nt) else None
         cols = self.keys + ["q", "st", "la"] + fields
         kept, frames = [], []
+        gaps: Dict[int, List[int]] = {}  # queries of one gap share their sessions
         for qi, q in enumerate(self.queries):
-            gap = q.session // 1000
-            old = panes.filter(pa.compute.equal(panes.column("q"), qi)).drop_columns(["q"]) if panes is not None else None
+            gaps.setdefault(q.session // 1000, []).append(qi)
+        for gap, qis in gaps.items():
+            g0 = qis[0]  # the sessions of this gap are kept under its first query
+            old = panes.filter(pa.compute.equal(panes.column("q"), g0)).drop_columns(["q"]) if panes is not None else None
             if old is not None and not old.num_rows:
                 old = None
             if old is None and new is None:
@@ -737,11 +738,13 @@ class _SessionPaneProcessor(_PaneProcessor):
             done = end <= wm
             if done.any():
                 d = sess.filter(pa.array(done))
-                val, null = _window_values(q.agg, {f: _col(d, f) for f in fields}, self._mp[qi])
-                frames.append((d.select(self.keys), np.full(d.num_rows, qi), _col(d, "st"), end[done], val, null))
+                part = {f: _col(d, f) for f in fields}
+                for qi in qis:
+                    val, null = _window_values(self.queries[qi].agg, part, self._mp[qi])
+                    frames.append((d.select(self.keys), np.full(d.num_rows, qi), _col(d, "st"), end[done], val, null))
             if not done.all():
                 left = sess.filter(pa.array(~done))
-                kept.append(left.append_column("q", pa.array(np.full(left.num_rows, qi, np.int64))).select(cols))
+                kept.append(left.append_column("q", pa.array(np.full(left.num_rows, g0, np.int64))).select(cols))
         if kept:
             table = pa.concat_tables(kept, promote_options="permissive") if len(kept) > 1 else kept[0]
             self.state.update((_encode_bucket(max(final, wm), self.buckets, table),))
