@@ -28,13 +28,17 @@ def _peer(x, agg, window, library):
         import polars as pl
 
         s = pl.Series(x)
+        if agg == "range":
+            return lambda: s.rolling_max(window, min_samples=1) - s.rolling_min(window, min_samples=1)
         f = {"max": s.rolling_max, "min": s.rolling_min, "sum": s.rolling_sum, "std": s.rolling_std,
-             "mean": s.rolling_mean, "var": s.rolling_var}[agg]
+             "mean": s.rolling_mean, "var": s.rolling_var, "median": s.rolling_median}[agg]
         return lambda: f(window, min_samples=1)
     import bottleneck as bn
 
+    if agg == "range":
+        return lambda: bn.move_max(x, window, min_count=1) - bn.move_min(x, window, min_count=1)
     f = {"max": bn.move_max, "min": bn.move_min, "sum": bn.move_sum, "std": bn.move_std, "mean": bn.move_mean,
-         "var": bn.move_var}[agg]
+         "var": bn.move_var, "median": bn.move_median}[agg]
     kw = {"ddof": 1} if agg in ("std", "var") else {}
     return lambda: f(x, window, min_count=1, **kw)
 
@@ -48,8 +52,10 @@ def _tolerance(x, agg, window, peer):
     16: stds from 670 among values up to 2e9): on top of 1e-9 relative,
     drift() at the data's scale, the std compared through its variance (the
     error stays below 1/50 of it)."""
-    if agg in ("max", "min"):
+    if agg in ("max", "min", "range"):
         return {"rtol": 0.0}
+    if agg == "median":  # a value, or the mean of two
+        return {"rtol": 1e-15}
     if peer == "polars":
         return {"rtol": 1e-9}
     m = float(np.abs(x).max())
@@ -86,12 +92,14 @@ class RollingMissing:
     compare_rolling.py --missing): 1% or 10% of the rows at random, or runs
     of 10,000 rows (a sensor down), as Arrow nulls, as NaN under
     nan="skip", and as NaN under nan="propagate"; bottleneck on the data
-    with NaN (its missing value), polars on the nulls. Each setup checks
-    the call it times: slidewise's nulls against bottleneck, "skip" bit for
-    bit against the nulls, "propagate" against bottleneck with NaN where
-    the window holds one (min: as bottleneck), polars against slidewise."""
+    with NaN (its missing value), polars on the nulls (range: max - min).
+    Each setup checks the call it times: slidewise's nulls against
+    bottleneck, "skip" bit for bit against the nulls, "propagate" against
+    bottleneck with NaN where the window holds one (min: as bottleneck;
+    median: NaN above every number, bottleneck with NaN as +inf), polars
+    against slidewise."""
 
-    params = (["max", "min", "sum", "mean", "std", "var"], [16, 1024, 65536], ["1%", "10%", "runs"],
+    params = (["max", "min", "range", "sum", "mean", "std", "var", "median"], [16, 1024, 65536], ["1%", "10%", "runs"],
               ["nulls", "skip", "propagate", "polars", "bottleneck"])
     param_names = ["agg", "window", "missing", "how"]
     timeout = 300
@@ -138,18 +146,20 @@ class RollingMissing:
             "bottleneck": bn_run,
         }
         if how in ("polars", "nulls"):
-            import polars as pl
-
-            s = pl.Series(nulls)
-            f = {"max": s.rolling_max, "min": s.rolling_min, "sum": s.rolling_sum, "std": s.rolling_std,
-                 "mean": s.rolling_mean, "var": s.rolling_var}[agg]
-            runs["polars"] = lambda: f(window, min_samples=1)
+            runs["polars"] = _peer(nulls, agg, window, "polars")
             check(case, got, runs["polars"](), "polars", **_tolerance(x, agg, window, "polars"))
         elif how == "skip":
             check(case, runs["skip"](), got, "slidewise on nulls", rtol=0.0)
         elif how == "propagate":
-            check(case, runs["propagate"](), want if agg == "min" else np.where(holes > 0, np.nan, want),
-                  "bottleneck, NaN where the window holds one", **tol)
+            if agg == "median":  # NaN above every number: NaN where the median lands on one
+                import bottleneck as bn
+
+                high = bn.move_median(np.where(miss, np.inf, x), window, min_count=1)
+                check(case, runs["propagate"](), np.where(np.isinf(high), np.nan, high),
+                      "bottleneck with NaN as +inf", **tol)
+            else:
+                check(case, runs["propagate"](), want if agg == "min" else np.where(holes > 0, np.nan, want),
+                      "bottleneck, NaN where the window holds one", **tol)
         self.run = runs[how]
 
     def time_rolling(self, agg, window, missing, how):
