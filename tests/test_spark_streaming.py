@@ -524,7 +524,50 @@ def test_stream_aggregate_errors(spark):
     with pytest.raises(ValueError, match="must be unique"):
         ss.stream_aggregate(sdf, [sw.Query("sum", "10s", name="a"), sw.Query("max", "10s", name="a")], "v", "ts",
                             "k", watermark="1 minute")
+    with pytest.raises(ValueError, match="value column is a double; 'collect'"):
+        ss.stream_aggregate(sdf, sw.Query("collect", "10s"), "v", "ts", "k", watermark="1 minute")
+    with pytest.raises(ValueError, match="'argmax' with arg="):
+        ss.stream_aggregate(sdf, sw.Query("argmax", "10s", arg="k"), "v", "ts", "k", watermark="1 minute")
 
+
+@pytest.mark.parametrize("kind", ["sliding", "session"])
+def test_stream_aggregate_rows_per_key_equal_stream(spark, tmp_path, kind):
+    """argmax / argmin (a position in the window: no partial) keep each
+    key's rows: on in-order micro-batches (nothing late) stream_aggregate's
+    windows equal slidewise.Stream's over each key's rows, with a pane
+    aggregation beside them (queries of both kinds in one call: rows per
+    key for all)."""
+    batches = [[(k, 1000 + i + 0.25 * j, v) for i, (k, j, v) in enumerate(rows)] for rows in (
+        [("a", 0, 1.5), ("b", 1, None), ("a", 2, 3.0), ("b", 0, -1.0), ("a", 1, 3.0)],
+        [("a", 8, 0.5), ("b", 9, float("nan")), ("a", 9, 4.0), ("b", 8, 2.0)],
+        [("a", 30, 1.0), ("b", 31, 0.5), ("a", 60, 2.0), ("b", 61, 1.0)])]
+    for i, b in enumerate(batches):  # times increase across batches
+        batches[i] = [(k, t + 20 * i, v) for k, t, v in b]
+    aggs = ["argmax", "argmin", "sum"]
+    if kind == "sliding":
+        qs = [sw.Query(a, "10s", "5s", name=a) for a in aggs]
+    else:
+        qs = [sw.Query(a, session="4s", name=a) for a in aggs]
+    got, _ = _spark_micro_batches(spark, str(tmp_path / "src"), _frames(batches), lambda sdf: ss.stream_aggregate(
+        sdf, qs, "v", "ts", "k", watermark="1 second"))
+    rows = [r for b in batches for r in b]
+    for key in ("a", "b"):
+        mine = sorted([(t, v) for k, t, v in rows if k == key], key=lambda x: x[0])
+        stream = sw.Stream(qs, value="v", time="ts")
+        table = pa.table({"v": pa.array([v for _, v in mine], pa.float64()),
+                          "ts": pa.array([int(round(t * 1e6)) for t, _ in mine], pa.timestamp("us"))})
+        res = [stream.push(table), stream.flush()]
+        for a in aggs:
+            want = pa.concat_tables([r[a] for r in res])
+            g = got.filter(pc.and_(pc.equal(got["k"], key), pc.equal(got["query"], a))).sort_by("window_start")
+            # the windows the last watermark (the latest time - 1 s) closed
+            last = int(round((max(t for _, t, _ in rows) - 1) * 1e6))
+            w = want.filter(pc.less_equal(want["window_end"].cast(pa.int64()), last)).sort_by("window_start")
+            assert g.num_rows == w.num_rows >= 2, (kind, key, a, g.num_rows, w.num_rows)
+            assert g["window_start"].cast(pa.int64()).to_pylist() == w["window_start"].cast(pa.int64()).to_pylist()
+            gv, wv = g["value"].to_pylist(), w["value"].cast(pa.float64()).to_pylist()
+            assert [None if x is None else ("nan" if x != x else x) for x in gv] == \
+                   [None if x is None else ("nan" if x != x else x) for x in wv], (kind, key, a, gv, wv)
 
 
 

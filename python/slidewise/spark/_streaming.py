@@ -289,6 +289,9 @@ def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], valu
                              "or session windows (session=...)")
         if q.range % 1000 or q.slide % 1000 or (q.session or 0) % 1000:
             raise ValueError(f"{q.name}: range, slide and session gap must be whole microseconds")
+        if q.agg == "collect" or q.arg is not None:
+            raise ValueError(f"{q.name}: stream_aggregate's value column is a double; {q.agg!r} with "
+                             f"{'a list per window' if q.agg == 'collect' else 'arg='} has no place in it")
     kinds = {q.kind for q in queries}
     if len(kinds) > 1:
         raise ValueError("mix of session-window and time-window queries; call stream_aggregate once per kind")
