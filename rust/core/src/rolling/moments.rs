@@ -57,7 +57,7 @@
 
 use arrow_array::ArrayRef;
 
-use super::valid::{All, Bitmap, Valid};
+use super::valid::{All, Bitmap, NonFinite, Valid};
 use super::FastNum;
 use crate::engine::{Column, ToArrow};
 use crate::ops::Num;
@@ -1161,53 +1161,91 @@ fn fast_plan(n: usize, window: usize, k: usize) -> Vec<(usize, usize, usize)> {
 /// The fast path's jobs that start in `[r0, r1)` (whole jobs: `r0`, `r1`
 /// are job starts or `n`) into `out` (those rows), and the exact kernel
 /// for their blocks that fail the check. `window >= 2`.
+///
+/// A job that fails and holds an inf / NaN (a valid one) runs again on its
+/// valid finite rows (the others masked like nulls, [`NonFinite`]), and the
+/// rows whose window holds one are set to NaN (issue 36: with 1% NaN every
+/// block failed, and the exact kernel ran them at a sixth of the clean
+/// speed). `hint`: the job before held one, so this one starts with the
+/// scan; the kernel a job runs depends on its rows only, so the bits do
+/// not depend on the hint (nor on the threads).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn fast_rows<V: Lane, V1: Lane, Va: Valid>(x: &[f64], va: Va, window: usize, ddof: f64, sqrt: bool, r0: usize, r1: usize, out: &mut [f64]) -> Option<usize> {
     let n = x.len();
-    let mut bad: Vec<(usize, usize)> = Vec::new();
+    let mut bad = 0;
+    let mut hint = false;
     for (a, blen, k) in fast_plan(n, window, V::K) {
         if a < r0 || a >= r1 {
             continue;
         }
-        if k > 1 {
-            let starts: [usize; 8] = std::array::from_fn(|q| a + q * blen);
-            let (ok, big) = fast_lanes::<V, Va>(x, va, window, &starts[..V::K], blen, ddof, sqrt, out, r0);
-            if big {
-                return None;
-            }
-            bad.extend((0..V::K).filter(|&q| !ok[q]).map(|q| (starts[q], blen)));
-        } else {
-            let (ok, big) = fast_lanes::<V1, Va>(x, va, window, &[a], blen, ddof, sqrt, out, r0);
-            if big {
-                return None;
-            }
-            if !ok[0] {
-                bad.push((a, blen));
-            }
-        }
-    }
-    for &(a, len) in &bad {
-        if !Va::ALL {
-            if !exact_masked::<V1, Va>(x, va, window, a, len, ddof, sqrt, &mut out[a - r0..a + len - r0]) {
-                return None;
-            }
+        let first = if hint { None } else { Some(fast_job::<V, V1, Va>(x, va, window, a, blen, k, ddof, sqrt, out, r0)?) };
+        if first.as_ref().is_some_and(|b| b.is_empty()) {
             continue;
         }
-        if !fits(&x[a.saturating_sub(window)..a + len]) {
-            return None;
+        let hi = a + k * blen;
+        let nf = NonFinite::scan(x, va, a.saturating_sub(window), hi);
+        hint = nf.any;
+        if !nf.any {
+            let failed = match first {
+                Some(f) => f,
+                None => fast_job::<V, V1, Va>(x, va, window, a, blen, k, ddof, sqrt, out, r0)?,
+            };
+            for &(b, len) in &failed {
+                exact_block::<V1, Va>(x, va, window, b, len, ddof, sqrt, out, r0)?;
+            }
+            bad += failed.len();
+            continue;
         }
-        if a == 0 || a >= window {
-            lanes_at::<V1, false>(x, &[], window, &[a], len, ddof, sqrt, out, r0);
-        } else {
-            // The exact kernel's blocks start at row 0 or a window in: from
-            // row 0, the rows before the block into scratch.
-            let mut tmp = vec![0.0; a + len];
-            lanes_at::<V1, false>(x, &[], window, &[0], a + len, ddof, sqrt, &mut tmp, 0);
-            out[a - r0..a + len - r0].copy_from_slice(&tmp[a..]);
+        let fin = nf.finite();
+        let failed = fast_job::<V, V1, _>(x, fin, window, a, blen, k, ddof, sqrt, out, r0)?;
+        for &(b, len) in &failed {
+            exact_block::<V1, _>(x, fin, window, b, len, ddof, sqrt, out, r0)?;
         }
+        bad += failed.len();
+        nf.mark(window, a, hi, true, &mut out[a - r0..hi - r0]);
     }
-    Some(bad.len())
+    Some(bad)
+}
+
+/// One job of the fast path's plan (`k` blocks of `blen` rows from `a`)
+/// over the rows `va` says are valid, into `out` (rows from `o0`): the
+/// blocks `(first row, rows)` that failed the check (their rows garbage);
+/// `None` where a passing block may hold a value whose square could
+/// overflow.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn fast_job<V: Lane, V1: Lane, Va: Valid>(x: &[f64], va: Va, window: usize, a: usize, blen: usize, k: usize, ddof: f64, sqrt: bool, out: &mut [f64], o0: usize) -> Option<Vec<(usize, usize)>> {
+    if k > 1 {
+        let starts: [usize; 8] = std::array::from_fn(|q| a + q * blen);
+        let (ok, big) = fast_lanes::<V, Va>(x, va, window, &starts[..V::K], blen, ddof, sqrt, out, o0);
+        return (!big).then(|| (0..V::K).filter(|&q| !ok[q]).map(|q| (starts[q], blen)).collect());
+    }
+    let (ok, big) = fast_lanes::<V1, Va>(x, va, window, &[a], blen, ddof, sqrt, out, o0);
+    (!big).then(|| if ok[0] { Vec::new() } else { vec![(a, blen)] })
+}
+
+/// The exact kernel for a block `[a, a + len)` that failed the fast path's
+/// check, into `out` (rows from `o0`); `None` where a square could
+/// overflow ([`fits`]).
+#[allow(clippy::too_many_arguments)]
+fn exact_block<V1: Lane, Va: Valid>(x: &[f64], va: Va, window: usize, a: usize, len: usize, ddof: f64, sqrt: bool, out: &mut [f64], o0: usize) -> Option<()> {
+    if !Va::ALL {
+        return exact_masked::<V1, Va>(x, va, window, a, len, ddof, sqrt, &mut out[a - o0..a + len - o0]).then_some(());
+    }
+    if !fits(&x[a.saturating_sub(window)..a + len]) {
+        return None;
+    }
+    if a == 0 || a >= window {
+        lanes_at::<V1, false>(x, &[], window, &[a], len, ddof, sqrt, out, o0);
+    } else {
+        // The exact kernel's blocks start at row 0 or a window in: from
+        // row 0, the rows before the block into scratch.
+        let mut tmp = vec![0.0; a + len];
+        lanes_at::<V1, false>(x, &[], window, &[0], a + len, ddof, sqrt, &mut tmp, 0);
+        out[a - o0..a + len - o0].copy_from_slice(&tmp[a..]);
+    }
+    Some(())
 }
 
 /// The exact kernel for the block `[a, a + len)` of a column with missing

@@ -12,14 +12,15 @@
 //! are the four lanes of one vector.
 //!
 //! Non-finite values: any inf / NaN a segment reads makes its TwoSum
-//! errors, hence `c`, NaN; such a segment is redone by a slower loop that
-//! counts them apart, as `FSum` does, so that evicting an inf restores the
-//! finite sum (finite columns pay no pre-check pass). Integers: exact wrapping
+//! errors, hence `c`, NaN; such a job is redone by the same kernel on its
+//! finite rows, and the windows holding the others set as `FSum` counts
+//! them (NaN, or the infinity), so that evicting an inf restores the
+//! finite sum (finite columns pay no pre-check pass; [`run_job`]). Integers: exact wrapping
 //! i64 Subtract-on-Evict.
 
 use arrow_array::ArrayRef;
 
-use super::valid::{All, Bitmap, Valid};
+use super::valid::{All, Bitmap, NonFinite, Valid};
 use super::{buffer, filled, validity, window_counts, FastNum, Split};
 use crate::engine::{Column, ToArrow};
 use crate::ops::arith::two_sum;
@@ -83,7 +84,7 @@ fn exact_sum_valid<T: Num, Va: Valid>(xs: &[T], va: Va, r0: usize) -> (f64, f64,
 /// nothing), so it needs no recomputation; otherwise the insert-only rows
 /// `[0, window)` and the sliding rows run as two regions. A segment whose
 /// compensation comes out NaN met an inf / NaN (or overflowed) and is
-/// redone by [`counted_block`], so finite columns pay no pre-check pass.
+/// redone ([`run_job`]), so finite columns pay no pre-check pass.
 ///
 /// Threads: no state crosses from one group (or the tail) to the next, so
 /// the rows are cut between groups and every thread count gives the bits
@@ -127,8 +128,9 @@ pub(super) fn float_sums_scaled<T: Num, Va: Valid>(
     let cs = super::cuts(n, threads, |r| super::nearest(&starts, r));
     super::par_ranges(&mut out[..], &cs, |r0, r1, o| {
         let first = starts.partition_point(|&s| s < r0);
+        let mut hint = false;
         for job in jobs[first..].iter().take_while(|j| j.r0 < r1) {
-            run_job(x, va, window, job, how, stream, &mut o[job.r0 - r0..job.r1 - r0]);
+            run_job(x, va, window, job, how, stream, &mut o[job.r0 - r0..job.r1 - r0], &mut hint);
         }
         post(r0, o);
     });
@@ -142,8 +144,9 @@ pub(super) fn float_sums_scaled<T: Num, Va: Valid>(
 pub(super) fn float_sums_into<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, how: Out, out: &mut [f64]) {
     let mut jobs = Vec::new();
     plan(window, 0, x.len(), x.len() >= super::SPLIT_MIN_ROWS, &mut jobs);
+    let mut hint = false;
     for job in &jobs {
-        run_job(x, va, window, job, how, false, &mut out[job.r0..job.r1]);
+        run_job(x, va, window, job, how, false, &mut out[job.r0..job.r1], &mut hint);
     }
 }
 
@@ -205,22 +208,49 @@ fn plan(window: usize, r0: usize, r1: usize, long: bool, jobs: &mut Vec<Job>) {
 /// One job into `out` (its rows). Every segment starts from the exact sum
 /// of the window before it, whatever ran before. `stream`: the group's
 /// rows go out by non-temporal stores ([`super::streams`]).
-fn run_job<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, job: &Job, how: Out, stream: bool, out: &mut [f64]) {
+///
+/// A segment whose compensation comes out NaN met an inf / NaN (or its
+/// finite sum overflowed). Then the job runs again, at the same speed, on
+/// its valid finite rows (the others masked like nulls, [`NonFinite`]),
+/// and the rows whose window holds a NaN or an infinity are set as `FSum`
+/// has them: NaN with a NaN or both infinities, else the infinity (issue
+/// 36: with 1% NaN every segment met one, and a scalar loop redid it at a
+/// tenth of the clean speed). `hint`: the job before met a non-finite
+/// value, so this one starts with the scan (the same bits either way: a
+/// job without one computes the same sums masked or not). Finite sums
+/// that overflow go to [`counted_block`].
+#[allow(clippy::too_many_arguments)]
+fn run_job<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, job: &Job, how: Out, stream: bool, out: &mut [f64], hint: &mut bool) {
+    let first = (!*hint).then(|| attempt(x, va, window, job, how, stream, out));
+    if first.as_ref().is_some_and(|bad| bad.is_empty()) {
+        return;
+    }
+    let nf = NonFinite::scan(x, va, job.r0.saturating_sub(window), job.r1);
+    *hint = nf.any;
+    let bad = match first {
+        _ if nf.any => attempt(x, nf.finite(), window, job, how, stream, out),
+        Some(bad) => bad,
+        None => attempt(x, va, window, job, how, stream, out),
+    };
+    for (a, b) in bad {
+        counted_block(x, va, window, a, b, how, &mut out[a - job.r0..b - job.r0]);
+    }
+    if nf.any {
+        nf.mark(window, job.r0, job.r1, false, out);
+    }
+}
+
+/// [`run_job`]'s kernels over the rows `va` says are valid: the row ranges
+/// (segments) whose sums did not stay finite, their rows garbage.
+#[allow(clippy::too_many_arguments)]
+fn attempt<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, job: &Job, how: Out, stream: bool, out: &mut [f64]) -> Vec<(usize, usize)> {
     let (b0, seg) = (job.r0, job.seg);
     if seg == 0 {
-        if !finite_block(x, va, window, b0, job.r1, how, out) {
-            non_finite_block(x, va, window, b0, job.r1, how, out);
-        }
-        return;
+        return if finite_block(x, va, window, b0, job.r1, how, out) { Vec::new() } else { vec![(b0, job.r1)] };
     }
     let st: [(f64, f64, f64); 4] = std::array::from_fn(|k| start_state(x, va, window, b0 + k * seg));
     let ok = group(x, va, window, b0, seg, job.mode, st, how, stream, out);
-    for (k, good) in ok.into_iter().enumerate() {
-        let s0 = b0 + k * seg;
-        if !good {
-            non_finite_block(x, va, window, s0, s0 + seg, how, &mut out[k * seg..(k + 1) * seg]);
-        }
-    }
+    (0..4).filter(|&k| !ok[k]).map(|k| (b0 + k * seg, b0 + (k + 1) * seg)).collect()
 }
 
 /// Group modes: every row slides; every row only inserts (`r1 <= window`);
@@ -529,64 +559,6 @@ fn finite_block<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, b0: usize, b1
         *o = store(s + c, n, how);
     }
     s.is_finite() && c.is_finite()
-}
-
-/// The valid rows of `va` whose values are finite: a column's NaN and
-/// infinities masked like its nulls (8 rows a call, what the kernels ask).
-#[derive(Clone, Copy)]
-struct Finite<'a, T, Va> {
-    x: &'a [T],
-    va: Va,
-}
-
-impl<T: Num, Va: Valid> Valid for Finite<'_, T, Va> {
-    const ALL: bool = false;
-    #[inline(always)]
-    fn bits(self, r: usize) -> u64 {
-        let xs = &self.x[r..(r + 8).min(self.x.len())];
-        let fin = xs.iter().enumerate().fold(0u64, |a, (j, v)| a | ((v.to_f64().is_finite() as u64) << j));
-        self.va.bits(r) & fin
-    }
-}
-
-/// Rows `[b0, b1)` whose windows met an inf / NaN (or overflowed): the
-/// sums of their finite values on one chain ([`finite_block`], the
-/// non-finite ones masked like nulls), then each row whose window holds a
-/// NaN, or an infinity, set as `FSum` has it: NaN with a NaN or both
-/// infinities, else the infinity (issue 36: with 1% NaN every segment came
-/// here, and the counted loop ran a fifth of the clean speed). A finite
-/// sum that overflows goes to [`counted_block`].
-#[cold]
-fn non_finite_block<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, b0: usize, b1: usize, how: Out, out: &mut [f64]) {
-    if !finite_block(x, Finite { x, va }, window, b0, b1, how, out) {
-        counted_block(x, va, window, b0, b1, how, out);
-        return;
-    }
-    // Valid NaN, +inf and -inf in the window of row `i`, slid.
-    let kind = |i: usize| -> [u32; 3] {
-        let (v, w) = row(x, va, i);
-        let ok = w == 1.0;
-        [(ok && v.is_nan()) as u32, (ok && v == f64::INFINITY) as u32, (ok && v == f64::NEG_INFINITY) as u32]
-    };
-    let mut k = [0u32; 3];
-    for i in b0.saturating_sub(window)..b0 {
-        let a = kind(i);
-        (0..3).for_each(|t| k[t] += a[t]);
-    }
-    for i in b0..b1 {
-        let a = kind(i);
-        let b = if i >= window { kind(i - window) } else { [0; 3] };
-        (0..3).for_each(|t| k[t] = k[t] + a[t] - b[t]);
-        if k != [0; 3] {
-            out[i - b0] = if k[0] > 0 || (k[1] > 0 && k[2] > 0) {
-                f64::NAN
-            } else if k[1] > 0 {
-                f64::INFINITY
-            } else {
-                f64::NEG_INFINITY
-            };
-        }
-    }
 }
 
 /// The same with non-finite values counted apart (`FSum`), per row.

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{ArrowPrimitiveType, Float32Type, Float64Type};
 use arrow_array::{Array, ArrayRef, PrimitiveArray};
-use arrow_buffer::{BooleanBufferBuilder, NullBuffer};
+use arrow_buffer::{BooleanBuffer, NullBuffer};
 use arrow_schema::DataType;
 
 /// Validity of the rows of one column.
@@ -46,6 +46,12 @@ impl<'a> Bitmap<'a> {
     pub(crate) fn new(nb: &'a NullBuffer) -> Bitmap<'a> {
         Bitmap { bytes: nb.inner().values(), off: nb.inner().offset() }
     }
+
+    /// A kernel's own mask of rows `base..` (bit 0 of `bytes` is row
+    /// `base`; rows below it are never read): `off` wraps to `-base`.
+    pub(crate) fn local(bytes: &'a [u8], base: usize) -> Bitmap<'a> {
+        Bitmap { bytes, off: base.wrapping_neg() }
+    }
 }
 
 impl Valid for Bitmap<'_> {
@@ -54,7 +60,7 @@ impl Valid for Bitmap<'_> {
     fn bits(self, r: usize) -> u64 {
         // An unaligned little-endian load at the row's byte, shifted by its
         // bit (at most 7): 57 bits of it are the rows' from `r` on.
-        let p = self.off + r;
+        let p = self.off.wrapping_add(r);
         let b = p >> 3;
         let w = match self.bytes.get(b..b + 8) {
             Some(s) => u64::from_le_bytes(s.try_into().unwrap()),
@@ -134,34 +140,137 @@ pub fn nan_to_null_dyn(values: &dyn Array) -> Option<ArrayRef> {
 
 /// The output validity of a window aggregate that needs one valid row
 /// (`min_periods` at most 1): row `i` is valid when some row of
-/// `(i - window, i]` is. A word at a time: the valid rows' bits smeared
-/// `window - 1` rows up (OR of the shifts, doubling), carried over from
-/// the word before. `None` when every row is valid.
+/// `(i - window, i]` is ([`in_window`] of the validity words). `None` when
+/// every row is valid.
 pub(crate) fn any_in_window(nb: &NullBuffer, window: usize) -> Option<NullBuffer> {
     let n = nb.len();
     let chunks = nb.inner().bit_chunks();
-    let words = chunks.iter().chain(std::iter::once(chunks.remainder_bits()));
-    let mut out = BooleanBufferBuilder::new(n);
-    // `last`: rows since the newest valid row before this word, capped.
+    let words: Vec<u64> = chunks.iter().chain(std::iter::once(chunks.remainder_bits())).take(n.div_ceil(64)).collect();
+    let w = in_window(&words, n, window);
+    let b = NullBuffer::new(BooleanBuffer::new(arrow_buffer::Buffer::from_vec(w), 0, n));
+    (b.null_count() > 0).then_some(b)
+}
+
+/// Row `j` of `len` rows (bit `j % 64` of word `j / 64`) set when some row
+/// of `(j - window, j]` is set in `words` (rows before 0 are not). A word
+/// at a time: the set bits smeared `window - 1` rows up (OR of the shifts,
+/// doubling), carried over from the word before.
+pub(crate) fn in_window(words: &[u64], len: usize, window: usize) -> Vec<u64> {
+    let mut out = Vec::with_capacity(len.div_ceil(64));
+    // Rows since the newest set row before this word, capped.
     let mut since = usize::MAX / 2;
-    let mut left = n;
-    for v in words {
+    let mut left = len;
+    for &v in words {
         if left == 0 {
             break;
         }
-        let len = left.min(64);
-        let v = if len < 64 { v & ((1u64 << len) - 1) } else { v };
-        // Rows `j` of this word reached by the valid row `since` before it:
+        let n = left.min(64);
+        let v = v & low_ones(n);
+        // Rows `j` of this word reached by the set row `since` before it:
         // `j + since < window` (since >= 1 counts from the word's row 0).
         let carried = if since < window { low_ones((window - since).min(64)) } else { 0 };
-        let own = smear(v, window);
-        let w = own | carried;
-        out.append_packed_range(0..len, &w.to_le_bytes());
-        since = if v != 0 { (len - (63 - v.leading_zeros() as usize)).min(usize::MAX / 2) } else { since.saturating_add(len).min(usize::MAX / 2) };
-        left -= len;
+        out.push((smear(v, window) | carried) & low_ones(n));
+        since = if v != 0 { (n - (63 - v.leading_zeros() as usize)).min(usize::MAX / 2) } else { since.saturating_add(n).min(usize::MAX / 2) };
+        left -= n;
     }
-    let b = NullBuffer::new(out.finish());
-    (b.null_count() > 0).then_some(b)
+    out
+}
+
+/// The 64 bits of `words` from bit `p` on (0 past the end).
+#[inline(always)]
+pub(crate) fn bits_at(words: &[u64], p: usize) -> u64 {
+    let (q, s) = (p / 64, p % 64);
+    let lo = words.get(q).copied().unwrap_or(0);
+    if s == 0 {
+        return lo;
+    }
+    (lo >> s) | (words.get(q + 1).copied().unwrap_or(0) << (64 - s))
+}
+
+/// The valid rows of `x[lo..hi)` that are not finite, by kind, and those
+/// that are (issue 36: `nan="propagate"` runs the masked kernels on the
+/// finite rows, then marks the windows that hold the others, instead of
+/// a scalar loop that counts them). Words of rows from `lo`.
+pub(crate) struct NonFinite {
+    pub(crate) lo: usize,
+    pub(crate) len: usize,
+    /// Valid and finite, as the bytes of a [`Bitmap::local`] from `lo`.
+    pub(crate) finite: Vec<u8>,
+    pub(crate) nan: Vec<u64>,
+    pub(crate) pinf: Vec<u64>,
+    pub(crate) ninf: Vec<u64>,
+    /// Some valid row is not finite.
+    pub(crate) any: bool,
+}
+
+impl NonFinite {
+    /// One pass over `x[lo..hi)`, 64 rows a word, eight compares to a byte
+    /// (vector compares and a move-mask).
+    pub(crate) fn scan<T: crate::ops::Num, Va: Valid>(x: &[T], va: Va, lo: usize, hi: usize) -> NonFinite {
+        let len = hi - lo;
+        let words = len.div_ceil(64);
+        let mut nf = NonFinite { lo, len, finite: Vec::with_capacity(8 * words), nan: Vec::with_capacity(words), pinf: Vec::with_capacity(words), ninf: Vec::with_capacity(words), any: false };
+        let mut acc = 0u64;
+        for (q, c) in x[lo..hi].chunks(64).enumerate() {
+            let (mut a, mut p, mut m, mut ok) = (0u64, 0u64, 0u64, 0u64);
+            for (k, e) in c.chunks(8).enumerate() {
+                let (ea, ep, em) = e.iter().enumerate().fold((0u64, 0u64, 0u64), |(a, p, m), (j, v)| {
+                    let f = v.to_f64();
+                    #[allow(clippy::eq_op)] // f != f: NaN
+                    (a | (((f != f) as u64) << j), p | (((f == f64::INFINITY) as u64) << j), m | (((f == f64::NEG_INFINITY) as u64) << j))
+                });
+                let v = if Va::ALL { 0xFF } else { va.bits(lo + 64 * q + 8 * k) & 0xFF };
+                a |= (ea & v) << (8 * k);
+                p |= (ep & v) << (8 * k);
+                m |= (em & v) << (8 * k);
+                ok |= (v & !(ea | ep | em)) << (8 * k);
+            }
+            let ok = ok & low_ones(c.len());
+            acc |= a | p | m;
+            nf.nan.push(a);
+            nf.pinf.push(p);
+            nf.ninf.push(m);
+            nf.finite.extend_from_slice(&ok.to_le_bytes());
+        }
+        nf.any = acc != 0;
+        nf
+    }
+
+    /// The valid finite rows, as a validity the kernels read.
+    pub(crate) fn finite(&self) -> Bitmap<'_> {
+        Bitmap::local(&self.finite, self.lo)
+    }
+
+    /// Rows `[b0, b1)` (`b0 - lo` at least `window`, or `lo` 0) of `out`
+    /// (those rows) whose window holds a valid non-finite row set as the
+    /// extended reals have it: for a sum (`var` false), NaN with a NaN or
+    /// both infinities, else the infinity; for a variance, NaN.
+    pub(crate) fn mark(&self, window: usize, b0: usize, b1: usize, var: bool, out: &mut [f64]) {
+        debug_assert!(self.lo == 0 || b0 >= self.lo + window);
+        let nan = in_window(&self.nan, self.len, window);
+        let pinf = in_window(&self.pinf, self.len, window);
+        let ninf = in_window(&self.ninf, self.len, window);
+        let mut i = b0;
+        while i < b1 {
+            let n = (b1 - i).min(64);
+            let q = i - self.lo;
+            let lm = low_ones(n);
+            let (a, p, m) = (bits_at(&nan, q) & lm, bits_at(&pinf, q) & lm, bits_at(&ninf, q) & lm);
+            let o = &mut out[i - b0..i - b0 + n];
+            let (bad, p, m) = if var { (a | p | m, 0, 0) } else { (a | (p & m), p & !m & !a, m & !p & !a) };
+            if bad == lm {
+                o.fill(f64::NAN);
+            } else {
+                for (mut w, v) in [(bad, f64::NAN), (p, f64::INFINITY), (m, f64::NEG_INFINITY)] {
+                    while w != 0 {
+                        o[w.trailing_zeros() as usize] = v;
+                        w &= w - 1;
+                    }
+                }
+            }
+            i += n;
+        }
+    }
 }
 
 /// The lowest `k` bits set (`k <= 64`).
@@ -197,7 +306,6 @@ fn smear(v: u64, window: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_buffer::BooleanBuffer;
 
     #[test]
     fn nan_as_null_is_valid_and_not_nan() {
