@@ -1871,11 +1871,13 @@ mod tests {
                     // from window 16 on (two or three values of a walk can
                     // be closer than the shift's rounding: those blocks go
                     // exact), and sends some to the exact kernel where short
-                    // windows of small values follow large ones, or hold NaN.
+                    // windows of small values follow large ones. Blocks
+                    // holding NaN / inf run again masked, their windows
+                    // set to NaN (`fast_rows`), not exact: compared below.
                     let expect = match si {
                         0 | 1 => w < 16 || bad == 0,
                         2 => w == 1 || w > 100 || bad > 0,
-                        _ => w == 1 || bad > 0,
+                        _ => true,
                     };
                     assert!(expect, "set {si} w {w}: {bad} blocks exact");
                     outs.push(("scalar", o));
