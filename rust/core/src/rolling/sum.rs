@@ -385,35 +385,92 @@ mod avx2 {
     use super::{Valid, INSERT, PAD0};
     use crate::ops::reduce::transpose4 as transpose;
 
-    /// All-ones in lane `t` where bit `t` of `b` is set.
+    /// All-ones in lane `t` where bit `t` of `b` is set: one load from
+    /// the 16 patterns (a broadcast, an and and a compare before).
     #[inline(always)]
     unsafe fn lanes_of(b: u64) -> __m256d {
-        let sel = _mm256_set_epi64x(8, 4, 2, 1);
-        _mm256_castsi256_pd(_mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(b as i64), sel), sel))
+        _mm256_loadu_pd(LANES[(b & 15) as usize].as_ptr() as *const f64)
     }
+
+    const fn lane_table() -> [[u64; 4]; 16] {
+        let mut t = [[0u64; 4]; 16];
+        let mut b = 0;
+        while b < 16 {
+            let mut l = 0;
+            while l < 4 {
+                if (b >> l) & 1 == 1 {
+                    t[b][l] = u64::MAX;
+                }
+                l += 1;
+            }
+            b += 1;
+        }
+        t
+    }
+
+    static LANES: [[u64; 4]; 16] = lane_table();
 
     /// Rows `r..r + 4` (`r` the row `p` points at), missing ones as 0, and
     /// their weights (1 / 0).
     #[inline(always)]
     unsafe fn row4<Va: Valid>(p: *const f64, va: Va, r: usize) -> (__m256d, __m256d) {
+        row4_bits::<Va>(p, if Va::ALL { 15 } else { va.bits(r) })
+    }
+
+    /// [`row4`] with the rows' validity bits given (bit `t`: row `r + t`).
+    #[inline(always)]
+    unsafe fn row4_bits<Va: Valid>(p: *const f64, b: u64) -> (__m256d, __m256d) {
         let v = _mm256_loadu_pd(p);
         if Va::ALL {
             return (v, _mm256_set1_pd(1.0));
         }
-        let m = lanes_of(va.bits(r));
+        let m = lanes_of(b);
         (_mm256_and_pd(v, m), _mm256_and_pd(m, _mm256_set1_pd(1.0)))
     }
 
     /// A 4x4 tile at rows `r, r + seg, ...` (`p` at row `r`), transposed,
-    /// and its weights (transposed too; only when `W`).
+    /// and its weights (transposed too; only when `W`); `b[k]`: the
+    /// validity bits of segment `k`'s four rows.
     #[inline(always)]
-    unsafe fn tile<Va: Valid, const W: bool>(p: *const f64, seg: usize, va: Va, r: usize) -> ([__m256d; 4], [__m256d; 4]) {
-        let (a0, w0) = row4(p, va, r);
-        let (a1, w1) = row4(p.add(seg), va, r + seg);
-        let (a2, w2) = row4(p.add(2 * seg), va, r + 2 * seg);
-        let (a3, w3) = row4(p.add(3 * seg), va, r + 3 * seg);
+    unsafe fn tile<Va: Valid, const W: bool>(p: *const f64, seg: usize, b: [u64; 4]) -> ([__m256d; 4], [__m256d; 4]) {
+        let (a0, w0) = row4_bits::<Va>(p, b[0]);
+        let (a1, w1) = row4_bits::<Va>(p.add(seg), b[1]);
+        let (a2, w2) = row4_bits::<Va>(p.add(2 * seg), b[2]);
+        let (a3, w3) = row4_bits::<Va>(p.add(3 * seg), b[3]);
         let w = if W { transpose([w0, w1, w2, w3]) } else { [w0; 4] };
         (transpose([a0, a1, a2, a3]), w)
+    }
+
+    /// The four segments' validity from a row on, four bits a tile: one
+    /// read of `va` per segment every 14 tiles (a read gives 57 rows'
+    /// bits), not one a tile (the reads were most of the masked kernel's
+    /// extra work).
+    struct Cursor {
+        w: [u64; 4],
+        left: u32,
+    }
+
+    impl Cursor {
+        /// The bits of rows `r + k seg + (0..4)` for segment `k`; `r` steps
+        /// by 4 between calls.
+        #[inline(always)]
+        fn next<Va: Valid>(&mut self, va: Va, r: usize, seg: usize) -> [u64; 4] {
+            if Va::ALL {
+                return [15; 4];
+            }
+            if self.left == 0 {
+                for k in 0..4 {
+                    self.w[k] = va.bits(r + k * seg);
+                }
+                self.left = 14;
+            }
+            self.left -= 1;
+            let b = self.w;
+            for k in 0..4 {
+                self.w[k] >>= 4;
+            }
+            b
+        }
     }
 
     /// Evicted values of rows `i..i + 4` of a segment starting at row 0:
@@ -465,8 +522,9 @@ mod avx2 {
         // is `o`'s plus a multiple of 2 (`seg` and `j` step by 4).
         let stream = stream && (o as usize) % 16 == 0;
         let mut j = 0;
+        let (mut new_bits, mut old_bits) = (Cursor { w: [0; 4], left: 0 }, Cursor { w: [0; 4], left: 0 });
         while j < seg {
-            let (a, wa) = tile::<Va, DIV>(xin.add(j), seg, va, b0 + j);
+            let (a, wa) = tile::<Va, DIV>(xin.add(j), seg, new_bits.next(va, b0 + j, seg));
             let (b, wb) = match MODE {
                 INSERT => (a, wa),
                 // Lanes 1..3 slide from their first row (seg >= window).
@@ -479,7 +537,7 @@ mod avx2 {
                     let (o3, v3) = row4(p.add(2 * seg), va, r + 2 * seg);
                     (transpose([o0, o1, o2, o3]), if DIV { transpose([v0, v1, v2, v3]) } else { [v0; 4] })
                 }
-                _ => tile::<Va, DIV>(xin.add(j).sub(window), seg, va, b0 + j - window),
+                _ => tile::<Va, DIV>(xin.add(j).sub(window), seg, old_bits.next(va, b0 + j - window, seg)),
             };
             let mut r = [_mm256_setzero_pd(); 4];
             for t in 0..4 {

@@ -18,8 +18,8 @@ use arrow_schema::DataType;
 pub trait Valid: Copy + Send + Sync {
     /// Every row valid (the masks are constants).
     const ALL: bool;
-    /// Bit `j` set where row `r + j` is valid, for `j < 8` at least (what
-    /// the kernels read a call: a bitmap gives 57) and rows below the
+    /// Bit `j` set where row `r + j` is valid, for `j < 56` at least (a
+    /// bitmap gives 57; the sum kernel uses 56 a read) and rows below the
     /// column's length; bits past those are unspecified.
     fn bits(self, r: usize) -> u64;
 }
