@@ -20,7 +20,7 @@
 
 use arrow_array::ArrayRef;
 
-use super::valid::{All, Bitmap, NonFinite, Valid};
+use super::valid::{set_missing, All, Bitmap, NonFinite, Valid};
 use super::{buffer, filled, validity, window_counts, FastNum, Split};
 use crate::engine::{Column, ToArrow};
 use crate::ops::arith::two_sum;
@@ -221,35 +221,42 @@ fn plan(window: usize, r0: usize, r1: usize, long: bool, jobs: &mut Vec<Job>) {
 /// that overflow go to [`counted_block`].
 #[allow(clippy::too_many_arguments)]
 fn run_job<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, job: &Job, how: Out, stream: bool, out: &mut [f64], hint: &mut bool) {
-    let first = (!*hint).then(|| attempt(x, va, window, job, how, stream, out));
+    let first = (!*hint).then(|| attempt(x, va, All, window, job, how, stream, out));
     if first.as_ref().is_some_and(|bad| bad.is_empty()) {
         return;
     }
     let nf = NonFinite::scan(x, va, job.r0.saturating_sub(window), job.r1);
     *hint = nf.any;
-    let bad = match first {
-        _ if nf.any => attempt(x, nf.finite(), window, job, how, stream, out),
-        Some(bad) => bad,
-        None => attempt(x, va, window, job, how, stream, out),
+    let marks = nf.any.then(|| nf.marks(window, false));
+    let bad = match (first, &marks) {
+        // The NaN rows blended in as the kernel stores (a pass after it
+        // missed the cache on each: a third of the time), the infinities
+        // (rare) after.
+        (_, Some(m)) => attempt(x, nf.finite(), m.keep(), window, job, how, stream, out),
+        (Some(bad), None) => bad,
+        (None, None) => attempt(x, va, All, window, job, how, stream, out),
     };
     for (a, b) in bad {
         counted_block(x, va, window, a, b, how, &mut out[a - job.r0..b - job.r0]);
     }
-    if nf.any {
-        nf.mark(window, job.r0, job.r1, false, out);
+    if let Some(m) = marks {
+        m.infinities(job.r0, job.r1, out);
     }
 }
 
-/// [`run_job`]'s kernels over the rows `va` says are valid: the row ranges
-/// (segments) whose sums did not stay finite, their rows garbage.
+/// [`run_job`]'s kernels over the rows `va` says are valid, each row's
+/// result NaN where `keep` is clear: the row ranges (segments) whose sums
+/// did not stay finite, their rows garbage.
 #[allow(clippy::too_many_arguments)]
-fn attempt<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, job: &Job, how: Out, stream: bool, out: &mut [f64]) -> Vec<(usize, usize)> {
+fn attempt<T: Num, Va: Valid, Kp: Valid>(x: &[T], va: Va, keep: Kp, window: usize, job: &Job, how: Out, stream: bool, out: &mut [f64]) -> Vec<(usize, usize)> {
     let (b0, seg) = (job.r0, job.seg);
     if seg == 0 {
-        return if finite_block(x, va, window, b0, job.r1, how, out) { Vec::new() } else { vec![(b0, job.r1)] };
+        let ok = finite_block(x, va, window, b0, job.r1, how, out);
+        set_missing(keep, b0, out);
+        return if ok { Vec::new() } else { vec![(b0, job.r1)] };
     }
     let st: [(f64, f64, f64); 4] = std::array::from_fn(|k| start_state(x, va, window, b0 + k * seg));
-    let ok = group(x, va, window, b0, seg, job.mode, st, how, stream, out);
+    let ok = group(x, va, keep, window, b0, seg, job.mode, st, how, stream, out);
     (0..4).filter(|&k| !ok[k]).map(|k| (b0 + k * seg, b0 + (k + 1) * seg)).collect()
 }
 
@@ -264,9 +271,10 @@ const PAD0: u8 = 2;
 /// (sum, compensation, valid rows), into `out` (those rows): per segment,
 /// whether it stayed finite (else its rows are garbage and must be redone).
 #[allow(clippy::too_many_arguments)]
-fn group<T: Num, Va: Valid>(
+fn group<T: Num, Va: Valid, Kp: Valid>(
     x: &[T],
     va: Va,
+    keep: Kp,
     window: usize,
     b0: usize,
     seg: usize,
@@ -291,18 +299,21 @@ fn group<T: Num, Va: Valid>(
             let xf = unsafe { std::slice::from_raw_parts(x.as_ptr() as *const f64, x.len()) };
             let ok = unsafe {
                 match (mode, how) {
-                    (SLIDE, Out::Scale(sc)) => avx2::group::<SLIDE, false, Va>(xf, va, window, b0, seg, st, sc, stream, out),
-                    (INSERT, Out::Scale(sc)) => avx2::group::<INSERT, false, Va>(xf, va, window, b0, seg, st, sc, stream, out),
-                    (_, Out::Scale(sc)) => avx2::group::<PAD0, false, Va>(xf, va, window, b0, seg, st, sc, stream, out),
-                    (SLIDE, Out::PerValid) => avx2::group::<SLIDE, true, Va>(xf, va, window, b0, seg, st, 1.0, stream, out),
-                    (INSERT, Out::PerValid) => avx2::group::<INSERT, true, Va>(xf, va, window, b0, seg, st, 1.0, stream, out),
-                    (_, Out::PerValid) => avx2::group::<PAD0, true, Va>(xf, va, window, b0, seg, st, 1.0, stream, out),
+                    (SLIDE, Out::Scale(sc)) => avx2::group::<SLIDE, false, Va, Kp>(xf, va, keep, window, b0, seg, st, sc, stream, out),
+                    (INSERT, Out::Scale(sc)) => avx2::group::<INSERT, false, Va, Kp>(xf, va, keep, window, b0, seg, st, sc, stream, out),
+                    (_, Out::Scale(sc)) => avx2::group::<PAD0, false, Va, Kp>(xf, va, keep, window, b0, seg, st, sc, stream, out),
+                    (SLIDE, Out::PerValid) => avx2::group::<SLIDE, true, Va, Kp>(xf, va, keep, window, b0, seg, st, 1.0, stream, out),
+                    (INSERT, Out::PerValid) => avx2::group::<INSERT, true, Va, Kp>(xf, va, keep, window, b0, seg, st, 1.0, stream, out),
+                    (_, Out::PerValid) => avx2::group::<PAD0, true, Va, Kp>(xf, va, keep, window, b0, seg, st, 1.0, stream, out),
                 }
             };
             return [0, 1, 2, 3].map(|k| ok[k] && fin[k]);
         }
     }
     let ok = group_portable(x, va, window, b0, seg, st, how, out);
+    for k in 0..4 {
+        set_missing(keep, b0 + k * seg, &mut out[k * seg..(k + 1) * seg]);
+    }
     [0, 1, 2, 3].map(|k| ok[k] && fin[k])
 }
 
@@ -498,9 +509,10 @@ mod avx2 {
     /// else times `scale`.
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn group<const MODE: u8, const DIV: bool, Va: Valid>(
+    pub(super) unsafe fn group<const MODE: u8, const DIV: bool, Va: Valid, Kp: Valid>(
         x: &[f64],
         va: Va,
+        keep: Kp,
         window: usize,
         b0: usize,
         seg: usize,
@@ -523,6 +535,8 @@ mod avx2 {
         let stream = stream && (o as usize) % 16 == 0;
         let mut j = 0;
         let (mut new_bits, mut old_bits) = (Cursor { w: [0; 4], left: 0 }, Cursor { w: [0; 4], left: 0 });
+        let mut keep_bits = Cursor { w: [0; 4], left: 0 };
+        let nan = _mm256_set1_pd(f64::NAN);
         while j < seg {
             let (a, wa) = tile::<Va, DIV>(xin.add(j), seg, new_bits.next(va, b0 + j, seg));
             let (b, wb) = match MODE {
@@ -564,7 +578,14 @@ mod avx2 {
                     _mm256_mul_pd(_mm256_add_pd(s, c), sc)
                 };
             }
-            let r = transpose(r);
+            let mut r = transpose(r);
+            if !Kp::ALL {
+                // NaN where the window holds one (nan="propagate").
+                let kb = keep_bits.next(keep, b0 + j, seg);
+                for k in 0..4 {
+                    r[k] = _mm256_blendv_pd(nan, r[k], lanes_of(kb[k]));
+                }
+            }
             if stream {
                 for (k, v) in r.into_iter().enumerate() {
                     super::super::stream4(o.add(k * seg + j), v);

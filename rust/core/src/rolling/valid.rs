@@ -255,35 +255,95 @@ impl NonFinite {
         Bitmap::local(&self.finite, self.lo)
     }
 
-    /// Rows `[b0, b1)` (`b0 - lo` at least `window`, or `lo` 0) of `out`
-    /// (those rows) whose window holds a valid non-finite row set as the
-    /// extended reals have it: for a sum (`var` false), NaN with a NaN or
-    /// both infinities, else the infinity; for a variance, NaN.
-    pub(crate) fn mark(&self, window: usize, b0: usize, b1: usize, var: bool, out: &mut [f64]) {
-        debug_assert!(self.lo == 0 || b0 >= self.lo + window);
+    /// Which rows' windows hold a valid non-finite row, as the extended
+    /// reals have it: for a sum (`var` false) NaN with a NaN or both
+    /// infinities, else the infinity; for a variance NaN. Rows from `lo`.
+    pub(crate) fn marks(&self, window: usize, var: bool) -> Marks {
         let nan = in_window(&self.nan, self.len, window);
         let pinf = in_window(&self.pinf, self.len, window);
         let ninf = in_window(&self.ninf, self.len, window);
+        let mut m = Marks { lo: self.lo, keep: Vec::with_capacity(8 * nan.len()), pinf: Vec::new(), ninf: Vec::new() };
+        for (q, ((&a, &p), &n)) in nan.iter().zip(&pinf).zip(&ninf).enumerate() {
+            let bad = if var { a | p | n } else { a | (p & n) };
+            let lm = low_ones(self.len - 64 * q);
+            m.keep.extend_from_slice(&(!bad & lm).to_le_bytes());
+            if !var {
+                m.pinf.push(p & !n & !a);
+                m.ninf.push(n & !p & !a);
+            }
+        }
+        m
+    }
+
+    /// Rows `[b0, b1)` of `out` (those rows; `b0 - lo` at least `window`,
+    /// or `lo` 0) set as [`NonFinite::marks`] says.
+    pub(crate) fn mark(&self, window: usize, b0: usize, b1: usize, var: bool, out: &mut [f64]) {
+        debug_assert!(self.lo == 0 || b0 >= self.lo + window);
+        let m = self.marks(window, var);
+        set_missing(m.keep(), b0, out);
+        m.infinities(b0, b1, out);
+    }
+}
+
+/// [`NonFinite::marks`]: `keep` (a [`Bitmap::local`] from `lo`) clear where
+/// a row's result is NaN, which the kernels blend in as they store
+/// ([`set_missing`] where they cannot); the sums' rows set to +inf and to
+/// -inf (rare: a post-pass), words from `lo`.
+pub(crate) struct Marks {
+    lo: usize,
+    keep: Vec<u8>,
+    pinf: Vec<u64>,
+    ninf: Vec<u64>,
+}
+
+impl Marks {
+    pub(crate) fn keep(&self) -> Bitmap<'_> {
+        Bitmap::local(&self.keep, self.lo)
+    }
+
+    /// Rows `[b0, b1)` of `out` (those rows) whose sum is an infinity.
+    pub(crate) fn infinities(&self, b0: usize, b1: usize, out: &mut [f64]) {
+        if self.pinf.is_empty() {
+            return;
+        }
         let mut i = b0;
         while i < b1 {
             let n = (b1 - i).min(64);
             let q = i - self.lo;
             let lm = low_ones(n);
-            let (a, p, m) = (bits_at(&nan, q) & lm, bits_at(&pinf, q) & lm, bits_at(&ninf, q) & lm);
             let o = &mut out[i - b0..i - b0 + n];
-            let (bad, p, m) = if var { (a | p | m, 0, 0) } else { (a | (p & m), p & !m & !a, m & !p & !a) };
-            if bad == lm {
-                o.fill(f64::NAN);
-            } else {
-                for (mut w, v) in [(bad, f64::NAN), (p, f64::INFINITY), (m, f64::NEG_INFINITY)] {
-                    while w != 0 {
-                        o[w.trailing_zeros() as usize] = v;
-                        w &= w - 1;
-                    }
+            for (mut w, v) in [(bits_at(&self.pinf, q) & lm, f64::INFINITY), (bits_at(&self.ninf, q) & lm, f64::NEG_INFINITY)] {
+                while w != 0 {
+                    o[w.trailing_zeros() as usize] = v;
+                    w &= w - 1;
                 }
             }
             i += n;
         }
+    }
+}
+
+/// `out` (rows from `r0`) NaN where `keep` is clear: 56 rows a read, a
+/// whole run filled at once.
+pub(crate) fn set_missing<K: Valid>(keep: K, r0: usize, out: &mut [f64]) {
+    if K::ALL {
+        return;
+    }
+    let mut i = 0;
+    while i < out.len() {
+        let n = (out.len() - i).min(56);
+        let bad = !keep.bits(r0 + i) & low_ones(n);
+        let o = &mut out[i..i + n];
+        if bad == low_ones(n) {
+            o.fill(f64::NAN);
+        } else {
+            let mut w = bad;
+            while w != 0 {
+                o[w.trailing_zeros() as usize] = f64::NAN;
+                w &= w - 1;
+            }
+        }
+        i += n;
     }
 }
 
