@@ -346,6 +346,11 @@ pub(super) trait Lane: Copy {
     /// The reverse of [`Lane::load_tile`]. Safety: every address in bounds,
     /// distinct.
     unsafe fn store_tile(t: &[Self; 8], p: *mut f64, idx: &[i64; 8]);
+    /// A `K x K` tile of weights: `t[r]` holds bit `r` of `w[k]` in lane
+    /// `k` as 1.0 / 0.0 (a validity word per lane, [`weight_tile`]), by
+    /// integer compares on the words loaded once (64 scalar bit tests a
+    /// tile with eight lanes cost a third of the masked kernel).
+    fn bits_tile(w: &[u64; 8]) -> [Self; 8];
 }
 
 /// One scalar lane (also the scalar loops of prefix_moments.rs).
@@ -461,6 +466,12 @@ impl<const FMA: bool> Lane for S<FMA> {
     #[inline(always)]
     unsafe fn store_tile(t: &[Self; 8], p: *mut f64, idx: &[i64; 8]) {
         *p.offset(idx[0] as isize) = t[0].0;
+    }
+    #[inline(always)]
+    fn bits_tile(w: &[u64; 8]) -> [Self; 8] {
+        let mut t = [S(0.0); 8];
+        t[0] = S((w[0] & 1) as f64);
+        t
     }
 }
 
@@ -635,6 +646,20 @@ mod avx2 {
                 _mm256_storeu_pd(p.offset(idx[k] as isize), r[k]);
             }
         }
+        #[inline(always)]
+        fn bits_tile(w: &[u64; 8]) -> [Self; 8] {
+            unsafe {
+                let wv = _mm256_loadu_si256(w.as_ptr() as *const __m256i);
+                let one = _mm256_set1_pd(1.0);
+                let z = V4(_mm256_setzero_pd());
+                let mut t = [z; 8];
+                for (r, o) in t.iter_mut().take(4).enumerate() {
+                    let b = _mm256_set1_epi64x(1 << r);
+                    *o = V4(_mm256_and_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(_mm256_and_si256(wv, b), b)), one));
+                }
+                t
+            }
+        }
     }
 }
 
@@ -722,6 +747,18 @@ mod avx512 {
             let r = transpose([t[0].0, t[1].0, t[2].0, t[3].0, t[4].0, t[5].0, t[6].0, t[7].0]);
             for k in 0..8 {
                 _mm512_storeu_pd(p.offset(idx[k] as isize), r[k]);
+            }
+        }
+        #[inline(always)]
+        fn bits_tile(w: &[u64; 8]) -> [Self; 8] {
+            unsafe {
+                let wv = _mm512_loadu_si512(w.as_ptr() as *const _);
+                let one = _mm512_set1_pd(1.0);
+                let mut t = [V8(one); 8];
+                for (r, o) in t.iter_mut().enumerate() {
+                    *o = V8(_mm512_maskz_mov_pd(_mm512_test_epi64_mask(wv, _mm512_set1_epi64(1 << r)), one));
+                }
+                t
             }
         }
     }
@@ -1555,7 +1592,7 @@ fn weight_tile<V: Lane, Va: Valid>(va: Va, ib: &[i64; 8], o: usize) -> [V; 8] {
         return [V::splat(1.0); 8];
     }
     let w: [u64; 8] = std::array::from_fn(|q| if q < V::K { va.bits((ib[q] + o as i64) as usize) } else { 0 });
-    std::array::from_fn(|r| if r < V::K { V::load(&std::array::from_fn::<f64, 8, _>(|q| ((w[q] >> r) & 1) as f64)) } else { V::splat(0.0) })
+    V::bits_tile(&w)
 }
 
 /// A block's shift with missing rows: its first valid finite row, else
