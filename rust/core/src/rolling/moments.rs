@@ -1646,9 +1646,16 @@ fn row_out<V: Lane, Va: Valid, const TRACK: bool>(st: &Slide<V>, j: usize, row: 
         return out_of(m2, row.inv_d, row.sqrt);
     }
     let n = st.n;
-    let m2 = m2_of(st.s1, st.c1, st.s2, st.c2, n, pc.one.div(n));
+    // `1 / n` and `1 / (n - ddof)` from one division (two a row measured a
+    // sixth of the masked kernel): `q = 1 / (n (n - ddof))`, exact
+    // products of whole numbers. `m = S1 / n` may be off by an ulp more
+    // (`M2`'s formula holds for any `m`, module doc step 3), the result by
+    // a rounding more; rows below two values (`q` infinite) are masked.
+    let nd = n.sub(pc.vddof);
+    let q = pc.one.div(n.mul(nd));
+    let m2 = m2_of(st.s1, st.c1, st.s2, st.c2, n, nd.mul(q));
     let two = V::splat(1.5).le(n);
-    let r = out_of(m2, pc.one.div(n.sub(pc.vddof)), row.sqrt).and(two);
+    let r = out_of(m2, n.mul(q), row.sqrt).and(two);
     let cv = if row.partial { partial_c(j, pc) } else { pc.cbig };
     if TRACK && !row.partial {
         chk.m2min = chk.m2min.min(m2.and(two).or(V::splat(f64::MAX).andnot(two)));
