@@ -347,6 +347,54 @@ pub(crate) fn set_missing<K: Valid>(keep: K, r0: usize, out: &mut [f64]) {
     }
 }
 
+/// The output validity of a window aggregate that needs `need` valid rows
+/// (var / std: two): row `i` is valid when `(i - window, i]` holds at least
+/// `need`. A word of 64 rows at a time from per-word prefix counts: the
+/// rows every window of the word holds decide it when they have `need`
+/// valid rows (most words with long windows), else each row's count is two
+/// popcounts of prefixes. `None` when every row is valid. (Before: a u32
+/// count per row, three passes over 4 bytes a row; a tenth of the variance
+/// kernel with nulls.)
+pub(crate) fn at_least_in_window(nb: &NullBuffer, window: usize, need: usize) -> Option<NullBuffer> {
+    let n = nb.len();
+    let chunks = nb.inner().bit_chunks();
+    let words: Vec<u64> = chunks.iter().chain(std::iter::once(chunks.remainder_bits())).take(n.div_ceil(64)).collect();
+    // pre[q]: valid rows before word q.
+    let mut pre = Vec::with_capacity(words.len() + 1);
+    let mut c = 0usize;
+    for (q, &w) in words.iter().enumerate() {
+        pre.push(c);
+        c += (w & low_ones(n - 64 * q)).count_ones() as usize;
+    }
+    pre.push(c);
+    // Valid rows before row r.
+    let before = |r: usize| -> usize {
+        let q = r / 64;
+        if q >= words.len() {
+            return pre[words.len()];
+        }
+        pre[q] + (words[q] & low_ones(r % 64)).count_ones() as usize
+    };
+    let mut out = Vec::with_capacity(words.len());
+    for q in 0..words.len() {
+        let i0 = 64 * q;
+        let len = (n - i0).min(64);
+        // Rows every window of the word holds: [i0 + len - window, i0].
+        let all = len <= window && before(i0 + 1) - before((i0 + len).saturating_sub(window)) >= need;
+        let w = if all {
+            low_ones(len)
+        } else {
+            (0..len).fold(0u64, |a, j| {
+                let i = i0 + j;
+                a | (((before(i + 1) - before((i + 1).saturating_sub(window)) >= need) as u64) << j)
+            })
+        };
+        out.push(w);
+    }
+    let b = NullBuffer::new(BooleanBuffer::new(arrow_buffer::Buffer::from_vec(out), 0, n));
+    (b.null_count() > 0).then_some(b)
+}
+
 /// The lowest `k` bits set (`k <= 64`).
 #[inline(always)]
 pub(crate) fn low_ones(k: usize) -> u64 {
@@ -436,6 +484,13 @@ mod tests {
                     all.extend(&bits);
                     let nb = NullBuffer::new(BooleanBuffer::from(all).slice(off, n));
                     for w in [1, 2, 3, 5, 8, 31, 63, 64, 65, 100, 500] {
+                        for need in [2usize, 3, 7] {
+                            let got = at_least_in_window(&nb, w, need);
+                            for i in 0..n {
+                                let k = ((i + 1).saturating_sub(w)..=i).filter(|&r| bits[r]).count();
+                                assert_eq!(got.as_ref().map_or(true, |g| g.is_valid(i)), k >= need, "at least {need}: n {n} p {p} w {w} off {off} row {i}");
+                            }
+                        }
                         let got = any_in_window(&nb, w);
                         for i in 0..n {
                             let want = (i + 1).saturating_sub(w)..=i;
