@@ -156,3 +156,106 @@ def test_max_min_of_long_windows_with_holes(agg, p):
         got = sw.rolling(arr, w, agg).to_numpy(zero_copy_only=False)
         got = np.where(np.isnan(got.astype(float)), np.nan, got)
         np.testing.assert_array_equal(got, want, err_msg=f"{agg} p={p} w={w}")
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    n=st.integers(0, 3000),
+    p=st.sampled_from([0.0, 0.01, 0.5]),
+    p_nan=st.sampled_from([0.001, 0.01, 0.1, 0.5, 1.0]),
+    p_inf=st.sampled_from([0.0, 0.005, 0.05]),
+    w=st.sampled_from([1, 2, 3, 16, 100, 1000, 5000]),
+    mp=st.sampled_from([None, 1, 2, 3]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_dense_nan_propagates_among_nulls(n, p, p_nan, p_inf, w, mp, seed):
+    """nan="propagate" with NaN at every density and +-inf (the sums and
+    moments run their masked kernels on the finite rows and mark the
+    windows holding the others): NaN with a NaN or both infinities, else
+    the infinity for sum / mean; NaN for var / std; nulls skipped and
+    min_periods counting NaN as a value, against the oracle."""
+    x, valid = column(n, p, 1, 300, 0, seed)
+    rng = np.random.default_rng(seed + 1)
+    u = rng.random(n)
+    x = np.where(valid & (u < p_nan), np.nan, x)
+    x = np.where(valid & (u >= p_nan) & (u < p_nan + p_inf), rng.choice([np.inf, -np.inf], n), x)
+    arr = pa.array(x, mask=~valid)
+    rows = range(n) if n * w <= 200_000 else np.linspace(0, n - 1, 300).astype(int)
+    for agg in ["sum", "mean", "count", "var", "std"]:
+        got = sw.rolling(arr, w, agg, min_periods=mp).to_pylist() if mp is None or mp <= w else None
+        if got is None:
+            continue
+        for i in rows:
+            i = int(i)
+            lo = max(0, i - w + 1)
+            want = expect(x, valid, w, agg, i)
+            if mp is not None and valid[lo:i + 1].sum() < mp:
+                want = None
+            g = got[i]
+            if agg == "std" and want is not None and g is not None:
+                g, want = g * g, want * want
+            assert same(g, want, 1e-9, 1e-9), f"{agg} n={n} p={p} p_nan={p_nan} p_inf={p_inf} w={w} mp={mp} row {i}: got {got[i]!r}, want {want!r}"
+
+
+@pytest.mark.parametrize("p_nan", [0.01, 0.1])
+def test_nan_propagate_on_a_long_column_split_over_threads(p_nan):
+    """2^20 rows and more split over threads: NaN / +-inf among 1% nulls
+    (NaN and null kept apart) at every cut, windows short and longer than
+    a thread's job; against pandas on the finite values, with the windows
+    that hold a NaN or an infinity set from their counts."""
+    import pandas as pd
+
+    rng = np.random.default_rng(36)
+    n = (1 << 20) + 12_345
+    x = 100 + rng.normal(size=n)
+    u = rng.random(n)
+    x[u < p_nan] = np.nan
+    x[rng.integers(0, n, 30)] = np.inf
+    x[rng.integers(0, n, 30)] = -np.inf
+    valid = rng.random(n) >= 0.01
+    for c in (n // 2, n // 3, 2 * n // 3, n // 4, 3 * n // 4):
+        valid[c - 3:c + 3] = False
+    arr = pa.array(np.where(valid, x, 7.5), mask=~valid)
+    fin = np.where(valid & np.isfinite(x), x, np.nan)
+    for w in (16, 1000, 70_000):
+        def count(m):
+            return pd.Series((valid & m).astype(np.int64)).rolling(w, min_periods=1).sum().to_numpy()
+
+        nan, pinf, ninf, k = count(np.isnan(x)), count(x == np.inf), count(x == -np.inf), count(np.ones(n, dtype=bool))
+        r = pd.Series(fin).rolling(w, min_periods=1)
+        for agg, base in (("sum", r.sum()), ("mean", r.mean()), ("var", pd.Series(fin).rolling(w, min_periods=2).var()), ("std", None)):
+            got = sw.rolling(arr, w, agg).to_numpy(zero_copy_only=False).astype(float)
+            if agg == "std":
+                got, base = got * got, pd.Series(fin).rolling(w, min_periods=2).var()
+            want = base.to_numpy().copy()
+            if agg in ("sum", "mean"):
+                want[pinf > 0] = np.inf
+                want[ninf > 0] = -np.inf
+                want[(nan > 0) | ((pinf > 0) & (ninf > 0))] = np.nan
+                want[k == 0] = np.nan  # null (to_numpy: NaN)
+            else:
+                want[(nan + pinf + ninf) > 0] = np.nan
+                want[k < 2] = np.nan
+            np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-8, err_msg=f"{agg} p_nan={p_nan} w={w}")
+            # NaN where the window holds one, and nowhere else but the nulls.
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"{agg} p_nan={p_nan} w={w}")
+
+
+def test_nan_skip_on_a_long_column_equals_its_nulls():
+    """nan="skip" past 2^20 rows: the NaN mask is built over threads (cut at
+    64-row words) and ANDed with the validity; the answers are those of the
+    same holes as nulls, bit for bit."""
+    rng = np.random.default_rng(37)
+    n = (1 << 21) + 4_099
+    x = np.cumsum(rng.normal(size=n))
+    x[rng.random(n) < 0.01] = np.nan
+    valid = rng.random(n) >= 0.01
+    for c in (n // 2, n // 3, 2 * n // 3, n // 4, 3 * n // 4):
+        x[c - 70:c + 70] = np.nan  # NaN across the cuts
+    skip = pa.array(x, mask=~valid).slice(3)
+    holes = pa.array(np.where(np.isnan(x), 0.0, x), mask=~(valid & ~np.isnan(x))).slice(3)
+    for w in (16, 5000):
+        for agg in ("sum", "mean", "count", "var", "std", "max", "min"):
+            a = sw.rolling(skip, w, agg, nan="skip")
+            b = sw.rolling(holes, w, agg)
+            assert a.equals(b), f"{agg} w={w}"

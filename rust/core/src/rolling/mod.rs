@@ -529,11 +529,11 @@ fn validity(n: usize, window: usize, need: usize, counts: Option<&[u32]>) -> Opt
 /// The output validity of a kernel over a column with `nulls` that needs
 /// `need` valid rows a window: for one (every aggregate but `count` and
 /// var / std by default) a word at a time ([`valid::any_in_window`]),
-/// else from the windows' counts.
+/// else from prefix counts a word at a time ([`valid::at_least_in_window`]).
 fn out_nulls(nulls: Option<&NullBuffer>, n: usize, window: usize, need: usize) -> Option<NullBuffer> {
     match nulls {
         Some(nb) if need <= 1 => valid::any_in_window(nb, window),
-        Some(nb) => validity(n, window, need, Some(&window_counts(nb, window))),
+        Some(nb) => valid::at_least_in_window(nb, window, need),
         None => validity(n, window, need, None),
     }
 }

@@ -12,14 +12,15 @@
 //! are the four lanes of one vector.
 //!
 //! Non-finite values: any inf / NaN a segment reads makes its TwoSum
-//! errors, hence `c`, NaN; such a segment is redone by a slower loop that
-//! counts them apart, as `FSum` does, so that evicting an inf restores the
-//! finite sum (finite columns pay no pre-check pass). Integers: exact wrapping
+//! errors, hence `c`, NaN; such a job is redone by the same kernel on its
+//! finite rows, and the windows holding the others set as `FSum` counts
+//! them (NaN, or the infinity), so that evicting an inf restores the
+//! finite sum (finite columns pay no pre-check pass; [`run_job`]). Integers: exact wrapping
 //! i64 Subtract-on-Evict.
 
 use arrow_array::ArrayRef;
 
-use super::valid::{All, Bitmap, Valid};
+use super::valid::{set_missing, All, Bitmap, NonFinite, Valid};
 use super::{buffer, filled, validity, window_counts, FastNum, Split};
 use crate::engine::{Column, ToArrow};
 use crate::ops::arith::two_sum;
@@ -83,7 +84,7 @@ fn exact_sum_valid<T: Num, Va: Valid>(xs: &[T], va: Va, r0: usize) -> (f64, f64,
 /// nothing), so it needs no recomputation; otherwise the insert-only rows
 /// `[0, window)` and the sliding rows run as two regions. A segment whose
 /// compensation comes out NaN met an inf / NaN (or overflowed) and is
-/// redone by [`counted_block`], so finite columns pay no pre-check pass.
+/// redone ([`run_job`]), so finite columns pay no pre-check pass.
 ///
 /// Threads: no state crosses from one group (or the tail) to the next, so
 /// the rows are cut between groups and every thread count gives the bits
@@ -127,8 +128,9 @@ pub(super) fn float_sums_scaled<T: Num, Va: Valid>(
     let cs = super::cuts(n, threads, |r| super::nearest(&starts, r));
     super::par_ranges(&mut out[..], &cs, |r0, r1, o| {
         let first = starts.partition_point(|&s| s < r0);
+        let mut hint = false;
         for job in jobs[first..].iter().take_while(|j| j.r0 < r1) {
-            run_job(x, va, window, job, how, stream, &mut o[job.r0 - r0..job.r1 - r0]);
+            run_job(x, va, window, job, how, stream, &mut o[job.r0 - r0..job.r1 - r0], &mut hint);
         }
         post(r0, o);
     });
@@ -142,8 +144,9 @@ pub(super) fn float_sums_scaled<T: Num, Va: Valid>(
 pub(super) fn float_sums_into<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, how: Out, out: &mut [f64]) {
     let mut jobs = Vec::new();
     plan(window, 0, x.len(), x.len() >= super::SPLIT_MIN_ROWS, &mut jobs);
+    let mut hint = false;
     for job in &jobs {
-        run_job(x, va, window, job, how, false, &mut out[job.r0..job.r1]);
+        run_job(x, va, window, job, how, false, &mut out[job.r0..job.r1], &mut hint);
     }
 }
 
@@ -205,22 +208,56 @@ fn plan(window: usize, r0: usize, r1: usize, long: bool, jobs: &mut Vec<Job>) {
 /// One job into `out` (its rows). Every segment starts from the exact sum
 /// of the window before it, whatever ran before. `stream`: the group's
 /// rows go out by non-temporal stores ([`super::streams`]).
-fn run_job<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, job: &Job, how: Out, stream: bool, out: &mut [f64]) {
-    let (b0, seg) = (job.r0, job.seg);
-    if seg == 0 {
-        if !finite_block(x, va, window, b0, job.r1, how, out) {
-            non_finite_block(x, va, window, b0, job.r1, how, out);
-        }
+///
+/// A segment whose compensation comes out NaN met an inf / NaN (or its
+/// finite sum overflowed). Then the job runs again, at the same speed, on
+/// its valid finite rows (the others masked like nulls, [`NonFinite`]),
+/// and the rows whose window holds a NaN or an infinity are set as `FSum`
+/// has them: NaN with a NaN or both infinities, else the infinity (issue
+/// 36: with 1% NaN every segment met one, and a scalar loop redid it at a
+/// tenth of the clean speed). `hint`: the job before met a non-finite
+/// value, so this one starts with the scan (the same bits either way: a
+/// job without one computes the same sums masked or not). Finite sums
+/// that overflow go to [`counted_block`].
+#[allow(clippy::too_many_arguments)]
+fn run_job<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, job: &Job, how: Out, stream: bool, out: &mut [f64], hint: &mut bool) {
+    let first = (!*hint).then(|| attempt(x, va, All, window, job, how, stream, out));
+    if first.as_ref().is_some_and(|bad| bad.is_empty()) {
         return;
     }
-    let st: [(f64, f64, f64); 4] = std::array::from_fn(|k| start_state(x, va, window, b0 + k * seg));
-    let ok = group(x, va, window, b0, seg, job.mode, st, how, stream, out);
-    for (k, good) in ok.into_iter().enumerate() {
-        let s0 = b0 + k * seg;
-        if !good {
-            non_finite_block(x, va, window, s0, s0 + seg, how, &mut out[k * seg..(k + 1) * seg]);
-        }
+    let nf = NonFinite::scan(x, va, job.r0.saturating_sub(window), job.r1);
+    *hint = nf.any;
+    let marks = nf.any.then(|| nf.marks(window, false));
+    let bad = match (first, &marks) {
+        // The NaN rows blended in as the kernel stores (a pass after it
+        // missed the cache on each: a third of the time), the infinities
+        // (rare) after.
+        (_, Some(m)) => attempt(x, nf.finite(), m.keep(), window, job, how, stream, out),
+        (Some(bad), None) => bad,
+        (None, None) => attempt(x, va, All, window, job, how, stream, out),
+    };
+    for (a, b) in bad {
+        counted_block(x, va, window, a, b, how, &mut out[a - job.r0..b - job.r0]);
     }
+    if let Some(m) = marks {
+        m.infinities(job.r0, job.r1, out);
+    }
+}
+
+/// [`run_job`]'s kernels over the rows `va` says are valid, each row's
+/// result NaN where `keep` is clear: the row ranges (segments) whose sums
+/// did not stay finite, their rows garbage.
+#[allow(clippy::too_many_arguments)]
+fn attempt<T: Num, Va: Valid, Kp: Valid>(x: &[T], va: Va, keep: Kp, window: usize, job: &Job, how: Out, stream: bool, out: &mut [f64]) -> Vec<(usize, usize)> {
+    let (b0, seg) = (job.r0, job.seg);
+    if seg == 0 {
+        let ok = finite_block(x, va, window, b0, job.r1, how, out);
+        set_missing(keep, b0, out);
+        return if ok { Vec::new() } else { vec![(b0, job.r1)] };
+    }
+    let st: [(f64, f64, f64); 4] = std::array::from_fn(|k| start_state(x, va, window, b0 + k * seg));
+    let ok = group(x, va, keep, window, b0, seg, job.mode, st, how, stream, out);
+    (0..4).filter(|&k| !ok[k]).map(|k| (b0 + k * seg, b0 + (k + 1) * seg)).collect()
 }
 
 /// Group modes: every row slides; every row only inserts (`r1 <= window`);
@@ -234,9 +271,10 @@ const PAD0: u8 = 2;
 /// (sum, compensation, valid rows), into `out` (those rows): per segment,
 /// whether it stayed finite (else its rows are garbage and must be redone).
 #[allow(clippy::too_many_arguments)]
-fn group<T: Num, Va: Valid>(
+fn group<T: Num, Va: Valid, Kp: Valid>(
     x: &[T],
     va: Va,
+    keep: Kp,
     window: usize,
     b0: usize,
     seg: usize,
@@ -261,18 +299,21 @@ fn group<T: Num, Va: Valid>(
             let xf = unsafe { std::slice::from_raw_parts(x.as_ptr() as *const f64, x.len()) };
             let ok = unsafe {
                 match (mode, how) {
-                    (SLIDE, Out::Scale(sc)) => avx2::group::<SLIDE, false, Va>(xf, va, window, b0, seg, st, sc, stream, out),
-                    (INSERT, Out::Scale(sc)) => avx2::group::<INSERT, false, Va>(xf, va, window, b0, seg, st, sc, stream, out),
-                    (_, Out::Scale(sc)) => avx2::group::<PAD0, false, Va>(xf, va, window, b0, seg, st, sc, stream, out),
-                    (SLIDE, Out::PerValid) => avx2::group::<SLIDE, true, Va>(xf, va, window, b0, seg, st, 1.0, stream, out),
-                    (INSERT, Out::PerValid) => avx2::group::<INSERT, true, Va>(xf, va, window, b0, seg, st, 1.0, stream, out),
-                    (_, Out::PerValid) => avx2::group::<PAD0, true, Va>(xf, va, window, b0, seg, st, 1.0, stream, out),
+                    (SLIDE, Out::Scale(sc)) => avx2::group::<SLIDE, false, Va, Kp>(xf, va, keep, window, b0, seg, st, sc, stream, out),
+                    (INSERT, Out::Scale(sc)) => avx2::group::<INSERT, false, Va, Kp>(xf, va, keep, window, b0, seg, st, sc, stream, out),
+                    (_, Out::Scale(sc)) => avx2::group::<PAD0, false, Va, Kp>(xf, va, keep, window, b0, seg, st, sc, stream, out),
+                    (SLIDE, Out::PerValid) => avx2::group::<SLIDE, true, Va, Kp>(xf, va, keep, window, b0, seg, st, 1.0, stream, out),
+                    (INSERT, Out::PerValid) => avx2::group::<INSERT, true, Va, Kp>(xf, va, keep, window, b0, seg, st, 1.0, stream, out),
+                    (_, Out::PerValid) => avx2::group::<PAD0, true, Va, Kp>(xf, va, keep, window, b0, seg, st, 1.0, stream, out),
                 }
             };
             return [0, 1, 2, 3].map(|k| ok[k] && fin[k]);
         }
     }
     let ok = group_portable(x, va, window, b0, seg, st, how, out);
+    for k in 0..4 {
+        set_missing(keep, b0 + k * seg, &mut out[k * seg..(k + 1) * seg]);
+    }
     [0, 1, 2, 3].map(|k| ok[k] && fin[k])
 }
 
@@ -355,35 +396,92 @@ mod avx2 {
     use super::{Valid, INSERT, PAD0};
     use crate::ops::reduce::transpose4 as transpose;
 
-    /// All-ones in lane `t` where bit `t` of `b` is set.
+    /// All-ones in lane `t` where bit `t` of `b` is set: one load from
+    /// the 16 patterns (a broadcast, an and and a compare before).
     #[inline(always)]
     unsafe fn lanes_of(b: u64) -> __m256d {
-        let sel = _mm256_set_epi64x(8, 4, 2, 1);
-        _mm256_castsi256_pd(_mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(b as i64), sel), sel))
+        _mm256_loadu_pd(LANES[(b & 15) as usize].as_ptr() as *const f64)
     }
+
+    const fn lane_table() -> [[u64; 4]; 16] {
+        let mut t = [[0u64; 4]; 16];
+        let mut b = 0;
+        while b < 16 {
+            let mut l = 0;
+            while l < 4 {
+                if (b >> l) & 1 == 1 {
+                    t[b][l] = u64::MAX;
+                }
+                l += 1;
+            }
+            b += 1;
+        }
+        t
+    }
+
+    static LANES: [[u64; 4]; 16] = lane_table();
 
     /// Rows `r..r + 4` (`r` the row `p` points at), missing ones as 0, and
     /// their weights (1 / 0).
     #[inline(always)]
     unsafe fn row4<Va: Valid>(p: *const f64, va: Va, r: usize) -> (__m256d, __m256d) {
+        row4_bits::<Va>(p, if Va::ALL { 15 } else { va.bits(r) })
+    }
+
+    /// [`row4`] with the rows' validity bits given (bit `t`: row `r + t`).
+    #[inline(always)]
+    unsafe fn row4_bits<Va: Valid>(p: *const f64, b: u64) -> (__m256d, __m256d) {
         let v = _mm256_loadu_pd(p);
         if Va::ALL {
             return (v, _mm256_set1_pd(1.0));
         }
-        let m = lanes_of(va.bits(r));
+        let m = lanes_of(b);
         (_mm256_and_pd(v, m), _mm256_and_pd(m, _mm256_set1_pd(1.0)))
     }
 
     /// A 4x4 tile at rows `r, r + seg, ...` (`p` at row `r`), transposed,
-    /// and its weights (transposed too; only when `W`).
+    /// and its weights (transposed too; only when `W`); `b[k]`: the
+    /// validity bits of segment `k`'s four rows.
     #[inline(always)]
-    unsafe fn tile<Va: Valid, const W: bool>(p: *const f64, seg: usize, va: Va, r: usize) -> ([__m256d; 4], [__m256d; 4]) {
-        let (a0, w0) = row4(p, va, r);
-        let (a1, w1) = row4(p.add(seg), va, r + seg);
-        let (a2, w2) = row4(p.add(2 * seg), va, r + 2 * seg);
-        let (a3, w3) = row4(p.add(3 * seg), va, r + 3 * seg);
+    unsafe fn tile<Va: Valid, const W: bool>(p: *const f64, seg: usize, b: [u64; 4]) -> ([__m256d; 4], [__m256d; 4]) {
+        let (a0, w0) = row4_bits::<Va>(p, b[0]);
+        let (a1, w1) = row4_bits::<Va>(p.add(seg), b[1]);
+        let (a2, w2) = row4_bits::<Va>(p.add(2 * seg), b[2]);
+        let (a3, w3) = row4_bits::<Va>(p.add(3 * seg), b[3]);
         let w = if W { transpose([w0, w1, w2, w3]) } else { [w0; 4] };
         (transpose([a0, a1, a2, a3]), w)
+    }
+
+    /// The four segments' validity from a row on, four bits a tile: one
+    /// read of `va` per segment every 14 tiles (a read gives 57 rows'
+    /// bits), not one a tile (the reads were most of the masked kernel's
+    /// extra work).
+    struct Cursor {
+        w: [u64; 4],
+        left: u32,
+    }
+
+    impl Cursor {
+        /// The bits of rows `r + k seg + (0..4)` for segment `k`; `r` steps
+        /// by 4 between calls.
+        #[inline(always)]
+        fn next<Va: Valid>(&mut self, va: Va, r: usize, seg: usize) -> [u64; 4] {
+            if Va::ALL {
+                return [15; 4];
+            }
+            if self.left == 0 {
+                for k in 0..4 {
+                    self.w[k] = va.bits(r + k * seg);
+                }
+                self.left = 14;
+            }
+            self.left -= 1;
+            let b = self.w;
+            for k in 0..4 {
+                self.w[k] >>= 4;
+            }
+            b
+        }
     }
 
     /// Evicted values of rows `i..i + 4` of a segment starting at row 0:
@@ -411,9 +509,10 @@ mod avx2 {
     /// else times `scale`.
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn group<const MODE: u8, const DIV: bool, Va: Valid>(
+    pub(super) unsafe fn group<const MODE: u8, const DIV: bool, Va: Valid, Kp: Valid>(
         x: &[f64],
         va: Va,
+        keep: Kp,
         window: usize,
         b0: usize,
         seg: usize,
@@ -435,8 +534,11 @@ mod avx2 {
         // is `o`'s plus a multiple of 2 (`seg` and `j` step by 4).
         let stream = stream && (o as usize) % 16 == 0;
         let mut j = 0;
+        let (mut new_bits, mut old_bits) = (Cursor { w: [0; 4], left: 0 }, Cursor { w: [0; 4], left: 0 });
+        let mut keep_bits = Cursor { w: [0; 4], left: 0 };
+        let nan = _mm256_set1_pd(f64::NAN);
         while j < seg {
-            let (a, wa) = tile::<Va, DIV>(xin.add(j), seg, va, b0 + j);
+            let (a, wa) = tile::<Va, DIV>(xin.add(j), seg, new_bits.next(va, b0 + j, seg));
             let (b, wb) = match MODE {
                 INSERT => (a, wa),
                 // Lanes 1..3 slide from their first row (seg >= window).
@@ -449,7 +551,7 @@ mod avx2 {
                     let (o3, v3) = row4(p.add(2 * seg), va, r + 2 * seg);
                     (transpose([o0, o1, o2, o3]), if DIV { transpose([v0, v1, v2, v3]) } else { [v0; 4] })
                 }
-                _ => tile::<Va, DIV>(xin.add(j).sub(window), seg, va, b0 + j - window),
+                _ => tile::<Va, DIV>(xin.add(j).sub(window), seg, old_bits.next(va, b0 + j - window, seg)),
             };
             let mut r = [_mm256_setzero_pd(); 4];
             for t in 0..4 {
@@ -476,7 +578,14 @@ mod avx2 {
                     _mm256_mul_pd(_mm256_add_pd(s, c), sc)
                 };
             }
-            let r = transpose(r);
+            let mut r = transpose(r);
+            if !Kp::ALL {
+                // NaN where the window holds one (nan="propagate").
+                let kb = keep_bits.next(keep, b0 + j, seg);
+                for k in 0..4 {
+                    r[k] = _mm256_blendv_pd(nan, r[k], lanes_of(kb[k]));
+                }
+            }
             if stream {
                 for (k, v) in r.into_iter().enumerate() {
                     super::super::stream4(o.add(k * seg + j), v);
@@ -529,64 +638,6 @@ fn finite_block<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, b0: usize, b1
         *o = store(s + c, n, how);
     }
     s.is_finite() && c.is_finite()
-}
-
-/// The valid rows of `va` whose values are finite: a column's NaN and
-/// infinities masked like its nulls (8 rows a call, what the kernels ask).
-#[derive(Clone, Copy)]
-struct Finite<'a, T, Va> {
-    x: &'a [T],
-    va: Va,
-}
-
-impl<T: Num, Va: Valid> Valid for Finite<'_, T, Va> {
-    const ALL: bool = false;
-    #[inline(always)]
-    fn bits(self, r: usize) -> u64 {
-        let xs = &self.x[r..(r + 8).min(self.x.len())];
-        let fin = xs.iter().enumerate().fold(0u64, |a, (j, v)| a | ((v.to_f64().is_finite() as u64) << j));
-        self.va.bits(r) & fin
-    }
-}
-
-/// Rows `[b0, b1)` whose windows met an inf / NaN (or overflowed): the
-/// sums of their finite values on one chain ([`finite_block`], the
-/// non-finite ones masked like nulls), then each row whose window holds a
-/// NaN, or an infinity, set as `FSum` has it: NaN with a NaN or both
-/// infinities, else the infinity (issue 36: with 1% NaN every segment came
-/// here, and the counted loop ran a fifth of the clean speed). A finite
-/// sum that overflows goes to [`counted_block`].
-#[cold]
-fn non_finite_block<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, b0: usize, b1: usize, how: Out, out: &mut [f64]) {
-    if !finite_block(x, Finite { x, va }, window, b0, b1, how, out) {
-        counted_block(x, va, window, b0, b1, how, out);
-        return;
-    }
-    // Valid NaN, +inf and -inf in the window of row `i`, slid.
-    let kind = |i: usize| -> [u32; 3] {
-        let (v, w) = row(x, va, i);
-        let ok = w == 1.0;
-        [(ok && v.is_nan()) as u32, (ok && v == f64::INFINITY) as u32, (ok && v == f64::NEG_INFINITY) as u32]
-    };
-    let mut k = [0u32; 3];
-    for i in b0.saturating_sub(window)..b0 {
-        let a = kind(i);
-        (0..3).for_each(|t| k[t] += a[t]);
-    }
-    for i in b0..b1 {
-        let a = kind(i);
-        let b = if i >= window { kind(i - window) } else { [0; 3] };
-        (0..3).for_each(|t| k[t] = k[t] + a[t] - b[t]);
-        if k != [0; 3] {
-            out[i - b0] = if k[0] > 0 || (k[1] > 0 && k[2] > 0) {
-                f64::NAN
-            } else if k[1] > 0 {
-                f64::INFINITY
-            } else {
-                f64::NEG_INFINITY
-            };
-        }
-    }
 }
 
 /// The same with non-finite values counted apart (`FSum`), per row.

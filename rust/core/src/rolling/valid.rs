@@ -11,15 +11,15 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{ArrowPrimitiveType, Float32Type, Float64Type};
 use arrow_array::{Array, ArrayRef, PrimitiveArray};
-use arrow_buffer::{BooleanBufferBuilder, NullBuffer};
+use arrow_buffer::{BooleanBuffer, NullBuffer};
 use arrow_schema::DataType;
 
 /// Validity of the rows of one column.
 pub trait Valid: Copy + Send + Sync {
     /// Every row valid (the masks are constants).
     const ALL: bool;
-    /// Bit `j` set where row `r + j` is valid, for `j < 8` at least (what
-    /// the kernels read a call: a bitmap gives 57) and rows below the
+    /// Bit `j` set where row `r + j` is valid, for `j < 56` at least (a
+    /// bitmap gives 57; the sum kernel uses 56 a read) and rows below the
     /// column's length; bits past those are unspecified.
     fn bits(self, r: usize) -> u64;
 }
@@ -46,6 +46,12 @@ impl<'a> Bitmap<'a> {
     pub(crate) fn new(nb: &'a NullBuffer) -> Bitmap<'a> {
         Bitmap { bytes: nb.inner().values(), off: nb.inner().offset() }
     }
+
+    /// A kernel's own mask of rows `base..` (bit 0 of `bytes` is row
+    /// `base`; rows below it are never read): `off` wraps to `-base`.
+    pub(crate) fn local(bytes: &'a [u8], base: usize) -> Bitmap<'a> {
+        Bitmap { bytes, off: base.wrapping_neg() }
+    }
 }
 
 impl Valid for Bitmap<'_> {
@@ -54,7 +60,7 @@ impl Valid for Bitmap<'_> {
     fn bits(self, r: usize) -> u64 {
         // An unaligned little-endian load at the row's byte, shifted by its
         // bit (at most 7): 57 bits of it are the rows' from `r` on.
-        let p = self.off + r;
+        let p = self.off.wrapping_add(r);
         let b = p >> 3;
         let w = match self.bytes.get(b..b + 8) {
             Some(s) => u64::from_le_bytes(s.try_into().unwrap()),
@@ -74,25 +80,39 @@ impl Valid for Bitmap<'_> {
 /// over the values, its words ANDed with the column's validity words
 /// (issue 36: the pyarrow passes this replaces cost as much as the kernel
 /// after them). `None` when no valid row is NaN: nothing changes. The
-/// kernels then read it as they read any validity.
-pub fn nan_as_null<T: Copy + PartialEq>(values: &[T], nulls: Option<&NullBuffer>) -> Option<NullBuffer> {
+/// kernels then read it as they read any validity. Long columns split
+/// over threads at word boundaries (the pass cost as much as half the
+/// mean kernel on one thread; the words do not depend on the split).
+pub fn nan_as_null<T: Copy + PartialEq + Sync>(values: &[T], nulls: Option<&NullBuffer>) -> Option<NullBuffer> {
     let n = values.len();
-    let mut words: Vec<u64> = Vec::with_capacity(n.div_ceil(64));
-    let mut nan_valid = 0u64;
-    let mut push = |c: &[T], valid: u64| {
-        let nan = nan_bits(c);
-        nan_valid |= valid & nan;
-        words.push(valid & !nan);
-    };
-    match nulls {
-        None => values.chunks(64).for_each(|c| push(c, low_ones(c.len()))),
-        Some(nb) => {
-            let chunks = nb.inner().bit_chunks();
-            let bits = chunks.iter().chain(std::iter::once(chunks.remainder_bits()));
-            values.chunks(64).zip(bits).for_each(|(c, v)| push(c, v & low_ones(c.len())));
+    let nw = n.div_ceil(64);
+    // Written in full below.
+    let mut words: Vec<u64> = vec![0; nw];
+    let found = std::sync::atomic::AtomicBool::new(false);
+    let threads = super::Split::default().threads(n);
+    super::par_ranges(&mut words[..], &super::cuts(nw, threads, Some), |w0, w1, out| {
+        let (r0, r1) = (64 * w0, (64 * w1).min(n));
+        let vals = values[r0..r1].chunks(64);
+        let mut nan_valid = 0u64;
+        let mut push = |o: &mut u64, c: &[T], valid: u64| {
+            let nan = nan_bits(c);
+            nan_valid |= valid & nan;
+            *o = valid & !nan;
+        };
+        match nulls {
+            None => out.iter_mut().zip(vals).for_each(|(o, c)| push(o, c, low_ones(c.len()))),
+            Some(nb) => {
+                let part = nb.inner().slice(r0, r1 - r0);
+                let chunks = part.bit_chunks();
+                let bits = chunks.iter().chain(std::iter::once(chunks.remainder_bits()));
+                out.iter_mut().zip(vals).zip(bits).for_each(|((o, c), v)| push(o, c, v & low_ones(c.len())));
+            }
         }
-    }
-    if nan_valid == 0 {
+        if nan_valid != 0 {
+            found.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    if !found.into_inner() {
         return None;
     }
     let buf = arrow_buffer::Buffer::from_vec(words);
@@ -119,7 +139,7 @@ pub(crate) fn nan_bits<T: Copy + PartialEq>(c: &[T]) -> u64 {
 pub fn nan_to_null_dyn(values: &dyn Array) -> Option<ArrayRef> {
     fn with<T: ArrowPrimitiveType>(values: &dyn Array) -> Option<ArrayRef>
     where
-        T::Native: PartialEq,
+        T::Native: PartialEq + Sync,
     {
         let a = values.as_primitive::<T>();
         let nb = nan_as_null(a.values(), a.nulls())?;
@@ -134,33 +154,256 @@ pub fn nan_to_null_dyn(values: &dyn Array) -> Option<ArrayRef> {
 
 /// The output validity of a window aggregate that needs one valid row
 /// (`min_periods` at most 1): row `i` is valid when some row of
-/// `(i - window, i]` is. A word at a time: the valid rows' bits smeared
-/// `window - 1` rows up (OR of the shifts, doubling), carried over from
-/// the word before. `None` when every row is valid.
+/// `(i - window, i]` is ([`in_window`] of the validity words). `None` when
+/// every row is valid.
 pub(crate) fn any_in_window(nb: &NullBuffer, window: usize) -> Option<NullBuffer> {
     let n = nb.len();
     let chunks = nb.inner().bit_chunks();
-    let words = chunks.iter().chain(std::iter::once(chunks.remainder_bits()));
-    let mut out = BooleanBufferBuilder::new(n);
-    // `last`: rows since the newest valid row before this word, capped.
+    let words: Vec<u64> = chunks.iter().chain(std::iter::once(chunks.remainder_bits())).take(n.div_ceil(64)).collect();
+    let w = in_window(&words, n, window);
+    let b = NullBuffer::new(BooleanBuffer::new(arrow_buffer::Buffer::from_vec(w), 0, n));
+    (b.null_count() > 0).then_some(b)
+}
+
+/// Row `j` of `len` rows (bit `j % 64` of word `j / 64`) set when some row
+/// of `(j - window, j]` is set in `words` (rows before 0 are not). A word
+/// at a time: the set bits smeared `window - 1` rows up (OR of the shifts,
+/// doubling), carried over from the word before.
+pub(crate) fn in_window(words: &[u64], len: usize, window: usize) -> Vec<u64> {
+    let mut out = Vec::with_capacity(len.div_ceil(64));
+    // Rows since the newest set row before this word, capped.
     let mut since = usize::MAX / 2;
-    let mut left = n;
-    for v in words {
+    let mut left = len;
+    for &v in words {
         if left == 0 {
             break;
         }
-        let len = left.min(64);
-        let v = if len < 64 { v & ((1u64 << len) - 1) } else { v };
-        // Rows `j` of this word reached by the valid row `since` before it:
+        let n = left.min(64);
+        let v = v & low_ones(n);
+        // Rows `j` of this word reached by the set row `since` before it:
         // `j + since < window` (since >= 1 counts from the word's row 0).
         let carried = if since < window { low_ones((window - since).min(64)) } else { 0 };
-        let own = smear(v, window);
-        let w = own | carried;
-        out.append_packed_range(0..len, &w.to_le_bytes());
-        since = if v != 0 { (len - (63 - v.leading_zeros() as usize)).min(usize::MAX / 2) } else { since.saturating_add(len).min(usize::MAX / 2) };
-        left -= len;
+        out.push((smear(v, window) | carried) & low_ones(n));
+        since = if v != 0 { (n - (63 - v.leading_zeros() as usize)).min(usize::MAX / 2) } else { since.saturating_add(n).min(usize::MAX / 2) };
+        left -= n;
     }
-    let b = NullBuffer::new(out.finish());
+    out
+}
+
+/// The 64 bits of `words` from bit `p` on (0 past the end).
+#[inline(always)]
+pub(crate) fn bits_at(words: &[u64], p: usize) -> u64 {
+    let (q, s) = (p / 64, p % 64);
+    let lo = words.get(q).copied().unwrap_or(0);
+    if s == 0 {
+        return lo;
+    }
+    (lo >> s) | (words.get(q + 1).copied().unwrap_or(0) << (64 - s))
+}
+
+/// The valid rows of `x[lo..hi)` that are not finite, by kind, and those
+/// that are (issue 36: `nan="propagate"` runs the masked kernels on the
+/// finite rows, then marks the windows that hold the others, instead of
+/// a scalar loop that counts them). Words of rows from `lo`.
+pub(crate) struct NonFinite {
+    pub(crate) lo: usize,
+    pub(crate) len: usize,
+    /// Valid and finite, as the bytes of a [`Bitmap::local`] from `lo`.
+    pub(crate) finite: Vec<u8>,
+    pub(crate) nan: Vec<u64>,
+    pub(crate) pinf: Vec<u64>,
+    pub(crate) ninf: Vec<u64>,
+    /// Some valid row is not finite.
+    pub(crate) any: bool,
+}
+
+impl NonFinite {
+    /// One pass over `x[lo..hi)`, 64 rows a word, eight compares to a byte
+    /// (vector compares and a move-mask).
+    pub(crate) fn scan<T: crate::ops::Num, Va: Valid>(x: &[T], va: Va, lo: usize, hi: usize) -> NonFinite {
+        let len = hi - lo;
+        let words = len.div_ceil(64);
+        let mut nf = NonFinite { lo, len, finite: Vec::with_capacity(8 * words), nan: Vec::with_capacity(words), pinf: Vec::with_capacity(words), ninf: Vec::with_capacity(words), any: false };
+        let mut acc = 0u64;
+        for (q, c) in x[lo..hi].chunks(64).enumerate() {
+            let (mut a, mut p, mut m, mut ok) = (0u64, 0u64, 0u64, 0u64);
+            for (k, e) in c.chunks(8).enumerate() {
+                let (ea, ep, em) = e.iter().enumerate().fold((0u64, 0u64, 0u64), |(a, p, m), (j, v)| {
+                    let f = v.to_f64();
+                    #[allow(clippy::eq_op)] // f != f: NaN
+                    (a | (((f != f) as u64) << j), p | (((f == f64::INFINITY) as u64) << j), m | (((f == f64::NEG_INFINITY) as u64) << j))
+                });
+                let v = if Va::ALL { 0xFF } else { va.bits(lo + 64 * q + 8 * k) & 0xFF };
+                a |= (ea & v) << (8 * k);
+                p |= (ep & v) << (8 * k);
+                m |= (em & v) << (8 * k);
+                ok |= (v & !(ea | ep | em)) << (8 * k);
+            }
+            let ok = ok & low_ones(c.len());
+            acc |= a | p | m;
+            nf.nan.push(a);
+            nf.pinf.push(p);
+            nf.ninf.push(m);
+            nf.finite.extend_from_slice(&ok.to_le_bytes());
+        }
+        nf.any = acc != 0;
+        nf
+    }
+
+    /// The valid finite rows, as a validity the kernels read.
+    pub(crate) fn finite(&self) -> Bitmap<'_> {
+        Bitmap::local(&self.finite, self.lo)
+    }
+
+    /// Which rows' windows hold a valid non-finite row, as the extended
+    /// reals have it: for a sum (`var` false) NaN with a NaN or both
+    /// infinities, else the infinity; for a variance NaN. Rows from `lo`.
+    pub(crate) fn marks(&self, window: usize, var: bool) -> Marks {
+        let nan = in_window(&self.nan, self.len, window);
+        let pinf = in_window(&self.pinf, self.len, window);
+        let ninf = in_window(&self.ninf, self.len, window);
+        let mut m = Marks { lo: self.lo, keep: Vec::with_capacity(8 * nan.len()), pinf: Vec::new(), ninf: Vec::new() };
+        for (q, ((&a, &p), &n)) in nan.iter().zip(&pinf).zip(&ninf).enumerate() {
+            let bad = if var { a | p | n } else { a | (p & n) };
+            let lm = low_ones(self.len - 64 * q);
+            m.keep.extend_from_slice(&(!bad & lm).to_le_bytes());
+            if !var {
+                m.pinf.push(p & !n & !a);
+                m.ninf.push(n & !p & !a);
+            }
+        }
+        m
+    }
+
+    /// Rows `[b0, b1)` of `out` (those rows; `b0 - lo` at least `window`,
+    /// or `lo` 0) set as [`NonFinite::marks`] says.
+    pub(crate) fn mark(&self, window: usize, b0: usize, b1: usize, var: bool, out: &mut [f64]) {
+        debug_assert!(self.lo == 0 || b0 >= self.lo + window);
+        let m = self.marks(window, var);
+        set_missing(m.keep(), b0, out);
+        m.infinities(b0, b1, out);
+    }
+}
+
+/// [`NonFinite::marks`]: `keep` (a [`Bitmap::local`] from `lo`) clear where
+/// a row's result is NaN, which the kernels blend in as they store
+/// ([`set_missing`] where they cannot); the sums' rows set to +inf and to
+/// -inf (rare: a post-pass), words from `lo`.
+pub(crate) struct Marks {
+    lo: usize,
+    keep: Vec<u8>,
+    pinf: Vec<u64>,
+    ninf: Vec<u64>,
+}
+
+impl Marks {
+    pub(crate) fn keep(&self) -> Bitmap<'_> {
+        Bitmap::local(&self.keep, self.lo)
+    }
+
+    /// Rows `[b0, b1)` of `out` (those rows) whose sum is an infinity.
+    pub(crate) fn infinities(&self, b0: usize, b1: usize, out: &mut [f64]) {
+        if self.pinf.is_empty() {
+            return;
+        }
+        let mut i = b0;
+        while i < b1 {
+            let n = (b1 - i).min(64);
+            let q = i - self.lo;
+            let lm = low_ones(n);
+            let o = &mut out[i - b0..i - b0 + n];
+            for (mut w, v) in [(bits_at(&self.pinf, q) & lm, f64::INFINITY), (bits_at(&self.ninf, q) & lm, f64::NEG_INFINITY)] {
+                while w != 0 {
+                    o[w.trailing_zeros() as usize] = v;
+                    w &= w - 1;
+                }
+            }
+            i += n;
+        }
+    }
+}
+
+/// `out` (rows from `r0`) NaN where `keep` is clear: 56 rows a read, a
+/// whole run filled at once.
+pub(crate) fn set_missing<K: Valid>(keep: K, r0: usize, out: &mut [f64]) {
+    if K::ALL {
+        return;
+    }
+    let mut i = 0;
+    while i < out.len() {
+        let n = (out.len() - i).min(56);
+        let bad = !keep.bits(r0 + i) & low_ones(n);
+        let o = &mut out[i..i + n];
+        if bad == low_ones(n) {
+            o.fill(f64::NAN);
+        } else {
+            let mut w = bad;
+            while w != 0 {
+                o[w.trailing_zeros() as usize] = f64::NAN;
+                w &= w - 1;
+            }
+        }
+        i += n;
+    }
+}
+
+/// The output validity of a window aggregate that needs `need` valid rows
+/// (var / std: two): row `i` is valid when `(i - window, i]` holds at least
+/// `need`. A word of 64 rows at a time from per-word prefix counts: the
+/// rows every window of the word holds decide it when they have `need`
+/// valid rows (most words with long windows), else the count slides along
+/// the word from the prefixes, a bit in and a bit out a row. `None` when every row is valid. (Before: a u32
+/// count per row, three passes over 4 bytes a row; a tenth of the variance
+/// kernel with nulls.)
+pub(crate) fn at_least_in_window(nb: &NullBuffer, window: usize, need: usize) -> Option<NullBuffer> {
+    let n = nb.len();
+    let chunks = nb.inner().bit_chunks();
+    let words: Vec<u64> = chunks.iter().chain(std::iter::once(chunks.remainder_bits())).take(n.div_ceil(64)).collect();
+    // pre[q]: valid rows before word q.
+    let mut pre = Vec::with_capacity(words.len() + 1);
+    let mut c = 0usize;
+    for (q, &w) in words.iter().enumerate() {
+        pre.push(c);
+        c += (w & low_ones(n - 64 * q)).count_ones() as usize;
+    }
+    pre.push(c);
+    // Valid rows before row r.
+    let before = |r: usize| -> usize {
+        let q = r / 64;
+        if q >= words.len() {
+            return pre[words.len()];
+        }
+        pre[q] + (words[q] & low_ones(r % 64)).count_ones() as usize
+    };
+    let mut out = Vec::with_capacity(words.len());
+    for q in 0..words.len() {
+        let i0 = 64 * q;
+        let len = (n - i0).min(64);
+        // Rows every window of the word holds: [i0 + len - window, i0].
+        let all = len <= window && before(i0 + 1) - before((i0 + len).saturating_sub(window)) >= need;
+        let w = if all {
+            low_ones(len)
+        } else {
+            // Slide the count along the word: row i adds its bit and drops
+            // row i - window's (`old`, rows before 0 dropping nothing).
+            let new = words[q];
+            let old = if i0 >= window {
+                bits_at(&words, i0 - window)
+            } else if window - i0 < 64 {
+                words[0] << (window - i0)
+            } else {
+                0
+            };
+            let mut c = (before(i0) - before(i0.saturating_sub(window))) as i64;
+            let need = need as i64;
+            (0..len).fold(0u64, |a, j| {
+                c += ((new >> j) & 1) as i64 - ((old >> j) & 1) as i64;
+                a | (((c >= need) as u64) << j)
+            })
+        };
+        out.push(w);
+    }
+    let b = NullBuffer::new(BooleanBuffer::new(arrow_buffer::Buffer::from_vec(out), 0, n));
     (b.null_count() > 0).then_some(b)
 }
 
@@ -197,12 +440,12 @@ fn smear(v: u64, window: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_buffer::BooleanBuffer;
 
     #[test]
     fn nan_as_null_is_valid_and_not_nan() {
         let mut st = 0x2545_F491_4F6C_DD1Du64;
-        for n in [0usize, 1, 7, 8, 63, 64, 65, 130, 1000] {
+        for n in [0usize, 1, 7, 8, 63, 64, 65, 130, 1000, (1 << 20) + 4_099] {
+            // (the last: split over threads at word boundaries)
             for p_nan in [0.0, 0.01, 0.5, 1.0] {
                 let mut x = Vec::with_capacity(n);
                 let mut ok = Vec::with_capacity(n);
@@ -253,6 +496,13 @@ mod tests {
                     all.extend(&bits);
                     let nb = NullBuffer::new(BooleanBuffer::from(all).slice(off, n));
                     for w in [1, 2, 3, 5, 8, 31, 63, 64, 65, 100, 500] {
+                        for need in [2usize, 3, 7] {
+                            let got = at_least_in_window(&nb, w, need);
+                            for i in 0..n {
+                                let k = ((i + 1).saturating_sub(w)..=i).filter(|&r| bits[r]).count();
+                                assert_eq!(got.as_ref().map_or(true, |g| g.is_valid(i)), k >= need, "at least {need}: n {n} p {p} w {w} off {off} row {i}");
+                            }
+                        }
                         let got = any_in_window(&nb, w);
                         for i in 0..n {
                             let want = (i + 1).saturating_sub(w)..=i;

@@ -183,3 +183,110 @@ proptest! {
         check(&xs, &ok, w, threads, &[DataType::Float64, DataType::Int64], 997, &[AggKind::Max, AggKind::Min, AggKind::Range])?;
     }
 }
+
+/// `nan="propagate"` (issue 36): a column whose valid values hold NaN,
+/// +inf and -inf at the given densities (runs of NaN longer than the
+/// window too), with or without nulls (their slots garbage). The sums and
+/// moments run their masked kernels on the finite rows and mark the
+/// windows that hold the others; against the oracle, which keeps NaN a
+/// value and null missing, with `min_periods`, and every thread count
+/// giving the bits of one thread.
+fn column_nan(n: usize, seed: u64, p_nan: f64, p_inf: f64, p_missing: f64, run: usize) -> (Vec<f64>, Vec<bool>) {
+    let (mut xs, mut ok) = column(n, seed, p_missing, if p_missing > 0.0 { 1 } else { 0 }, run, false);
+    if p_missing == 0.0 {
+        ok.iter_mut().for_each(|o| *o = true);
+    }
+    let mut s = seed.rotate_left(17) | 1;
+    let u = |s: &mut u64| (xorshift(s) >> 11) as f64 / (1u64 << 53) as f64;
+    for i in 0..n {
+        if !ok[i] {
+            continue;
+        }
+        let r = u(&mut s);
+        if r < p_nan {
+            xs[i] = f64::NAN;
+        } else if r < p_nan + p_inf {
+            xs[i] = if u(&mut s) < 0.5 { f64::INFINITY } else { f64::NEG_INFINITY };
+        }
+    }
+    // A run of NaN (a sensor down) longer than most windows.
+    if n > 0 && p_nan > 0.0 {
+        let at = xorshift(&mut s) as usize % n;
+        for i in at..(at + run).min(n) {
+            if ok[i] {
+                xs[i] = f64::NAN;
+            }
+        }
+    }
+    (xs, ok)
+}
+
+const NAN_AGGS: [AggKind; 8] = [AggKind::Sum, AggKind::Mean, AggKind::Count, AggKind::Var, AggKind::Std, AggKind::VarPop, AggKind::StdPop, AggKind::Geomean];
+
+fn check_nan(xs: &[f64], ok: &[bool], window: usize, min_periods: Option<usize>, threads: usize, every: usize) -> Result<(), TestCaseError> {
+    for dt in [DataType::Float64, DataType::Float32] {
+        let col = array(&dt, xs, ok);
+        let rows = cells(&col);
+        for agg in NAN_AGGS {
+            let split = |t| Split { threads: Some(t), min_rows: 1 };
+            let one = rolling_split(&col, window, agg, min_periods, Algorithm::Auto, split(1)).unwrap();
+            let many = rolling_split(&col, window, agg, min_periods, Algorithm::Auto, split(threads)).unwrap();
+            for i in 0..one.len() {
+                prop_assert_eq!(bits(&one, i), bits(&many, i), "{} on {} window {} threads {} row {}", agg.name(), dt, window, threads, i);
+            }
+            for i in (0..one.len()).step_by(every) {
+                let (w, scale) = plain_at(&rows, window, agg, min_periods, i);
+                let g = val_at(&many, i);
+                prop_assert!(agrees(agg, &g, &w, scale), "{} on {} window {} row {}: got {:?}, want {:?}", agg.name(), dt, window, i, g, w);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn nan_density() -> impl Strategy<Value = f64> {
+    prop_oneof![Just(0.0), Just(0.001), Just(0.01), Just(0.1), Just(0.5), Just(1.0)]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn nan_propagate_equals_the_oracle(
+        n in 0usize..3_000,
+        seed in any::<u64>(),
+        p_nan in nan_density(),
+        p_inf in prop_oneof![Just(0.0), Just(0.002), Just(0.05)],
+        p_missing in prop_oneof![Just(0.0), Just(0.01), Just(0.5), Just(1.0)],
+        run in prop_oneof![1usize..8, 50usize..600],
+        w in prop_oneof![1usize..20, 20usize..400, 400usize..3_000],
+        mp in prop::option::of(0usize..5),
+        threads in 2usize..6,
+    ) {
+        let (xs, ok) = column_nan(n, seed, p_nan, p_inf, p_missing, run);
+        let mp = mp.map(|m| m.min(w));
+        check_nan(&xs, &ok, w, mp, threads, (n * w.min(n) / 300_000).max(1))?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
+
+    /// Long columns: the sum's groups of four segments and the variance's
+    /// lane groups, jobs that follow a job with NaN (the scan first) and
+    /// jobs without, threads cutting between them.
+    #[test]
+    fn long_nan_propagate_equals_the_oracle(
+        n in 20_000usize..60_000,
+        seed in any::<u64>(),
+        p_nan in prop_oneof![Just(0.0001), Just(0.01), Just(0.1)],
+        p_inf in prop_oneof![Just(0.0), Just(0.0005)],
+        p_missing in prop_oneof![Just(0.0), Just(0.01)],
+        run in prop_oneof![1usize..8, 500usize..20_000],
+        w in prop_oneof![1usize..64, 64usize..5_000, 5_000usize..40_000],
+        threads in 2usize..6,
+    ) {
+        let (xs, ok) = column_nan(n, seed, p_nan, p_inf, p_missing, run);
+        check_nan(&xs, &ok, w, None, threads, (n * w.min(n) / 2_000_000).max(31))?;
+    }
+}
