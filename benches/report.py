@@ -274,6 +274,18 @@ def run_one(run: Run, stamp: str) -> str:
     return head + "\n\n" + render(p.stdout)
 
 
+def splice(page: str, blocks: Dict[str, str], how: str) -> str:
+    """``page`` with the sections titled as ``blocks``' keys replaced by
+    them (the others, the header and the earlier CPU's tables kept), and a
+    line under the header saying which were rerun, ``how``."""
+    head, *parts = page.split("\n## ")
+    out = [head.rstrip("\n") + f"\n\nRerun since: {', '.join(blocks)} by {how}.\n"]
+    for p in parts:
+        title = p.split("\n", 1)[0]
+        out.append(blocks[title].rstrip("\n") + "\n" if title in blocks else "## " + p.rstrip("\n") + "\n")
+    return "\n".join(out)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     mode = ap.add_mutually_exclusive_group()
@@ -295,11 +307,18 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     start = now()
     me = "python benches/report.py" + {"full": "", "quick": " --quick", "check": " --check"}[kind]
     body: List[str] = []
+    blocks = {}
     for s in chosen:
         runs = getattr(s, kind)
-        body.append(f"## {s.title}\n\n{s.about}\n")
-        for r in runs:
-            body.append(run_one(r, stamp))
+        block = [f"## {s.title}\n\n{s.about}\n"] + [run_one(r, stamp) for r in runs]
+        blocks[s.title] = "\n".join(block)
+        body.extend(block)
+    if a.only is not None and Path(a.output).exists():
+        # the other sections stay as they are on the page: replace these only
+        page = splice(Path(a.output).read_text(encoding="utf-8"), blocks, f"`{me} --only {a.only}` on {start}, commit {stamp}")
+        Path(a.output).write_text(page, encoding="utf-8")
+        print(f"wrote {a.output} ({', '.join(blocks)})", file=sys.stderr)
+        return
     note = {
         "full": "the full runs",
         "quick": "the quick runs: the full runs' inputs (rolling_many's 4M rows instead of 10M), with fewer "
