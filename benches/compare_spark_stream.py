@@ -3,7 +3,8 @@ aggregation, the same micro-batches through both (local[2], RocksDB state).
 
     python benches/compare_spark_stream.py [--keys 1000] [--batches 6] [--rows 20000]
     python benches/compare_spark_stream.py --quick     # tiny: the checks only
-    python benches/compare_spark_stream.py --floor     # also an empty processor (pandas and Row APIs)
+    python benches/compare_spark_stream.py --floor     # also empty functions (the stateful Python APIs)
+    python benches/compare_spark_stream.py --connect   # both engines through a Spark Connect client
 
 The job (issue 35): ``--keys`` keys; ``--batches`` micro-batches of
 ``--rows`` rows from a Parquet file source (``maxFilesPerTrigger=1``), each
@@ -50,9 +51,9 @@ import numpy as np
 import pandas as pd
 
 if __package__:  # imported from the benches package (asv discovers every module)
-    from ._check import Mismatch, machine
+    from ._check import Mismatch, connect_server, machine
 else:  # python benches/compare_spark_stream.py
-    from _check import Mismatch, machine
+    from _check import Mismatch, connect_server, machine
 
 MINUTE_US = 60_000_000
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -95,14 +96,23 @@ def run(spark, src: str, build, out: str):
     wall = time.perf_counter() - t0
     if q.exception() is not None:
         raise RuntimeError(str(q.exception()))
-    prog = q.recentProgress
+    prog = [_progress(p) for p in q.recentProgress]
     trig = [p["durationMs"].get("triggerExecution", 0) / 1000 for p in prog]
     last = [p for p in prog if p["stateOperators"]][-1]
-    sst = sum(int(o.get("customMetrics", {}).get("rocksdbSstFileSize", 0)) for o in last["stateOperators"])
+    sst = sum(int((o.get("customMetrics") or {}).get("rocksdbSstFileSize", 0)) for o in last["stateOperators"])
     return wall, sum(trig), sum(trig[1:]), sst, _dir_bytes(os.path.join(ck, "state"))
 
 
 SESSION = None  # --session: the gap of session windows instead of 10-minute windows sliding 1 minute
+
+
+def _progress(p) -> dict:
+    """A query progress as a dict: Spark Connect's are dict subclasses
+    whose items may be missing, their attributes holding the values."""
+    if type(p) is dict:
+        return p
+    ops = [{"customMetrics": dict(getattr(o, "customMetrics", None) or {})} for o in (p.stateOperators or [])]
+    return {"durationMs": dict(p.durationMs or {}), "stateOperators": ops}
 
 
 def spark_job(sdf):
@@ -216,6 +226,7 @@ def main(argv=None) -> None:
     ap.add_argument("--floor", action="store_true", help="also time empty processors (pandas and Row APIs)")
     ap.add_argument("--floor-only", action="store_true", help="with --floor: Spark and the empty processors only")
     ap.add_argument("--quick", action="store_true", help="50 keys, 3 batches of 2,000 rows")
+    ap.add_argument("--connect", action="store_true", help="both engines through a Spark Connect client")
     ap.add_argument("--session", default=None, metavar="GAP",
                     help='session windows of this gap (e.g. "1 minute") instead of 10 minutes sliding 1 minute')
     ap.add_argument("--dir", default=None, help="work directory (default: a new temporary one)")
@@ -229,11 +240,25 @@ def main(argv=None) -> None:
     os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning")
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master("local[2]").appName("compare_spark_stream")
-             .config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "2")
-             .config("spark.ui.enabled", "false").config("spark.python.authenticate.socketTimeout", "120s")
-             .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB).getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    conf = {"spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false",
+            "spark.python.authenticate.socketTimeout": "120s",
+            "spark.sql.streaming.stateStore.providerClass": ROCKSDB}
+    server = None
+    if args.connect:  # a Spark Connect server in its own JVM (local[2]), the jobs sent by a Connect client
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+        os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"  # pyspark.sql.functions builds Connect columns
+        server = connect_server(conf)  # the server's own settings
+        import atexit
+
+        spark = ConnectSession.builder.remote(server.__enter__()).getOrCreate()
+        atexit.register(server.__exit__, None, None, None)  # also when a check fails
+    else:
+        b = SparkSession.builder.master("local[2]").appName("compare_spark_stream")
+        for k, v in conf.items():
+            b = b.config(k, v)
+        spark = b.getOrCreate()
+        spark.sparkContext.setLogLevel("ERROR")
     work = args.dir or tempfile.mkdtemp(prefix="slidewise_stream_")
     src = os.path.join(work, "src")
     shutil.rmtree(src, ignore_errors=True)
@@ -269,7 +294,8 @@ def main(argv=None) -> None:
             n = compare(os.path.join(work, "spark"), os.path.join(work, "slidewise"))
             print(f"checked: {n:,} windows x 3 queries equal")
     print(machine("1 per Python worker"))
-    print(f"{args.keys:,} keys, {args.batches} micro-batches of {args.rows:,} rows; "
+    print(f"{'Spark Connect client; ' if args.connect else ''}{args.keys:,} keys, {args.batches} micro-batches of "
+          f"{args.rows:,} rows; "
           f"{'session windows, gap ' + SESSION if SESSION else '10-minute windows sliding 1 minute'}; "
           f"best of {args.repeat}")
     best = {j: min(rs, key=lambda x: x[0]) for j, rs in results.items()}
