@@ -93,18 +93,26 @@ fn array(dt: &DataType, xs: &[f64], ok: &[bool]) -> ArrayRef {
 
 
 fn check(xs: &[f64], ok: &[bool], window: usize, threads: usize, dts: &[DataType], every: usize, aggs: &[AggKind]) -> Result<(), TestCaseError> {
+    check_mp(xs, ok, window, None, threads, dts, every, aggs)
+}
+
+/// Every thread count gives the bits of one thread, and every `every`-th
+/// row equals the independent oracle (`plain_at`), null and NaN apart.
+#[allow(clippy::too_many_arguments)]
+fn check_mp(xs: &[f64], ok: &[bool], window: usize, min_periods: Option<usize>, threads: usize, dts: &[DataType], every: usize,
+            aggs: &[AggKind]) -> Result<(), TestCaseError> {
     for dt in dts {
         let col = array(dt, xs, ok);
         let rows = cells(&col);
         for &agg in aggs {
             let split = |t| Split { threads: Some(t), min_rows: 1 };
-            let one = rolling_split(&col, window, agg, None, Algorithm::Auto, split(1)).unwrap();
-            let many = rolling_split(&col, window, agg, None, Algorithm::Auto, split(threads)).unwrap();
+            let one = rolling_split(&col, window, agg, min_periods, Algorithm::Auto, split(1)).unwrap();
+            let many = rolling_split(&col, window, agg, min_periods, Algorithm::Auto, split(threads)).unwrap();
             for i in 0..one.len() {
                 prop_assert_eq!(bits(&one, i), bits(&many, i), "{} on {} window {} threads {} row {}", agg.name(), dt, window, threads, i);
             }
             for i in (0..one.len()).step_by(every) {
-                let (w, scale) = plain_at(&rows, window, agg, None, i);
+                let (w, scale) = plain_at(&rows, window, agg, min_periods, i);
                 let g = val_at(&many, i);
                 prop_assert!(agrees(agg, &g, &w, scale), "{} on {} window {} row {}: got {:?}, want {:?}", agg.name(), dt, window, i, g, w);
             }
@@ -224,24 +232,7 @@ fn column_nan(n: usize, seed: u64, p_nan: f64, p_inf: f64, p_missing: f64, run: 
 const NAN_AGGS: [AggKind; 8] = [AggKind::Sum, AggKind::Mean, AggKind::Count, AggKind::Var, AggKind::Std, AggKind::VarPop, AggKind::StdPop, AggKind::Geomean];
 
 fn check_nan(xs: &[f64], ok: &[bool], window: usize, min_periods: Option<usize>, threads: usize, every: usize) -> Result<(), TestCaseError> {
-    for dt in [DataType::Float64, DataType::Float32] {
-        let col = array(&dt, xs, ok);
-        let rows = cells(&col);
-        for agg in NAN_AGGS {
-            let split = |t| Split { threads: Some(t), min_rows: 1 };
-            let one = rolling_split(&col, window, agg, min_periods, Algorithm::Auto, split(1)).unwrap();
-            let many = rolling_split(&col, window, agg, min_periods, Algorithm::Auto, split(threads)).unwrap();
-            for i in 0..one.len() {
-                prop_assert_eq!(bits(&one, i), bits(&many, i), "{} on {} window {} threads {} row {}", agg.name(), dt, window, threads, i);
-            }
-            for i in (0..one.len()).step_by(every) {
-                let (w, scale) = plain_at(&rows, window, agg, min_periods, i);
-                let g = val_at(&many, i);
-                prop_assert!(agrees(agg, &g, &w, scale), "{} on {} window {} row {}: got {:?}, want {:?}", agg.name(), dt, window, i, g, w);
-            }
-        }
-    }
-    Ok(())
+    check_mp(xs, ok, window, min_periods, threads, &[DataType::Float64, DataType::Float32], every, &NAN_AGGS)
 }
 
 fn nan_density() -> impl Strategy<Value = f64> {
