@@ -563,6 +563,15 @@ class _PaneProcessor(_Processor):
             self.g = math.gcd(self.g, *span)
             self._groups.setdefault(span, []).append((qi, agg))
 
+    def _emit(self, frames: List[Tuple[Any, ...]]) -> pd.DataFrame:
+        """One output frame of the windows ``frames`` (keys table, query
+        index, start, end, value, null; arrays): pandas' concat of a frame
+        each costs more than the arrays'."""
+        kt = pa.concat_tables([f[0] for f in frames], promote_options="permissive")
+        qi, start, end, val, null = (np.concatenate([f[i] for f in frames]) for i in range(1, 6))
+        return _out_frame(self.keys, {k: _arrow_col(kt.column(k)) for k in self.keys}, qi, start, end, val, null,
+                          self.late)
+
     def _load_bucket(self) -> Tuple[int, Optional[pa.Table]]:
         got = self.state.getOption  # None when the bucket has no state
         if got is None:
@@ -666,11 +675,14 @@ class _PaneProcessor(_Processor):
             self.state.setTimeoutTimestamp(_timeout_ms(nxt))
         else:
             self.state.remove()
-        if frames:  # one output frame: pandas' concat costs more than the arrays'
-            kt = pa.concat_tables([f[0] for f in frames], promote_options="permissive")
-            qi, start, end, val, null = (np.concatenate([f[i] for f in frames]) for i in range(1, 6))
-            yield _out_frame(self.keys, {k: _arrow_col(kt.column(k)) for k in self.keys}, qi, start, end, val, null,
-                             self.late)
+        if frames:
+            yield self._emit(frames)
+
+
+def _session_late_after(queries: List[Any], t: np.ndarray) -> np.ndarray:
+    """The end of each row's own session window, the smallest gap."""
+    ends: np.ndarray = t + min(q.session for q in queries if q.session is not None) // 1000
+    return ends
 
 
 def _row_sessions(keys: pa.Table, t: np.ndarray, v: np.ndarray, m: np.ndarray, fields: Tuple[str, ...]) -> pa.Table:
@@ -712,9 +724,7 @@ class _SessionPaneProcessor(_PaneProcessor):
     never joins it (as in Spark)."""
 
     def _late_after(self, t: np.ndarray) -> np.ndarray:
-        """The end of each row's own session window, the smallest gap."""
-        ends: np.ndarray = t + min(q.session for q in self.queries if q.session is not None) // 1000
-        return ends
+        return _session_late_after(self.queries, t)
 
     def _advance(self, final: int, panes: Optional[pa.Table], wm_ms: int, keys: Optional[pa.Table], nt, nv, nm,  # type: ignore[override]
                  ok_from: int) -> Iterator[pd.DataFrame]:
@@ -753,10 +763,7 @@ class _SessionPaneProcessor(_PaneProcessor):
         else:
             self.state.remove()
         if frames:
-            kt = pa.concat_tables([f[0] for f in frames], promote_options="permissive")
-            qi_, start, end_, val, null = (np.concatenate([f[i] for f in frames]) for i in range(1, 6))
-            yield _out_frame(self.keys, {k: _arrow_col(kt.column(k)) for k in self.keys}, qi_, start, end_, val, null,
-                             self.late)
+            yield self._emit(frames)
 
 
 class _SessionProcessor(_Processor):
@@ -770,9 +777,7 @@ class _SessionProcessor(_Processor):
                 "need": np.empty((0, len(self.queries)), bool)}
 
     def _late_after(self, t: np.ndarray) -> np.ndarray:
-        """The end of each row's own session window, the smallest gap."""
-        ends: np.ndarray = t + min(q.session for q in self.queries if q.session is not None) // 1000
-        return ends
+        return _session_late_after(self.queries, t)
 
     def _advance(self, key, st, wm_ms: int, nt, nv, nm, probes) -> Iterator[pd.DataFrame]:
         import slidewise as sw
