@@ -403,6 +403,27 @@ def test_stream_aggregate_equals_spark_streaming(spark, tmp_path, kind):
     _same_queries(got, want, aggs, ["k"])
 
 
+def test_bucket_values_are_sparks_hash_partitions(spark):
+    """The bucket values are found on the driver with Spark's Murmur3 hash
+    of a bigint written in numpy (no Spark job at the query's start): the
+    hash equals Spark's ``hash`` on bigints across the range (negative,
+    large, both 32-bit halves), and each of n buckets is the smallest
+    bigint Spark's ``pmod(hash(v), n)`` puts in its own partition."""
+    from slidewise.spark._streaming import _bucket_values, _spark_hash_long
+
+    rng = np.random.default_rng(3)
+    v = np.concatenate([np.arange(-50, 50), rng.integers(-2**63, 2**63 - 1, 400, dtype=np.int64),
+                        np.array([2**31 - 1, 2**31, 2**32, -2**31, 2**63 - 1, -2**63], np.int64)])
+    df = spark.createDataFrame(pd.DataFrame({"v": v}))
+    want = np.array([r[0] for r in df.select(F.hash("v")).collect()], np.int64)
+    assert (_spark_hash_long(v).astype(np.int64) == want).all()
+    for n in (2, 3, 7, 200):
+        got = _bucket_values(n)
+        ids = spark.range(0, max(got) + 1).select("id", F.pmod(F.hash("id"), F.lit(n)).alias("p")).toPandas()
+        first = ids.groupby("p")["id"].min()
+        assert got == [int(first[i]) for i in range(n)]
+
+
 def test_stream_aggregate_refuses_another_bucket_count(spark, tmp_path):
     """The pane state hashes keys into one bucket per state partition
     (spark.sql.shuffle.partitions when the query starts). Spark keeps a

@@ -198,16 +198,35 @@ def _probes_fn(by: List[str], carry: List[str], time: str, value: str, spans: Li
     return probes
 
 
-def _bucket_values(spark: Any, n: int) -> List[int]:
+def _spark_hash_long(v: np.ndarray) -> Any:
+    """Spark's ``hash(v)`` of bigints (Murmur3_x86_32.hashLong, seed 42) as
+    int32, computed here: no Spark job to learn the bucket values."""
+    def rotl(x: Any, r: int) -> Any:
+        return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
+
+    def mix(h: Any, k: Any) -> Any:
+        k = rotl(k * np.uint32(0xCC9E2D51), 15) * np.uint32(0x1B873593)
+        return rotl(h ^ k, 13) * np.uint32(5) + np.uint32(0xE6546B64)
+
+    u = v.astype(np.uint64)
+    h = mix(np.full(len(v), 42, np.uint32), (u & np.uint64(0xFFFFFFFF)).astype(np.uint32))
+    h = mix(h, (u >> np.uint64(32)).astype(np.uint32)) ^ np.uint32(8)
+    h = (h ^ (h >> np.uint32(16))) * np.uint32(0x85EBCA6B)
+    h = (h ^ (h >> np.uint32(13))) * np.uint32(0xC2B2AE35)
+    return (h ^ (h >> np.uint32(16))).view(np.int32)
+
+
+def _bucket_values(n: int) -> List[int]:
     """``n`` bigints whose Spark hash puts each in its own one of ``n``
     partitions (``pmod(hash(v), n)``, the hash partitioning of a stateful
     operator's grouping key): the buckets of keys, one per partition of
-    the state, so every core gets one."""
-    F = _functions(spark)
-    found = spark.range(0, 64 * n).select("id", F.pmod(F.hash("id"), F.lit(n)).alias("part")) \
-        .groupBy("part").agg(F.min("id").alias("id")).collect()
-    got = {int(r["part"]): int(r["id"]) for r in found}
-    return [got.get(i, i) for i in range(n)]  # (a partition missed in 64 n draws shares one: never seen)
+    the state, so every core gets one. The smallest such value each."""
+    ids = np.arange(64 * n, dtype=np.int64)
+    part = np.mod(_spark_hash_long(ids).astype(np.int64), n)  # pmod: numpy's mod has the divisor's sign
+    vals = np.arange(n, dtype=np.int64)  # (a partition missed in 64 n draws shares one: never seen)
+    found, first = np.unique(part, return_index=True)  # the first draw of each: the smallest
+    vals[found] = ids[first]
+    return [int(v) for v in vals]
 
 
 
@@ -340,8 +359,8 @@ def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], valu
         # restart under another count)
         spark = df.sparkSession
         n = int(spark.conf.get("spark.sql.shuffle.partitions") or 200) if keys else 1
-        vals = _bucket_values(spark, n) if n > 1 else [0]
-        bucket = F.element_at(F.array(*[F.lit(v).cast("long") for v in vals]),
+        vals = _bucket_values(n) if n > 1 else [0]
+        bucket = F.element_at(F.expr(f"array({', '.join(f'{v}L' for v in vals)})"),  # one call, not n lits
                               (F.pmod(F.hash(*group), F.lit(n)) + 1).cast("int"))
         df = df.withColumn(_BUCKET, bucket)
         by = [_BUCKET]
