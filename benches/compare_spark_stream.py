@@ -5,6 +5,7 @@ aggregation, the same micro-batches through both (local[2], RocksDB state).
     python benches/compare_spark_stream.py --quick     # tiny: the checks only
     python benches/compare_spark_stream.py --floor     # also empty functions (the stateful Python APIs)
     python benches/compare_spark_stream.py --connect   # both engines through a Spark Connect client
+    python benches/compare_spark_stream.py --long      # stream_aggregate's long output
 
 The job (issue 35): ``--keys`` keys; ``--batches`` micro-batches of
 ``--rows`` rows from a Parquet file source (``maxFilesPerTrigger=1``), each
@@ -16,7 +17,8 @@ append mode; RocksDB state on both sides; ``spark.sql.shuffle.partitions``
 
 Spark: ``withWatermark("ts", "30 seconds").groupBy("k", F.window("ts",
 "10 minutes", "1 minute")).agg(sum, max, avg)``. slidewise:
-``stream_aggregate`` with the same three queries. Both write Parquet; the
+``stream_aggregate(..., wide=True)`` with the same three queries, a row
+per window as Spark's (``--long``: a row per window and query). Both write Parquet; the
 windows are compared (every window of one in the other, values to 1e-9
 relative, null and NaN apart) before any time is printed. Times: the
 query's wall time (start to end, ``trigger(availableNow=True)``), the sum
@@ -104,6 +106,7 @@ def run(spark, src: str, build, out: str):
 
 
 SESSION = None  # --session: the gap of session windows instead of 10-minute windows sliding 1 minute
+WIDE = True  # stream_aggregate(wide=True): a row per window, as Spark's; --long: a row per window and query
 
 
 def _progress(p) -> dict:
@@ -131,7 +134,7 @@ def slidewise_job(sdf):
 
     qs = [sw.Query(a, session=SESSION, name=a) if SESSION else sw.Query(a, "10m", "1m", name=a)
           for a in ("sum", "max", "mean")]
-    return ss.stream_aggregate(sdf, qs, "v", "ts", key="k", watermark="30 seconds")
+    return ss.stream_aggregate(sdf, qs, "v", "ts", key="k", watermark="30 seconds", wide=WIDE)
 
 
 def _empty(row_api: bool, buckets: int = 0):
@@ -200,7 +203,8 @@ def compare(ref_dir: str, got_dir: str) -> int:
     if len(want) < 100:
         raise Mismatch(f"Spark emitted only {len(want)} windows")
     for q in ("sum", "max", "mean"):
-        g, w = got[got["query"] == q].set_index(idx)["value"].sort_index(), want[q]
+        g = got.set_index(idx)[q] if "query" not in got else got[got["query"] == q].set_index(idx)["value"]
+        g, w = g.sort_index(), want[q]
         if not g.index.equals(w.index):
             extra, missing = g.index.difference(w.index), w.index.difference(g.index)
             raise Mismatch(f"{q}: windows differ: {len(extra)} extra ({list(extra[:3])}), "
@@ -229,10 +233,12 @@ def main(argv=None) -> None:
     ap.add_argument("--connect", action="store_true", help="both engines through a Spark Connect client")
     ap.add_argument("--session", default=None, metavar="GAP",
                     help='session windows of this gap (e.g. "1 minute") instead of 10 minutes sliding 1 minute')
+    ap.add_argument("--long", action="store_true",
+                    help="stream_aggregate's long output (a row per window and query) instead of wide=True")
     ap.add_argument("--dir", default=None, help="work directory (default: a new temporary one)")
     args = ap.parse_args(argv)
-    global SESSION
-    SESSION = args.session
+    global SESSION, WIDE
+    SESSION, WIDE = args.session, not args.long
     if args.quick:
         args.keys, args.batches, args.rows = 50, 3, 2000
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -297,6 +303,7 @@ def main(argv=None) -> None:
     print(f"{'Spark Connect client; ' if args.connect else ''}{args.keys:,} keys, {args.batches} micro-batches of "
           f"{args.rows:,} rows; "
           f"{'session windows, gap ' + SESSION if SESSION else '10-minute windows sliding 1 minute'}; "
+          f"stream_aggregate's output {'wide (a row per window)' if WIDE else 'long (a row per window and query)'}; "
           f"best of {args.repeat}")
     best = {j: min(rs, key=lambda x: x[0]) for j, rs in results.items()}
     s = best["spark"]

@@ -335,8 +335,9 @@ def _first_by_time(v, ignore_nulls=False, last=False):
     return (F.max_by if last else F.min_by)(v, by)
 
 
-@pytest.mark.parametrize("kind", ["time", "sliding", "session", "sliding-first-last"])
-def test_stream_aggregate_equals_spark_streaming(spark, tmp_path, kind):
+@pytest.mark.parametrize("kind, wide", [("time", False), ("sliding", False), ("session", False),
+                                        ("sliding-first-last", False), ("sliding", True), ("session", True)])
+def test_stream_aggregate_equals_spark_streaming(spark, tmp_path, kind, wide):
     """stream_aggregate (transformWithStateInPandas) against Spark's own
     streaming withWatermark("ts", "30 seconds").groupBy("k", window) in
     append mode over the same micro-batches, both queries side by side over
@@ -348,7 +349,8 @@ def test_stream_aggregate_equals_spark_streaming(spark, tmp_path, kind):
     row's last window as its event-time column. Rows behind the watermark
     in windows still open count (time windows: [t - t mod slide, ... +
     range) ends after the watermark; sessions: t + gap does); a sliding
-    window whose rows all came late for it is dropped."""
+    window whose rows all came late for it is dropped. ``wide=True``: the
+    same windows as one row each, a column per query, as Spark's own."""
     if kind == "session":
         frames, window = _frames(_SESSION_BATCHES), F.session_window("ts", "10 seconds")
         aggs = {"sum": F.sum, "count": F.count, "max": F.max, "mean": F.avg}
@@ -371,7 +373,7 @@ def test_stream_aggregate_equals_spark_streaming(spark, tmp_path, kind):
         qs = [sw.Query(a, "10s", "5s", name=a) for a in aggs]
 
     def build(sdf):
-        return ss.stream_aggregate(sdf, qs, "v", "ts", key="k", watermark="30 seconds")
+        return ss.stream_aggregate(sdf, qs, "v", "ts", key="k", watermark="30 seconds", wide=wide)
 
     src, out = str(tmp_path / "src"), str(tmp_path / "out")
     # time windows: the keys in 3 buckets (one partition each), some empty until a later batch
@@ -397,10 +399,17 @@ def test_stream_aggregate_equals_spark_streaming(spark, tmp_path, kind):
     want, got = read_ref(), read()
     if not kind.startswith("sliding"):  # sliding: Spark counts the (row, window) pairs it drops
         assert d1 + d2 == drops and sum(drops) >= 5
-    assert got.column_names == ["k", "query", "window_start", "window_end", "value"]
     col = "range" if kind == "sliding-first-last" else "sum"
     assert pc.sum(pc.is_nan(want[col])).as_py() >= 1 and want[col].null_count >= 1
-    _same_queries(got, want, aggs, ["k"])
+    if wide:
+        assert got.column_names == ["k", "window_start", "window_end", *aggs]
+        cols = ["k", "window_start", "window_end", "value"]
+        for a in aggs:  # every column, each window once
+            _same_windows(got.select(cols[:-1] + [a]).rename_columns(cols),
+                          want.select(cols[:-1] + [a]).rename_columns(cols), ["k"], a, same_type=False)
+    else:
+        assert got.column_names == ["k", "query", "window_start", "window_end", "value"]
+        _same_queries(got, want, aggs, ["k"])
 
 
 def test_bucket_values_are_sparks_hash_partitions(spark):
@@ -549,15 +558,23 @@ def test_stream_aggregate_errors(spark):
         ss.stream_aggregate(sdf, sw.Query("collect", "10s"), "v", "ts", "k", watermark="1 minute")
     with pytest.raises(ValueError, match="'argmax' with arg="):
         ss.stream_aggregate(sdf, sw.Query("argmax", "10s", arg="k"), "v", "ts", "k", watermark="1 minute")
+    with pytest.raises(ValueError, match="wide=True: the queries of one call share one window"):
+        ss.stream_aggregate(sdf, [sw.Query("sum", "10s", name="a"), sw.Query("sum", "20s", name="b")], "v", "ts",
+                            "k", watermark="1 minute", wide=True)
+    with pytest.raises(ValueError, match=r"repeat \['k'\]"):
+        ss.stream_aggregate(sdf, sw.Query("sum", "10s", name="k"), "v", "ts", "k", watermark="1 minute", wide=True)
+    with pytest.raises(ValueError, match=r"repeat \['v'\]"):
+        ss.stream_aggregate(sdf, sw.Query("sum", "10s", name="v"), "v", "ts", "k", watermark="1 minute", wide=True,
+                            late_rows="kind")
 
 
-@pytest.mark.parametrize("kind", ["sliding", "session"])
-def test_stream_aggregate_rows_per_key_equal_stream(spark, tmp_path, kind):
+@pytest.mark.parametrize("kind, wide", [("sliding", False), ("session", False), ("sliding", True)])
+def test_stream_aggregate_rows_per_key_equal_stream(spark, tmp_path, kind, wide):
     """argmax / argmin (a position in the window: no partial) keep each
     key's rows: on in-order micro-batches (nothing late) stream_aggregate's
     windows equal slidewise.Stream's over each key's rows, with a pane
     aggregation beside them (queries of both kinds in one call: rows per
-    key for all)."""
+    key for all); ``wide=True``: the same, a column per query."""
     batches = [[(k, 1000 + i + 0.25 * j, v) for i, (k, j, v) in enumerate(rows)] for rows in (
         [("a", 0, 1.5), ("b", 1, None), ("a", 2, 3.0), ("b", 0, -1.0), ("a", 1, 3.0)],
         [("a", 8, 0.5), ("b", 9, float("nan")), ("a", 9, 4.0), ("b", 8, 2.0)],
@@ -570,7 +587,7 @@ def test_stream_aggregate_rows_per_key_equal_stream(spark, tmp_path, kind):
     else:
         qs = [sw.Query(a, session="4s", name=a) for a in aggs]
     got, _ = _spark_micro_batches(spark, str(tmp_path / "src"), _frames(batches), lambda sdf: ss.stream_aggregate(
-        sdf, qs, "v", "ts", "k", watermark="1 second"))
+        sdf, qs, "v", "ts", "k", watermark="1 second", wide=wide))
     rows = [r for b in batches for r in b]
     for key in ("a", "b"):
         mine = sorted([(t, v) for k, t, v in rows if k == key], key=lambda x: x[0])
@@ -580,7 +597,11 @@ def test_stream_aggregate_rows_per_key_equal_stream(spark, tmp_path, kind):
         res = [stream.push(table), stream.flush()]
         for a in aggs:
             want = pa.concat_tables([r[a] for r in res])
-            g = got.filter(pc.and_(pc.equal(got["k"], key), pc.equal(got["query"], a))).sort_by("window_start")
+            if wide:  # a column per query
+                g = got.filter(pc.equal(got["k"], key)).select(["window_start", a]).rename_columns(
+                    ["window_start", "value"]).sort_by("window_start")
+            else:
+                g = got.filter(pc.and_(pc.equal(got["k"], key), pc.equal(got["query"], a))).sort_by("window_start")
             # the windows the last watermark (the latest time - 1 s) closed
             last = int(round((max(t for _, t, _ in rows) - 1) * 1e6))
             w = want.filter(pc.less_equal(want["window_end"].cast(pa.int64()), last)).sort_by("window_start")
@@ -617,14 +638,16 @@ def test_stream_aggregate_on_the_default_state_store(spark, tmp_path, kind):
                   "sliding" if kind == "time" else "session")
 
 
-def test_stream_aggregate_one_query_for_windows_and_late_rows(spark, tmp_path):
+@pytest.mark.parametrize("wide", [False, True])
+def test_stream_aggregate_one_query_for_windows_and_late_rows(spark, tmp_path, wide):
     """late_rows="kind": one streaming query gives the windows and the late
     rows; foreach_batch_split writes them to two Parquet sinks. Over the
     micro-batches of the tests above (sliding windows, sum and count): the
     windows are exactly Spark's (withWatermark("ts", "30 seconds") own
     aggregation, side by side), the late rows exactly the rows in no window
     of Spark's (every window is closed by the last batch), null and NaN
-    apart, each written once."""
+    apart, each written once. ``wide=True``: the windows one row each, a
+    column per query; a late row's value in a column named as the input's."""
     last = [("a", 1001, None), ("b", 1002, float("nan")), ("z", 2000, 0.0)]
     frames, window = _frames(_TIME_BATCHES + [last]), F.window("ts", "10 seconds", "5 seconds")
     aggs = {"sum": F.sum, "count": F.count}
@@ -636,8 +659,9 @@ def test_stream_aggregate_one_query_for_windows_and_late_rows(spark, tmp_path):
         return lambda df, batch_id: df.write.mode("append").parquet(sinks[name])
 
     def start(sdf):
-        res = ss.stream_aggregate(sdf, qs, "v", "ts", key="k", watermark="30 seconds", late_rows="kind")
-        assert res.columns == ["k", "kind", "query", "window_start", "window_end", "value", "ts"]
+        res = ss.stream_aggregate(sdf, qs, "v", "ts", key="k", watermark="30 seconds", late_rows="kind", wide=wide)
+        assert res.columns == (["k", "kind", "window_start", "window_end", "sum", "count", "ts", "v"] if wide else
+                               ["k", "kind", "query", "window_start", "window_end", "value", "ts"])
         return res.writeStream.foreachBatch(ss.foreach_batch_split(writer("windows"), writer("late"))).option(
             "checkpointLocation", str(out / "ck")).start()
 
@@ -660,9 +684,18 @@ def test_stream_aggregate_one_query_for_windows_and_late_rows(spark, tmp_path):
         ref.stop()
     want = read_ref()
     got, late = pq.read_table(sinks["windows"]), pq.read_table(sinks["late"])
-    assert got.column_names == ["k", "query", "window_start", "window_end", "value"]
-    _same_queries(got, want, aggs, ["k"])
-    assert late.column_names == ["k", "ts", "value"]
+    if wide:
+        assert got.column_names == ["k", "window_start", "window_end", "sum", "count"]
+        cols = ["k", "window_start", "window_end", "value"]
+        for a in aggs:
+            _same_windows(got.select(cols[:-1] + [a]).rename_columns(cols),
+                          want.select(cols[:-1] + [a]).rename_columns(cols), ["k"], a, same_type=False)
+        assert late.column_names == ["k", "ts", "v"]
+        late = late.rename_columns(["k", "ts", "value"])
+    else:
+        assert got.column_names == ["k", "query", "window_start", "window_end", "value"]
+        _same_queries(got, want, aggs, ["k"])
+        assert late.column_names == ["k", "ts", "value"]
     allrows = pa.concat_tables(frames)
 
     def rows(t, v):

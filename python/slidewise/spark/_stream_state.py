@@ -11,7 +11,7 @@ pickle stays small and imports nothing heavy to unpickle."""
 from __future__ import annotations
 
 import pickle
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import numpy as np
 import pandas as pd
@@ -529,6 +529,35 @@ def _out_frame(keys: List[str], kcols: Dict[str, Any], qi, start, end, val: np.n
     return f
 
 
+def _widen(f: pd.DataFrame, keys: List[str], nq: int) -> pd.DataFrame:
+    """``wide=True``: the output rows of :func:`_out_frame` (one per window
+    and query) as one row per window, a value and state column per query
+    (``_OUT_V``/``_OUT_NULL`` and the query's index; a query without a row
+    for a window: null). A late row keeps its row, its value as query 0's.
+    A third of the rows for three queries: fewer for pyspark to convert,
+    the JVM to read and the sink to write."""
+    q = f[_OUT_Q].to_numpy()
+    win = q >= 0
+    if win.any() and not win.all():  # (the processors yield late rows and windows as frames of their own)
+        return pd.concat([_widen(f[~win], keys, nq), _widen(f[win], keys, nq)], ignore_index=True)
+    v, st = f[_OUT_V].to_numpy(), f[_OUT_NULL].to_numpy()
+    base = [c for c in f.columns if c not in (_OUT_V, _OUT_NULL)]
+    if win.all():
+        t = pa.table({c: pa.array(np.asarray(f[c]), from_pandas=True) for c in (*keys, _OUT_WS, _OUT_WE)})
+        ids, n = _group_ids(t, [*keys, _OUT_WS, _OUT_WE])
+        first = np.full(n, len(q), np.int64)
+        np.minimum.at(first, ids, np.arange(len(q)))
+        rows = f.iloc[first][base].reset_index(drop=True)
+        rows[_OUT_Q] = 0
+    else:  # late rows stay rows, their value as query 0's
+        ids, n, rows, q = np.arange(len(q)), len(q), f[base].reset_index(drop=True), np.zeros(len(q), np.int64)
+    vals, states = np.zeros((nq, n)), np.ones((nq, n), np.int32)  # no row: null
+    vals[q, ids], states[q, ids] = v, st
+    for i in range(nq):
+        rows[f"{_OUT_V}{i}"], rows[f"{_OUT_NULL}{i}"] = vals[i], states[i]
+    return rows
+
+
 def _arrow_col(a: Any) -> Any:
     """A key column of an Arrow table for a pandas frame: strings as an
     object array (see _out_frame)."""
@@ -814,8 +843,15 @@ class _SessionProcessor(_Processor):
         yield from self._finish(need.any(axis=1), {"t": t, "v": v, "m": m, "need": need}, {}, next_end, frames)
 
 
-def engine(proc: Any) -> _Processor:
+def engine(proc: Any) -> Callable[[Any, Any, Any], Iterator[pd.DataFrame]]:
     """The work of the shell ``proc`` (its kind: "rows", "panes", "sessions")."""
     kinds = {"rows": _Processor, "panes": _PaneProcessor, "sessions": _SessionProcessor,
              "session-panes": _SessionPaneProcessor}
-    return kinds[proc.kind](proc)
+    work = kinds[proc.kind](proc)
+    if not getattr(proc, "wide", False):
+        return work
+    nq = len(work.queries)
+
+    def wide(key: Any, rows: Any, state: Any) -> Iterator[pd.DataFrame]:
+        return (_widen(f, work.keys, nq) for f in work(key, rows, state))
+    return wide
