@@ -6,6 +6,7 @@ aggregation, the same micro-batches through both (local[2], RocksDB state).
     python benches/compare_spark_stream.py --floor     # also empty functions (the stateful Python APIs)
     python benches/compare_spark_stream.py --connect   # both engines through a Spark Connect client
     python benches/compare_spark_stream.py --long      # stream_aggregate's long output
+    python benches/compare_spark_stream.py --skew 1.2  # skewed keys (Zipf)
 
 The job (issue 35): ``--keys`` keys; ``--batches`` micro-batches of
 ``--rows`` rows from a Parquet file source (``maxFilesPerTrigger=1``), each
@@ -61,9 +62,11 @@ MINUTE_US = 60_000_000
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
-def make_batches(keys: int, batches: int, rows: int, seed: int = 7):
-    """One pandas frame (k, ts, v) per micro-batch."""
+def make_batches(keys: int, batches: int, rows: int, seed: int = 7, skew: float = 0.0):
+    """One pandas frame (k, ts, v) per micro-batch; ``skew`` > 0: key i
+    drawn with weight 1 / (i + 1) ** skew (Zipf), else uniformly."""
     rng = np.random.default_rng(seed)
+    weights = 1.0 / np.arange(1, keys + 1) ** skew if skew else None
     base = pd.Timestamp("2026-01-01", tz="UTC").value // 1000  # us
     out = []
     for b in range(batches):
@@ -73,7 +76,8 @@ def make_batches(keys: int, batches: int, rows: int, seed: int = 7):
         t = np.where((u >= 0.03) & (u < 0.05), t - 30 * MINUTE_US, t)  # far behind the watermark
         v = rng.normal(size=rows).round(4)
         v[rng.random(rows) < 0.001] = np.nan
-        f = pd.DataFrame({"k": rng.integers(0, keys, rows).astype(np.int64),
+        k = rng.choice(keys, rows, p=weights / weights.sum()) if skew else rng.integers(0, keys, rows)
+        f = pd.DataFrame({"k": k.astype(np.int64),
                           "ts": pd.to_datetime(t, unit="us", utc=True), "v": v})
         f.loc[rng.random(rows) < 0.01, "v"] = None
         out.append(f)
@@ -233,6 +237,8 @@ def main(argv=None) -> None:
     ap.add_argument("--connect", action="store_true", help="both engines through a Spark Connect client")
     ap.add_argument("--session", default=None, metavar="GAP",
                     help='session windows of this gap (e.g. "1 minute") instead of 10 minutes sliding 1 minute')
+    ap.add_argument("--skew", type=float, default=0.0, metavar="S",
+                    help="keys drawn by Zipf's law, key i with weight 1 / (i + 1) ** S (default: uniform)")
     ap.add_argument("--long", action="store_true",
                     help="stream_aggregate's long output (a row per window and query) instead of wide=True")
     ap.add_argument("--dir", default=None, help="work directory (default: a new temporary one)")
@@ -269,7 +275,7 @@ def main(argv=None) -> None:
     src = os.path.join(work, "src")
     shutil.rmtree(src, ignore_errors=True)
     os.makedirs(src)
-    for i, f in enumerate(make_batches(args.keys, args.batches, args.rows)):
+    for i, f in enumerate(make_batches(args.keys, args.batches, args.rows, skew=args.skew)):
         path = os.path.join(src, f"part-{i:03d}.parquet")
         f.to_parquet(path)
         os.utime(path, (1_000_000 + i, 1_000_000 + i))  # the file source's order
@@ -300,7 +306,8 @@ def main(argv=None) -> None:
             n = compare(os.path.join(work, "spark"), os.path.join(work, "slidewise"))
             print(f"checked: {n:,} windows x 3 queries equal")
     print(machine("1 per Python worker"))
-    print(f"{'Spark Connect client; ' if args.connect else ''}{args.keys:,} keys, {args.batches} micro-batches of "
+    print(f"{'Spark Connect client; ' if args.connect else ''}{args.keys:,} keys"
+          f"{f' (Zipf, weight 1 / (i + 1) ** {args.skew:g})' if args.skew else ''}, {args.batches} micro-batches of "
           f"{args.rows:,} rows; "
           f"{'session windows, gap ' + SESSION if SESSION else '10-minute windows sliding 1 minute'}; "
           f"stream_aggregate's output {'wide (a row per window)' if WIDE else 'long (a row per window and query)'}; "

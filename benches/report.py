@@ -138,18 +138,20 @@ SECTIONS = [
         "spark-stream", "Spark Structured Streaming: `stream_aggregate` against Spark's own",
         "Spark local[2], RocksDB state on both sides. The same micro-batches (a Parquet file source, "
         "maxFilesPerTrigger=1; 3% of rows up to 2 minutes late, 2% far behind the watermark) through "
-        "`withWatermark.groupBy(key, F.window(10 min, 1 min)).agg(sum, max, avg)` and `stream_aggregate`, "
-        "windows checked equal first; then empty functions on the same stream: `applyInPandasWithState`, "
+        "`withWatermark.groupBy(key, F.window(10 min, 1 min)).agg(sum, max, avg)` and `stream_aggregate(..., "
+        "wide=True)` (a row per window, as Spark's), windows checked equal first; then empty functions on the same stream: `applyInPandasWithState`, "
         "stream_aggregate's API (the floor of its work), and the `transformWithState` processors it did "
-        "not choose; then session windows (`F.session_window(ts, 1 minute)`) through both, and the job "
-        "through a Spark Connect client. Seconds, best of the repeats, and the RocksDB bytes of the last batch.",
+        "not choose; then 100,000 keys, keys drawn by Zipf's law, session windows (`F.session_window(ts, "
+        "1 minute)`) through both, and the job through a Spark Connect client. Seconds, best of the repeats, and the RocksDB bytes of the last batch.",
         full=[Run(["benches/compare_spark_stream.py", "--floor", "--repeat", "3"]),
               Run(["benches/compare_spark_stream.py", "--keys", "100000", "--repeat", "2"]),
+              Run(["benches/compare_spark_stream.py", "--skew", "1.2", "--repeat", "3"]),
               Run(["benches/compare_spark_stream.py", "--session", "1 minute", "--repeat", "3"]),
               Run(["benches/compare_spark_stream.py", "--connect", "--repeat", "3"]),
               Run(["benches/compare_spark_stream.py", "--connect", "--keys", "100000", "--repeat", "1"])],
         quick=[Run(["benches/compare_spark_stream.py", "--floor", "--repeat", "2"]),
                Run(["benches/compare_spark_stream.py", "--keys", "100000", "--repeat", "1"]),
+               Run(["benches/compare_spark_stream.py", "--skew", "1.2", "--repeat", "2"]),
                Run(["benches/compare_spark_stream.py", "--session", "1 minute", "--repeat", "2"]),
                Run(["benches/compare_spark_stream.py", "--connect", "--repeat", "2"])],
         check=[Run(["benches/compare_spark_stream.py", "--quick"])],
