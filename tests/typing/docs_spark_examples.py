@@ -43,7 +43,13 @@ windows = sws.stream_aggregate(stream_df, [sw.Query("mean", range="10 minutes", 
 assert windows.columns == ["sensor", "query", "window_start", "window_end", "value"]
 # windows.writeStream.outputMode("append").option("checkpointLocation", ...).start()
 
-# docs/spark.md:163
+# docs/spark.md:148
+qs = [sw.Query(a, range="10 minutes", slide="1 minute", name=a) for a in ("sum", "max", "mean")]
+wide = sws.stream_aggregate(stream_df, qs, value="v", time="ts", key="sensor", watermark="30 seconds",
+                            wide=True)
+assert wide.columns == ["sensor", "window_start", "window_end", "sum", "max", "mean"]
+
+# docs/spark.md:175
 out = sws.stream_aggregate(stream_df, [sw.Query("max", range="10 minutes")], value="v", time="ts",
                            key="sensor", watermark="30 seconds", late_rows="kind")
 assert out.columns == ["sensor", "kind", "query", "window_start", "window_end", "value", "ts"]
@@ -51,6 +57,6 @@ to_sinks = sws.foreach_batch_split(lambda w, batch_id: w.write.mode("append").pa
                                    lambda late, batch_id: late.write.mode("append").parquet("/data/late"))
 # out.writeStream.foreachBatch(to_sinks).option("checkpointLocation", ...).start()
 
-# docs/spark.md:252
+# docs/spark.md:267
 spark = SparkSession.builder.remote("sc://cluster:15002").getOrCreate()
 out = sws.rolling(df, "v", "t", 50, ["mean"])   # ships ~/wheels/ to this session, once
