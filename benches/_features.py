@@ -43,14 +43,15 @@ def names():
     return [f"{a}_{w}" for w in WINDOWS for a in AGGS]
 
 
-def write_parquet(path: str, rows: int = ROWS, keys: int = KEYS, files: int = FILES, seed: int = 7) -> str:
+def write_parquet(path: str, rows: int = ROWS, keys: int = KEYS, files: int = FILES, seed: int = 7,
+                  missing: float = 0.01) -> str:
     """``files`` Parquet files under ``path`` in time order (file i holds the
-    i-th slice of rows sorted by (t, id)); written once (a ``_DONE`` marker
-    names the parameters)."""
+    i-th slice of rows sorted by (t, id)), ``missing`` of the values null;
+    written once (a ``_DONE`` marker names the parameters)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    tag = f"{rows} {keys} {files} {seed}"
+    tag = f"{rows} {keys} {files} {seed}" + (f" {missing}" if missing != 0.01 else "")
     done = os.path.join(path, "_DONE")
     if os.path.exists(done) and open(done).read() == tag:
         return path
@@ -63,7 +64,7 @@ def write_parquet(path: str, rows: int = ROWS, keys: int = KEYS, files: int = FI
     k = rng.integers(0, keys, rows).astype(np.int32)
     v = rng.normal(50.0, 10.0, rows)
     v[rng.choice(rows, 5, replace=False)] = np.nan
-    null = rng.random(rows) < 0.01
+    null = rng.random(rows) < missing
     for i in range(files):
         a, b = i * rows // files, (i + 1) * rows // files
         pq.write_table(pa.table({

@@ -52,6 +52,8 @@ def main(argv=None) -> None:
     ap.add_argument("--rows", type=int, default=None, help="rows (default 2,000,000)")
     ap.add_argument("--window", type=int, default=1000, help="--job rolling: the window")
     ap.add_argument("--keys", type=int, default=100)
+    ap.add_argument("--missing", type=float, default=0.01, help="--job features: the share of null values "
+                    "(default 0.01; 0: a clean column)")
     ap.add_argument("--repeat", type=int, default=None, help="best of (default 2 for rolling, 3 for features)")
     ap.add_argument("--data", default=None, help="--job features: the Parquet directory "
                     "(default: slidewise_features_<rows> under the temp directory, written once)")
@@ -91,8 +93,9 @@ def features(spark, args) -> None:
     n = args.rows or fe.ROWS
     repeat = args.repeat or 3
     print("\n" + fe.assert_segment_tree(spark), flush=True)
-    path = fe.write_parquet(args.data or os.path.join(tempfile.gettempdir(), f"slidewise_features_{n}_{args.keys}"),
-                            n, args.keys)
+    tag = "" if args.missing == 0.01 else f"_{args.missing:g}"
+    path = fe.write_parquet(args.data or os.path.join(tempfile.gettempdir(), f"slidewise_features_{n}_{args.keys}{tag}"),
+                            n, args.keys, missing=args.missing)
     df = spark.read.parquet(path)
     jobs = fe.jobs(spark, df)
     if args.skip_default:
@@ -120,7 +123,8 @@ def features(spark, args) -> None:
             print(f"  round {r + 1}: {name:<22}{dt:8.2f} s", flush=True)
     spark.conf.unset(fe.SEGMENT_TREE)
     print(f"\nkeyed feature job: {n:,} rows from {fe.FILES} Parquet files in time order "
-          f"({df.rdd.getNumPartitions()} partitions), {args.keys} keys, windows {list(fe.WINDOWS)} rows x "
+          f"({df.rdd.getNumPartitions()} partitions), {args.keys} keys, {args.missing:.0%} of the values null, "
+          f"windows {list(fe.WINDOWS)} rows x "
           f"{list(fe.AGGS)}; local[2]; every column computed (noop write); best of {repeat}, interleaved")
     print(f"slidewise path: {path_taken!r} (the job time includes its planning: for 'parquet-tails' reading the "
           "scan's splits and the files' footers, for 'ordered' the check pass)")
