@@ -27,6 +27,7 @@ import argparse
 import datetime as dt
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -282,9 +283,13 @@ def run_one(run: Run, stamp: str) -> str:
 def splice(page: str, blocks: Dict[str, str], how: str) -> str:
     """``page`` with the sections titled as ``blocks``' keys replaced by
     them (the others, the header and the earlier CPU's tables kept), and a
-    line under the header saying which were rerun, ``how``."""
+    line under the header per section rerun, saying ``how`` (replacing
+    that section's line of an earlier rerun)."""
     head, *parts = page.split("\n## ")
-    out = [head.rstrip("\n") + f"\n\nRerun since: {', '.join(blocks)} by {how}.\n"]
+    # one line per section rerun: a section's earlier line goes
+    lines = [ln for ln in head.rstrip("\n").split("\n") if not any(ln.startswith(f"Rerun since: {t}: ") for t in blocks)]
+    kept = re.sub(r"\n{3,}", "\n\n", "\n".join(lines).rstrip("\n"))
+    out = [kept + "".join(f"\n\nRerun since: {t}: by {how}." for t in blocks) + "\n"]
     for p in parts:
         title = p.split("\n", 1)[0]
         out.append(blocks[title].rstrip("\n") + "\n" if title in blocks else "## " + p.rstrip("\n") + "\n")

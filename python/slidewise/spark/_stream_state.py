@@ -844,11 +844,12 @@ class _SessionProcessor(_Processor):
 
 
 def engine(proc: Any) -> Callable[[Any, Any, Any], Iterator[pd.DataFrame]]:
-    """The work of the shell ``proc`` (its kind: "rows", "panes", "sessions")."""
+    """The work of the shell ``proc`` (its kind: "rows", "panes", "sessions",
+    "session-panes"); with ``wide``, its frames through :func:`_widen`."""
     kinds = {"rows": _Processor, "panes": _PaneProcessor, "sessions": _SessionProcessor,
              "session-panes": _SessionPaneProcessor}
     work = kinds[proc.kind](proc)
-    if not getattr(proc, "wide", False):
+    if not proc.wide:
         return work
     nq = len(work.queries)
 
