@@ -12,6 +12,11 @@ Suomela's median_sort, Fenwick rank) behind the `auto` crossovers.
     python benches/compare_order_stats.py [--rows 2000000] [--repeat 5]
     python benches/compare_order_stats.py --quick     # the checks only
     SLIDEWISE_THREADS=1 python benches/compare_order_stats.py   # one thread
+    python benches/compare_order_stats.py --missing 0.01   # 1% of the rows missing
+
+``--missing F``: that share of the rows missing at random: Arrow nulls
+for slidewise and polars, NaN for bottleneck and pandas (each skips them,
+as slidewise skips nulls).
 
 Median, quantile (and rank up to window 512, the sorted buffer) split a
 column of >= 2^18 rows over min(CPUs, 4)
@@ -40,15 +45,15 @@ PANDAS_MAX = 1000
 RANK_MAX = 1000
 
 
-def peers(x, agg, w):
+def peers(x, agg, w, arr=None):
     """The peers' calls, min_count / min_samples / min_periods = 1 (slidewise's
-    partial windows at the start). Data without NaN, so NaN-as-missing does not
-    come in."""
+    partial windows at the start): on ``x`` (NaN: missing), polars on
+    ``arr`` (the same rows, nulls where ``x`` has NaN)."""
     import bottleneck as bn
     import pandas as pd
     import polars as pl
 
-    s, ps = pl.Series(x), pd.Series(x)
+    s, ps = pl.Series(x if arr is None else arr), pd.Series(x)
     out = {}
     if agg == "median":
         out["bottleneck"] = lambda: bn.move_median(x, w, min_count=1)
@@ -81,17 +86,21 @@ def main():
     p.add_argument("--aggs", default="median,quantile,rank")
     p.add_argument("--kernels", action="store_true", help="also time each kernel (the auto crossovers)")
     p.add_argument("--quick", action="store_true", help="20,000 rows, one repeat: the checks only")
+    p.add_argument("--missing", type=float, default=0.0, help="the share of rows missing (default 0)")
     a = p.parse_args()
     if a.quick:
         a.rows, a.repeat = 20_000, 1
     import polars as pl
 
-    x = np.random.default_rng(42).normal(size=a.rows).cumsum()
-    arr = pa.array(x)
+    rng = np.random.default_rng(42)
+    x = rng.normal(size=a.rows).cumsum()
+    miss = rng.random(a.rows) < a.missing
+    arr = pa.array(x, mask=miss if a.missing else None)
+    x[miss] = np.nan
     cap = os.environ.get("SLIDEWISE_THREADS")
     used = f"at most {cap} (SLIDEWISE_THREADS)" if cap else f"min(CPUs, 4) = {min(os.cpu_count() or 1, 4)} for >= 2^18 rows"
     print(machine(used) + f"; polars thread pool: {pl.thread_pool_size()}; bottleneck: 1")
-    print(f"{a.rows:,} float64 rows, best of {a.repeat} interleaved; Mrows/s (ratio = slidewise / peer); "
+    print(f"{a.rows:,} float64 rows{f', {a.missing:.0%} missing' if a.missing else ''}, best of {a.repeat} interleaved; Mrows/s (ratio = slidewise / peer); "
           "each peer's result checked against slidewise's first; quantile is q=0.9, linear\n")
     print("| agg | window | slidewise | bottleneck | polars | pandas | vs bottleneck | vs polars | vs pandas |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -101,7 +110,7 @@ def main():
         for w in map(int, a.windows.split(",")):
             if w > a.rows:
                 continue
-            runs = peers(x, agg, w)
+            runs = peers(x, agg, w, arr if a.missing else None)
             got = public(arr, agg, w)
             for name, f in runs.items():
                 # bottleneck's median is (a + b) / 2 as ours; polars

@@ -392,6 +392,87 @@ unsafe fn steady_in_registers<const V: usize>(
     }
 }
 
+/// Rows `[r0, r1)` of a column with nulls, the window (`sorted`: its keys
+/// before `r0`, sorted) in `V` vectors of 8 keys (`window <= 8 V`): the
+/// steady rows' formula with no branch on the nulls. A null row to drop is
+/// an `old` of `HI` and a null row to add a `new` of `HI`: removing the
+/// first `HI` (the slot past the last key) and inserting `new` is a push,
+/// removing `old` and inserting `HI` (into the padding) an eviction, both
+/// an identity. The count, and with it the quantile's position, varies by
+/// row (a table of positions per count). At 10% nulls a 10-row window has
+/// no null-free stretch to run as steady rows: row by row it ran at half
+/// its clean speed (issue 36).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn nulls_in_registers<const V: usize>(
+    sorted: &[u64],
+    keys: &[u64],
+    nulls: &NullBuffer,
+    window: usize,
+    need: usize,
+    stat: OrderStat,
+    r0: usize,
+    out: &mut [f64],
+    valid: &mut [bool],
+) {
+    use std::arch::x86_64::*;
+    let mut c = sorted.len();
+    assert!(c <= window && window <= 8 * V && out.len() == valid.len() && r0 + out.len() <= keys.len());
+    let mut buf = [[HI; 8]; V];
+    for (i, &k) in sorted.iter().enumerate() {
+        buf[i / 8][i % 8] = k;
+    }
+    // SAFETY (the loads and stores): each `buf[j]` is 8 u64, 64 bytes.
+    let mut v: [__m512i; V] = std::array::from_fn(|j| unsafe { _mm512_loadu_si512(buf[j].as_ptr() as *const _) });
+    let (lo_v, hi_v) = (_mm512_set1_epi64(LO as i64), _mm512_set1_epi64(HI as i64));
+    let quantile = stat.quantile();
+    let at: Vec<QuantileAt> = (0..=window).map(|n| QuantileAt::new(n.max(1), quantile.map_or(0.0, |(q, _)| q))).collect();
+    for (o, (out, valid)) in out.iter_mut().zip(valid.iter_mut()).enumerate() {
+        let i = r0 + o;
+        let add = nulls.is_valid(i);
+        let drop = i >= window && nulls.is_valid(i - window);
+        let old = if drop { keys[i - window] } else { HI };
+        let new = if add { keys[i] } else { HI };
+        c = c + add as usize - drop as usize;
+        let (oldv, newv) = (_mm512_set1_epi64(old as i64), _mm512_set1_epi64(new as i64));
+        let prev = v;
+        for j in 0..V {
+            let x1 = prev[j];
+            let x0 = _mm512_alignr_epi64(x1, if j == 0 { lo_v } else { prev[j - 1] }, 7);
+            let x2 = _mm512_alignr_epi64(if j + 1 == V { hi_v } else { prev[j + 1] }, x1, 1);
+            let lo = _mm512_mask_blend_epi64(_mm512_cmplt_epu64_mask(x0, oldv), x1, x0);
+            let hi = _mm512_mask_blend_epi64(_mm512_cmplt_epu64_mask(x1, oldv), x2, x1);
+            v[j] = _mm512_min_epu64(_mm512_max_epu64(lo, newv), hi);
+        }
+        // rank: the row's own value's, so a null row has none
+        *valid = c >= need && (add || quantile.is_some());
+        if !*valid {
+            continue;
+        }
+        *out = match quantile {
+            Some((_, interp)) => {
+                let a = at[c];
+                let (ja, jb) = (a.idx / 8, ((a.idx + 1).min(c - 1)) / 8);
+                for j in 0..V {
+                    if j == ja || j == jb {
+                        _mm512_storeu_si512(buf[j].as_mut_ptr() as *mut _, v[j]);
+                    }
+                }
+                a.read(interp, |k| unkey(buf[k / 8][k % 8]))
+            }
+            None => {
+                let (mut less, mut equal) = (0, 0);
+                for &x in &v {
+                    less += _mm512_cmplt_epu64_mask(x, newv).count_ones() as usize;
+                    equal += _mm512_cmpeq_epu64_mask(x, newv).count_ones() as usize;
+                }
+                rank_of(less, equal, c)
+            }
+        };
+    }
+}
+
 /// The per-row loop over a column of keys; `need >= 1` values make a row
 /// valid. Long columns are split over threads ([`threads`]), each range
 /// first pushing the `window` rows before it.
@@ -481,6 +562,23 @@ fn rows_body<const AVX512: bool>(
         }
     }
     let (out, valid) = (&mut out[..r1 - r0], &mut valid[..r1 - r0]);
+    #[cfg(target_arch = "x86_64")]
+    if let (true, Some(nb)) = (AVX512 && window <= IN_REGISTERS_MAX, nulls) {
+        // SAFETY: `AVX512` is only set on CPUs with AVX-512F (`rows_run`).
+        unsafe {
+            let f = match window.div_ceil(8) {
+                1 => nulls_in_registers::<1>,
+                2 => nulls_in_registers::<2>,
+                3 => nulls_in_registers::<3>,
+                4 => nulls_in_registers::<4>,
+                5 | 6 => nulls_in_registers::<6>,
+                7 | 8 => nulls_in_registers::<8>,
+                _ => nulls_in_registers::<12>,
+            };
+            f(win.keys(), keys, nb, window, need, stat, r0, out, valid);
+        }
+        return;
+    }
     // Without nulls every row from `window` on holds exactly `window`
     // values: a replacement and a read at a fixed position, no per-row
     // null test, count or quantile arithmetic (the loop after this one).
@@ -490,10 +588,11 @@ fn rows_body<const AVX512: bool>(
         (None, None) if AVX512 && window <= IN_REGISTERS_MAX => r0.max(window).min(r1),
         _ => r1,
     };
-    // With nulls, quantiles: a stretch of rows whose windows hold no null
-    // (every window `window` values) runs as the steady rows below, in
-    // registers: at 1% nulls most rows of a short window (issue 36: the
-    // median ran at 0.6x its clean speed row by row). `bad`: the latest
+    // With nulls, quantiles (windows past the registers, or no AVX-512): a
+    // stretch of rows whose windows hold no null (every window `window`
+    // values) runs as the steady rows below: at 1% nulls most rows of a
+    // short window (issue 36: the median ran at 0.6x its clean speed row
+    // by row). `bad`: the latest
     // null row seen; `next_try`: no stretch starts before it (the scan for
     // the stretch's end is not repeated row by row).
     let stretches = nulls.is_some() && stat.quantile().is_some() && window >= need;
