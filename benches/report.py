@@ -98,9 +98,15 @@ SECTIONS = [
     Section(
         "order", "Rolling median, quantile and rank",
         "slidewise against bottleneck's `move_median` / `move_rank`, polars' `rolling_median` / "
-        "`rolling_quantile` (q = 0.9, linear) and pandas. Mrows/s; ratio = slidewise / peer.",
-        full=[Run(["benches/compare_order_stats.py", "--repeat", "5"])],
-        quick=[Run(["benches/compare_order_stats.py", "--repeat", "3"])],
+        "`rolling_quantile` (q = 0.9, linear) and pandas. Mrows/s; ratio = slidewise / peer. Then the "
+        "median and rank with 1% and 10% of the rows missing (nulls for slidewise and polars, NaN for "
+        "bottleneck and pandas).",
+        full=[Run(["benches/compare_order_stats.py", "--repeat", "5"]),
+              Run(["benches/compare_order_stats.py", "--repeat", "5", "--aggs", "median,rank", "--missing", "0.01"]),
+              Run(["benches/compare_order_stats.py", "--repeat", "5", "--aggs", "median,rank", "--missing", "0.1"])],
+        quick=[Run(["benches/compare_order_stats.py", "--repeat", "3"]),
+               Run(["benches/compare_order_stats.py", "--repeat", "3", "--aggs", "median,rank", "--missing", "0.01"]),
+               Run(["benches/compare_order_stats.py", "--repeat", "3", "--aggs", "median,rank", "--missing", "0.1"])],
         check=[Run(["benches/compare_order_stats.py", "--quick"])],
     ),
     Section(
