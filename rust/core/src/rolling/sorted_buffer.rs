@@ -323,16 +323,8 @@ enum Read {
 }
 
 /// The steady rows (no nulls, every window `n = sorted.len()` keys) with
-/// the sorted window in `V` vectors of 8 keys (`n <= 8 V`), reading what
-/// `read` says:
-/// [`Padded::replace`]'s min / max formula, its neighbours taken by lane
-/// shifts (`valignq`) instead of loads. The memory pass reads, one row
-/// later, the slots its stores just wrote at an offset of one key, so every
-/// such load straddles two stores and misses store-to-load forwarding; here
-/// a row is a chain of a shift, a compare, a blend and a min / max per
-/// vector. Lanes past `n` start as `HI` and stay so: there `x1` is `HI` and
-/// `x0` is `HI` or the largest key, which is not below `old` (a key of the
-/// window), so `lo` is `HI`.
+/// the sorted window in `V` vectors of 8 keys (`n <= 8 V`), a row a
+/// [`slide_registers`], reading what `read` says.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn steady_in_registers<const V: usize>(
@@ -342,54 +334,102 @@ unsafe fn steady_in_registers<const V: usize>(
     read: Read,
     out: &mut [f64],
 ) {
-    use std::arch::x86_64::*;
     let n = sorted.len();
     let idx = match read {
         Read::Quantile(at, _) => at.idx,
         Read::Rank => 0,
     };
     assert!(n >= 1 && n <= 8 * V && idx < n && news.len() == olds.len() && out.len() == news.len());
-    let mut buf = [[HI; 8]; V];
-    for (i, &k) in sorted.iter().enumerate() {
-        buf[i / 8][i % 8] = k;
-    }
-    // SAFETY (the loads and stores): each `buf[j]` is 8 u64, 64 bytes.
-    let mut v: [__m512i; V] = std::array::from_fn(|j| unsafe { _mm512_loadu_si512(buf[j].as_ptr() as *const _) });
-    let (lo_v, hi_v) = (_mm512_set1_epi64(LO as i64), _mm512_set1_epi64(HI as i64));
-    // The vectors the quantile reads (`idx`, and `idx + 1` when it is a key).
-    let (ja, jb) = (idx / 8, ((idx + 1).min(n - 1)) / 8);
+    let (mut v, mut buf) = load_registers::<V>(sorted);
     for ((o, &new), &old) in out.iter_mut().zip(news).zip(olds) {
-        let (oldv, newv) = (_mm512_set1_epi64(old as i64), _mm512_set1_epi64(new as i64));
-        let prev = v;
-        for j in 0..V {
-            let x1 = prev[j];
-            // slots 8j - 1 .. 8j + 7 and 8j + 1 .. 8j + 9
-            let x0 = _mm512_alignr_epi64(x1, if j == 0 { lo_v } else { prev[j - 1] }, 7);
-            let x2 = _mm512_alignr_epi64(if j + 1 == V { hi_v } else { prev[j + 1] }, x1, 1);
-            let lo = _mm512_mask_blend_epi64(_mm512_cmplt_epu64_mask(x0, oldv), x1, x0);
-            let hi = _mm512_mask_blend_epi64(_mm512_cmplt_epu64_mask(x1, oldv), x2, x1);
-            v[j] = _mm512_min_epu64(_mm512_max_epu64(lo, newv), hi);
-        }
+        slide_registers(&mut v, old, new);
         *o = match read {
-            Read::Quantile(at, interp) => {
-                for j in 0..V {
-                    if j == ja || j == jb {
-                        _mm512_storeu_si512(buf[j].as_mut_ptr() as *mut _, v[j]);
-                    }
-                }
-                at.read(interp, |k| unkey(buf[k / 8][k % 8]))
-            }
-            // lanes at HI are neither below nor equal to a key
-            Read::Rank => {
-                let (mut less, mut equal) = (0, 0);
-                for &x in &v {
-                    less += _mm512_cmplt_epu64_mask(x, newv).count_ones() as usize;
-                    equal += _mm512_cmpeq_epu64_mask(x, newv).count_ones() as usize;
-                }
-                rank_of(less, equal, n)
-            }
+            Read::Quantile(at, interp) => read_registers(&v, &mut buf, at, interp, n),
+            Read::Rank => rank_registers(&v, new, n),
         };
     }
+}
+
+/// The sorted `keys` in `V` vectors of 8, `HI` past them, and the buffer
+/// [`read_registers`] stores them to.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn load_registers<const V: usize>(keys: &[u64]) -> ([std::arch::x86_64::__m512i; V], [[u64; 8]; V]) {
+    use std::arch::x86_64::*;
+    let mut buf = [[HI; 8]; V];
+    for (i, &k) in keys.iter().enumerate() {
+        buf[i / 8][i % 8] = k;
+    }
+    // SAFETY: each `buf[j]` is 8 u64, 64 bytes.
+    (std::array::from_fn(|j| unsafe { _mm512_loadu_si512(buf[j].as_ptr() as *const _) }), buf)
+}
+
+/// One row: remove one `old` (a key held, or `HI`: the first slot past
+/// the keys) and insert `new` by [`Padded::replace`]'s min / max formula,
+/// its neighbours taken by lane shifts (`valignq`) instead of loads. The
+/// memory pass reads, one row later, the slots its stores just wrote at an
+/// offset of one key, so every such load straddles two stores and misses
+/// store-to-load forwarding; here a row is a chain of a shift, a compare,
+/// a blend and a min / max per vector. Lanes past the keys start as `HI`
+/// and stay so: there `x1` is `HI` and `x0` is `HI` or the largest key,
+/// which is not below `old`, so `lo` is `HI`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn slide_registers<const V: usize>(v: &mut [std::arch::x86_64::__m512i; V], old: u64, new: u64) {
+    use std::arch::x86_64::*;
+    let (lo_v, hi_v) = (_mm512_set1_epi64(LO as i64), _mm512_set1_epi64(HI as i64));
+    let (oldv, newv) = (_mm512_set1_epi64(old as i64), _mm512_set1_epi64(new as i64));
+    let prev = *v;
+    for j in 0..V {
+        let x1 = prev[j];
+        // slots 8j - 1 .. 8j + 7 and 8j + 1 .. 8j + 9
+        let x0 = _mm512_alignr_epi64(x1, if j == 0 { lo_v } else { prev[j - 1] }, 7);
+        let x2 = _mm512_alignr_epi64(if j + 1 == V { hi_v } else { prev[j + 1] }, x1, 1);
+        let lo = _mm512_mask_blend_epi64(_mm512_cmplt_epu64_mask(x0, oldv), x1, x0);
+        let hi = _mm512_mask_blend_epi64(_mm512_cmplt_epu64_mask(x1, oldv), x2, x1);
+        v[j] = _mm512_min_epu64(_mm512_max_epu64(lo, newv), hi);
+    }
+}
+
+/// The quantile `at` of the `n` keys in `v`: the vectors it reads stored
+/// to `buf` and read from there.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn read_registers<const V: usize>(
+    v: &[std::arch::x86_64::__m512i; V],
+    buf: &mut [[u64; 8]; V],
+    at: QuantileAt,
+    interp: Interpolation,
+    n: usize,
+) -> f64 {
+    use std::arch::x86_64::*;
+    let (ja, jb) = (at.idx / 8, ((at.idx + 1).min(n - 1)) / 8);
+    for j in 0..V {
+        if j == ja || j == jb {
+            // SAFETY: each `buf[j]` is 8 u64, 64 bytes.
+            unsafe { _mm512_storeu_si512(buf[j].as_mut_ptr() as *mut _, v[j]) };
+        }
+    }
+    at.read(interp, |k| unkey(buf[k / 8][k % 8]))
+}
+
+/// The rank of `new` among the `n` keys in `v` (`rank_of`): lanes at `HI`
+/// are neither below nor equal to a key.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn rank_registers<const V: usize>(v: &[std::arch::x86_64::__m512i; V], new: u64, n: usize) -> f64 {
+    use std::arch::x86_64::*;
+    let newv = _mm512_set1_epi64(new as i64);
+    let (mut less, mut equal) = (0, 0);
+    for &x in v {
+        less += _mm512_cmplt_epu64_mask(x, newv).count_ones() as usize;
+        equal += _mm512_cmpeq_epu64_mask(x, newv).count_ones() as usize;
+    }
+    rank_of(less, equal, n)
 }
 
 /// Rows `[r0, r1)` of a column with nulls, the window (`sorted`: its keys
@@ -416,16 +456,9 @@ unsafe fn nulls_in_registers<const V: usize>(
     out: &mut [f64],
     valid: &mut [bool],
 ) {
-    use std::arch::x86_64::*;
     let mut c = sorted.len();
     assert!(c <= window && window <= 8 * V && out.len() == valid.len() && r0 + out.len() <= keys.len());
-    let mut buf = [[HI; 8]; V];
-    for (i, &k) in sorted.iter().enumerate() {
-        buf[i / 8][i % 8] = k;
-    }
-    // SAFETY (the loads and stores): each `buf[j]` is 8 u64, 64 bytes.
-    let mut v: [__m512i; V] = std::array::from_fn(|j| unsafe { _mm512_loadu_si512(buf[j].as_ptr() as *const _) });
-    let (lo_v, hi_v) = (_mm512_set1_epi64(LO as i64), _mm512_set1_epi64(HI as i64));
+    let (mut v, mut buf) = load_registers::<V>(sorted);
     let quantile = stat.quantile();
     let at: Vec<QuantileAt> = (0..=window).map(|n| QuantileAt::new(n.max(1), quantile.map_or(0.0, |(q, _)| q))).collect();
     for (o, (out, valid)) in out.iter_mut().zip(valid.iter_mut()).enumerate() {
@@ -435,41 +468,15 @@ unsafe fn nulls_in_registers<const V: usize>(
         let old = if drop { keys[i - window] } else { HI };
         let new = if add { keys[i] } else { HI };
         c = c + add as usize - drop as usize;
-        let (oldv, newv) = (_mm512_set1_epi64(old as i64), _mm512_set1_epi64(new as i64));
-        let prev = v;
-        for j in 0..V {
-            let x1 = prev[j];
-            let x0 = _mm512_alignr_epi64(x1, if j == 0 { lo_v } else { prev[j - 1] }, 7);
-            let x2 = _mm512_alignr_epi64(if j + 1 == V { hi_v } else { prev[j + 1] }, x1, 1);
-            let lo = _mm512_mask_blend_epi64(_mm512_cmplt_epu64_mask(x0, oldv), x1, x0);
-            let hi = _mm512_mask_blend_epi64(_mm512_cmplt_epu64_mask(x1, oldv), x2, x1);
-            v[j] = _mm512_min_epu64(_mm512_max_epu64(lo, newv), hi);
-        }
+        slide_registers(&mut v, old, new);
         // rank: the row's own value's, so a null row has none
         *valid = c >= need && (add || quantile.is_some());
-        if !*valid {
-            continue;
+        if *valid {
+            *out = match quantile {
+                Some((_, interp)) => read_registers(&v, &mut buf, at[c], interp, c),
+                None => rank_registers(&v, new, c),
+            };
         }
-        *out = match quantile {
-            Some((_, interp)) => {
-                let a = at[c];
-                let (ja, jb) = (a.idx / 8, ((a.idx + 1).min(c - 1)) / 8);
-                for j in 0..V {
-                    if j == ja || j == jb {
-                        _mm512_storeu_si512(buf[j].as_mut_ptr() as *mut _, v[j]);
-                    }
-                }
-                a.read(interp, |k| unkey(buf[k / 8][k % 8]))
-            }
-            None => {
-                let (mut less, mut equal) = (0, 0);
-                for &x in &v {
-                    less += _mm512_cmplt_epu64_mask(x, newv).count_ones() as usize;
-                    equal += _mm512_cmpeq_epu64_mask(x, newv).count_ones() as usize;
-                }
-                rank_of(less, equal, c)
-            }
-        };
     }
 }
 
