@@ -309,6 +309,22 @@ fn replace_avx512(a: &[u64], b: &mut [u64], n: usize, old: u64, new: u64) {
     }
 }
 
+/// `$f::<V>` for the fewest vectors of 8 keys (1-4, 6, 8 or 12) that hold
+/// `$window` keys.
+macro_rules! registers_for {
+    ($window:expr, $f:ident) => {
+        match $window.div_ceil(8) {
+            1 => $f::<1>,
+            2 => $f::<2>,
+            3 => $f::<3>,
+            4 => $f::<4>,
+            5 | 6 => $f::<6>,
+            7 | 8 => $f::<8>,
+            _ => $f::<12>,
+        }
+    };
+}
+
 /// Windows up to this many keys run the steady rows with the sorted window
 /// in registers ([`steady_in_registers`]).
 const IN_REGISTERS_MAX: usize = 96;
@@ -573,15 +589,7 @@ fn rows_body<const AVX512: bool>(
     if let (true, Some(nb)) = (AVX512 && window <= IN_REGISTERS_MAX, nulls) {
         // SAFETY: `AVX512` is only set on CPUs with AVX-512F (`rows_run`).
         unsafe {
-            let f = match window.div_ceil(8) {
-                1 => nulls_in_registers::<1>,
-                2 => nulls_in_registers::<2>,
-                3 => nulls_in_registers::<3>,
-                4 => nulls_in_registers::<4>,
-                5 | 6 => nulls_in_registers::<6>,
-                7 | 8 => nulls_in_registers::<8>,
-                _ => nulls_in_registers::<12>,
-            };
+            let f = registers_for!(window, nulls_in_registers);
             f(win.keys(), keys, nb, window, need, stat, r0, out, valid);
         }
         return;
@@ -677,15 +685,7 @@ fn steady_rows<const AVX512: bool>(win: &mut Padded, keys: &[u64], window: usize
     if AVX512 && window <= IN_REGISTERS_MAX {
         // SAFETY: `AVX512` is only set on CPUs with AVX-512F (`rows_run`).
         unsafe {
-            let f = match window.div_ceil(8) {
-                1 => steady_in_registers::<1>,
-                2 => steady_in_registers::<2>,
-                3 => steady_in_registers::<3>,
-                4 => steady_in_registers::<4>,
-                5 | 6 => steady_in_registers::<6>,
-                7 | 8 => steady_in_registers::<8>,
-                _ => steady_in_registers::<12>,
-            };
+            let f = registers_for!(window, steady_in_registers);
             f(win.keys(), news, olds, read, out);
         }
         return true;
