@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -252,3 +253,53 @@ def test_session_partials_equal_stream(rows, cut, gap, aggs, mp):
                     assert not null[i] and math.isnan(val[i]), where
                 else:
                     assert not null[i] and val[i] == pytest.approx(want, rel=1e-9, abs=1e-12), where
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", None]), st.integers(0, 4), st.integers(0, 2),
+                          st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=False, width=32))),
+                min_size=0, max_size=40, unique_by=lambda r: r[:3]),
+       st.randoms(use_true_random=False), st.booleans(), st.integers(0, 3))
+def test_widen_is_a_pivot(rows, rnd, blocks, late):
+    """``wide=True``'s _widen equals a pivot of the long rows (one per
+    window and query) to a row per window: every window once, each query's
+    value and null / NaN state in its columns, a query without a row for a
+    window null; late rows kept as rows, their value as query 0's. The
+    rows in any order (the pivot by grouping), or in the processors' order
+    (a block per query, the same windows in each: the fast path)."""
+    nq = 3
+    if blocks:  # every window in every query, a block per query
+        wins = sorted({(k, s) for k, s, _, _ in rows}, key=lambda w: (str(w[0]), w[1]))
+        rows = [(k, s, qi, v) for qi in range(nq) for (k, s), (_, _, _, v) in zip(wins, rows)]
+    else:
+        rows = list(rows)
+        rnd.shuffle(rows)
+    n = len(rows)
+    val = np.array([0.0 if v is None else v for *_, v in rows])
+    null = np.array([v is None for *_, v in rows], bool)
+    f = S._out_frame(["k"], {"k": np.array([k for k, *_ in rows], object)}, np.array([q for _, _, q, _ in rows]),
+                     np.array([s for _, s, _, _ in rows]), np.array([s + 10 for _, s, _, _ in rows]), val, null, True)
+    if late:  # late rows: no window, a time
+        lf = S._out_frame(["k"], {"k": np.array(["a"] * late, object)}, -1, None, None, np.arange(late, dtype=float),
+                          np.zeros(late, bool), True, np.arange(late))
+        f = pd.concat([f, lf], ignore_index=True) if n else lf
+    got = S._widen(f, ["k"], nq)
+    cells = {}
+    for (k, s, qi, v) in rows:
+        cells.setdefault((k, s), {})[qi] = v
+    win = got[got[S._OUT_Q] == 0]
+    assert len(win) == len(cells) and (got[S._OUT_Q] == -1).sum() == late
+    for k, s, we, *vs in zip(win["k"], win[S._OUT_WS], win[S._OUT_WE],
+                               *[zip(win[f"{S._OUT_V}{i}"], win[f"{S._OUT_NULL}{i}"]) for i in range(nq)]):
+        assert we == s + 10
+        want = cells[(k, s)]
+        for i, (v, state) in enumerate(vs):
+            w = want.get(i)
+            if w is None:
+                assert state == 1
+            elif math.isnan(w):
+                assert state == 2
+            else:
+                assert state == 0 and v == w
+    lr = got[got[S._OUT_Q] == -1]
+    assert list(lr[f"{S._OUT_V}0"]) == list(np.arange(late, dtype=float)) and list(lr[S._OUT_T]) == list(range(late))
