@@ -158,3 +158,53 @@ class SparkFeatures:
 
     def time_feature_job(self, method):
         self.make().write.format("noop").mode("overwrite").save()
+
+
+class SparkStream:
+    """Issue 35's streaming job, small: ``stream_aggregate(..., wide=True)``
+    against Spark's own ``withWatermark.groupBy(k, F.window(10 min, 1
+    min)).agg(sum, max, avg)`` over the same micro-batches (a Parquet file
+    source, ``maxFilesPerTrigger=1``, late and far-late rows, nulls and
+    NaN; ``benches/compare_spark_stream.py``), 200 keys, 3 batches of 5,000
+    rows, the session's state store, the query run to its end
+    (``availableNow``) into Parquet. The setup runs both once and fails
+    unless their windows are equal. ``compare_spark_stream.py`` prints the
+    full job with the ratios and the state's bytes."""
+
+    params = ["slidewise", "spark"]
+    param_names = ["engine"]
+    timeout = 600
+    number = 1
+    repeat = 3
+    warmup_time = 0
+
+    def setup(self, engine):
+        try:
+            import pyspark  # noqa: F401
+        except ImportError:
+            raise NotImplementedError("pyspark is not installed") from None
+        import tempfile
+
+        from . import compare_spark_stream as cs
+
+        spark = _local_spark()
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+        self.work = tempfile.mkdtemp(prefix="slidewise_asv_stream_")
+        self.src = os.path.join(self.work, "src")
+        os.makedirs(self.src)
+        for i, f in enumerate(cs.make_batches(200, 3, 5000)):
+            path = os.path.join(self.src, f"part-{i:03d}.parquet")
+            f.to_parquet(path)
+            os.utime(path, (1_000_000 + i, 1_000_000 + i))  # the file source's order
+        for name, build in (("spark", cs.spark_job), ("slidewise", cs.slidewise_job)):
+            cs.run(spark, self.src, build, os.path.join(self.work, name))
+        cs.compare(os.path.join(self.work, "spark"), os.path.join(self.work, "slidewise"))
+        self.spark, self.run, self.build = spark, cs.run, {"spark": cs.spark_job, "slidewise": cs.slidewise_job}[engine]
+
+    def teardown(self, engine):
+        import shutil
+
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def time_stream_job(self, engine):
+        self.run(self.spark, self.src, self.build, os.path.join(self.work, "timed"))
