@@ -274,10 +274,9 @@ def stream_aggregate(df: DataFrame, queries: Union[Query, Iterable[Query]], valu
     the query (key..., window_start, window_end, name...), as
     :func:`aggregate` and Spark's ``groupBy(key, window).agg(...)`` give
     them; the queries share one window (range and slide, or session gap).
-    A third of the rows for three queries: the job of issue 35 runs 0.06x
-    of Spark's time faster. With ``late_rows="kind"`` the late rows carry
-    their value in a column named ``value`` (the input's name) after
-    ``time``.
+    A third of the rows for three queries to convert and write: the faster
+    form. With ``late_rows="kind"`` the late rows carry their value in a
+    column named ``value`` (the input's name) after ``time``.
 
     The rows the watermark refused (those Spark's own aggregation drops,
     counting them in numRowsDroppedByWatermark) come out too with
