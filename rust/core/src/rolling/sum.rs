@@ -221,20 +221,43 @@ fn plan(window: usize, r0: usize, r1: usize, long: bool, jobs: &mut Vec<Job>) {
 /// that overflow go to [`counted_block`].
 #[allow(clippy::too_many_arguments)]
 fn run_job<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, job: &Job, how: Out, stream: bool, out: &mut [f64], hint: &mut bool) {
-    let first = (!*hint).then(|| attempt(x, va, All, window, job, how, stream, out));
+    let first = (!*hint).then(|| attempt(x, va, All, window, job, how, stream, true, out));
     if first.as_ref().is_some_and(|bad| bad.is_empty()) {
         return;
     }
     let nf = NonFinite::scan(x, va, job.r0.saturating_sub(window), job.r1);
     *hint = nf.any;
     let marks = nf.any.then(|| nf.marks(window, false));
+    if let Some(m) = &marks {
+        match m.kept(job.r0, job.r1) {
+            // No row of the job needs its sum.
+            None => {
+                out.fill(f64::NAN);
+                return;
+            }
+            // Only the rows between (a window of the column's first rows,
+            // say, before its first NaN): one chain over them.
+            Some((k0, k1)) if job.seg > 0 && k1 - k0 <= job.seg / 2 => {
+                out[..k0 - job.r0].fill(f64::NAN);
+                out[k1 - job.r0..].fill(f64::NAN);
+                let o = &mut out[k0 - job.r0..k1 - job.r0];
+                if !finite_block(x, nf.finite(), window, k0, k1, how, o) {
+                    counted_block(x, va, window, k0, k1, how, o);
+                }
+                set_missing(m.keep(), k0, o);
+                m.infinities(k0, k1, o);
+                return;
+            }
+            _ => {}
+        }
+    }
     let bad = match (first, &marks) {
         // The NaN rows blended in as the kernel stores (a pass after it
         // missed the cache on each: a third of the time), the infinities
         // (rare) after.
-        (_, Some(m)) => attempt(x, nf.finite(), m.keep(), window, job, how, stream, out),
+        (_, Some(m)) => attempt(x, nf.finite(), m.keep(), window, job, how, stream, false, out),
         (Some(bad), None) => bad,
-        (None, None) => attempt(x, va, All, window, job, how, stream, out),
+        (None, None) => attempt(x, va, All, window, job, how, stream, false, out),
     };
     for (a, b) in bad {
         counted_block(x, va, window, a, b, how, &mut out[a - job.r0..b - job.r0]);
@@ -246,9 +269,12 @@ fn run_job<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, job: &Job, how: Ou
 
 /// [`run_job`]'s kernels over the rows `va` says are valid, each row's
 /// result NaN where `keep` is clear: the row ranges (segments) whose sums
-/// did not stay finite, their rows garbage.
+/// did not stay finite, their rows garbage. `bail`: every segment counts
+/// as not finite as soon as one is found so (the caller scans for inf /
+/// NaN and redoes them all: issue 36, a job holding one otherwise ran in
+/// full twice).
 #[allow(clippy::too_many_arguments)]
-fn attempt<T: Num, Va: Valid, Kp: Valid>(x: &[T], va: Va, keep: Kp, window: usize, job: &Job, how: Out, stream: bool, out: &mut [f64]) -> Vec<(usize, usize)> {
+fn attempt<T: Num, Va: Valid, Kp: Valid>(x: &[T], va: Va, keep: Kp, window: usize, job: &Job, how: Out, stream: bool, bail: bool, out: &mut [f64]) -> Vec<(usize, usize)> {
     let (b0, seg) = (job.r0, job.seg);
     if seg == 0 {
         let ok = finite_block(x, va, window, b0, job.r1, how, out);
@@ -256,7 +282,7 @@ fn attempt<T: Num, Va: Valid, Kp: Valid>(x: &[T], va: Va, keep: Kp, window: usiz
         return if ok { Vec::new() } else { vec![(b0, job.r1)] };
     }
     let st: [(f64, f64, f64); 4] = std::array::from_fn(|k| start_state(x, va, window, b0 + k * seg));
-    let ok = group(x, va, keep, window, b0, seg, job.mode, st, how, stream, out);
+    let ok = group(x, va, keep, window, b0, seg, job.mode, st, how, stream, bail, out);
     (0..4).filter(|&k| !ok[k]).map(|k| (b0 + k * seg, b0 + (k + 1) * seg)).collect()
 }
 
@@ -282,6 +308,7 @@ fn group<T: Num, Va: Valid, Kp: Valid>(
     st: [(f64, f64, f64); 4],
     how: Out,
     stream: bool,
+    bail: bool,
     out: &mut [f64],
 ) -> [bool; 4] {
     assert!(b0 + 4 * seg <= x.len() && out.len() == 4 * seg);
@@ -299,12 +326,12 @@ fn group<T: Num, Va: Valid, Kp: Valid>(
             let xf = unsafe { std::slice::from_raw_parts(x.as_ptr() as *const f64, x.len()) };
             let ok = unsafe {
                 match (mode, how) {
-                    (SLIDE, Out::Scale(sc)) => avx2::group::<SLIDE, false, Va, Kp>(xf, va, keep, window, b0, seg, st, sc, stream, out),
-                    (INSERT, Out::Scale(sc)) => avx2::group::<INSERT, false, Va, Kp>(xf, va, keep, window, b0, seg, st, sc, stream, out),
-                    (_, Out::Scale(sc)) => avx2::group::<PAD0, false, Va, Kp>(xf, va, keep, window, b0, seg, st, sc, stream, out),
-                    (SLIDE, Out::PerValid) => avx2::group::<SLIDE, true, Va, Kp>(xf, va, keep, window, b0, seg, st, 1.0, stream, out),
-                    (INSERT, Out::PerValid) => avx2::group::<INSERT, true, Va, Kp>(xf, va, keep, window, b0, seg, st, 1.0, stream, out),
-                    (_, Out::PerValid) => avx2::group::<PAD0, true, Va, Kp>(xf, va, keep, window, b0, seg, st, 1.0, stream, out),
+                    (SLIDE, Out::Scale(sc)) => avx2::group::<SLIDE, false, Va, Kp>(xf, va, keep, window, b0, seg, st, bail, sc, stream, out),
+                    (INSERT, Out::Scale(sc)) => avx2::group::<INSERT, false, Va, Kp>(xf, va, keep, window, b0, seg, st, bail, sc, stream, out),
+                    (_, Out::Scale(sc)) => avx2::group::<PAD0, false, Va, Kp>(xf, va, keep, window, b0, seg, st, bail, sc, stream, out),
+                    (SLIDE, Out::PerValid) => avx2::group::<SLIDE, true, Va, Kp>(xf, va, keep, window, b0, seg, st, bail, 1.0, stream, out),
+                    (INSERT, Out::PerValid) => avx2::group::<INSERT, true, Va, Kp>(xf, va, keep, window, b0, seg, st, bail, 1.0, stream, out),
+                    (_, Out::PerValid) => avx2::group::<PAD0, true, Va, Kp>(xf, va, keep, window, b0, seg, st, bail, 1.0, stream, out),
                 }
             };
             return [0, 1, 2, 3].map(|k| ok[k] && fin[k]);
@@ -517,6 +544,7 @@ mod avx2 {
         b0: usize,
         seg: usize,
         st: [(f64, f64, f64); 4],
+        bail: bool,
         scale: f64,
         stream: bool,
         out: &mut [f64],
@@ -537,6 +565,7 @@ mod avx2 {
         let (mut new_bits, mut old_bits) = (Cursor { w: [0; 4], left: 0 }, Cursor { w: [0; 4], left: 0 });
         let mut keep_bits = Cursor { w: [0; 4], left: 0 };
         let nan = _mm256_set1_pd(f64::NAN);
+        let mut check_in = 64u32;
         while j < seg {
             let (a, wa) = tile::<Va, DIV>(xin.add(j), seg, new_bits.next(va, b0 + j, seg));
             let (b, wb) = match MODE {
@@ -596,6 +625,19 @@ mod avx2 {
                 }
             }
             j += 4;
+            if bail {
+                check_in -= 1;
+                if check_in == 0 {
+                    check_in = 64;
+                    // An inf / NaN read (or an overflow) leaves `c` NaN.
+                    if _mm256_movemask_pd(_mm256_cmp_pd(c, c, _CMP_UNORD_Q)) != 0 {
+                        if stream {
+                            _mm_sfence();
+                        }
+                        return [false; 4];
+                    }
+                }
+            }
         }
         if stream {
             // Non-temporal stores are weakly ordered: drain them before

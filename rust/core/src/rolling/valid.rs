@@ -275,14 +275,6 @@ impl NonFinite {
         m
     }
 
-    /// Rows `[b0, b1)` of `out` (those rows; `b0 - lo` at least `window`,
-    /// or `lo` 0) set as [`NonFinite::marks`] says.
-    pub(crate) fn mark(&self, window: usize, b0: usize, b1: usize, var: bool, out: &mut [f64]) {
-        debug_assert!(self.lo == 0 || b0 >= self.lo + window);
-        let m = self.marks(window, var);
-        set_missing(m.keep(), b0, out);
-        m.infinities(b0, b1, out);
-    }
 }
 
 /// [`NonFinite::marks`]: `keep` (a [`Bitmap::local`] from `lo`) clear where
@@ -299,6 +291,26 @@ pub(crate) struct Marks {
 impl Marks {
     pub(crate) fn keep(&self) -> Bitmap<'_> {
         Bitmap::local(&self.keep, self.lo)
+    }
+
+    /// The first and past the last row of `[b0, b1)` whose result is not
+    /// NaN; `None` when every row's is (a window holding a NaN, or with a
+    /// variance any non-finite value: the usual case from a window of a
+    /// few hundred rows on with 1% NaN), so no kernel need run there, or
+    /// only on the rows between.
+    pub(crate) fn kept(&self, b0: usize, b1: usize) -> Option<(usize, usize)> {
+        let k = self.keep();
+        let word = |r: usize| k.bits(r) & low_ones((b1 - r).min(56));
+        let first = (b0..b1).step_by(56).find_map(|r| Some(word(r)).filter(|&w| w != 0).map(|w| r + w.trailing_zeros() as usize))?;
+        let last = (first..b1).step_by(56).filter_map(|r| Some(word(r)).filter(|&w| w != 0).map(|w| r + 63 - w.leading_zeros() as usize)).last()?;
+        Some((first, last + 1))
+    }
+
+    /// Rows `[b0, b1)` of `out` (those rows; `b0 - lo` at least the
+    /// window, or `lo` 0) set as [`NonFinite::marks`] says.
+    pub(crate) fn apply(&self, b0: usize, b1: usize, out: &mut [f64]) {
+        set_missing(self.keep(), b0, out);
+        self.infinities(b0, b1, out);
     }
 
     /// Rows `[b0, b1)` of `out` (those rows) whose sum is an infinity.
