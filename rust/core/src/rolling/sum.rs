@@ -20,7 +20,7 @@
 
 use arrow_array::ArrayRef;
 
-use super::valid::{set_missing, All, Bitmap, NonFinite, Valid};
+use super::valid::{any_non_finite, set_missing, All, Bitmap, NonFinite, Valid};
 use super::{buffer, filled, validity, window_counts, FastNum, Split};
 use crate::engine::{Column, ToArrow};
 use crate::ops::arith::two_sum;
@@ -205,6 +205,10 @@ fn plan(window: usize, r0: usize, r1: usize, long: bool, jobs: &mut Vec<Job>) {
     }
 }
 
+/// Rows a job probes for an inf / NaN before its unmasked attempt (whose
+/// start sums alone read four windows).
+pub(super) const PROBE: usize = 4096;
+
 /// One job into `out` (its rows). Every segment starts from the exact sum
 /// of the window before it, whatever ran before. `stream`: the group's
 /// rows go out by non-temporal stores ([`super::streams`]).
@@ -221,6 +225,10 @@ fn plan(window: usize, r0: usize, r1: usize, long: bool, jobs: &mut Vec<Job>) {
 /// that overflow go to [`counted_block`].
 #[allow(clippy::too_many_arguments)]
 fn run_job<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, job: &Job, how: Out, stream: bool, out: &mut [f64], hint: &mut bool) {
+    // A non-finite value among the job's first rows would stop the
+    // attempt: scan at once (only the speed depends on it).
+    let lo = job.r0.saturating_sub(window);
+    *hint = *hint || any_non_finite(x, va, lo, (lo + PROBE).min(job.r1));
     let first = (!*hint).then(|| attempt(x, va, All, window, job, how, stream, true, out));
     if first.as_ref().is_some_and(|bad| bad.is_empty()) {
         return;
@@ -448,6 +456,25 @@ mod avx2 {
 
     static LANES: [[u64; 4]; 16] = lane_table();
 
+    /// `CUM[b][t]`: how many of bits `0..=t` of `b` are set.
+    static CUM: [[f64; 4]; 16] = {
+        let mut t = [[0.0; 4]; 16];
+        let mut b = 0;
+        while b < 16 {
+            let mut c = 0.0;
+            let mut l = 0;
+            while l < 4 {
+                if (b >> l) & 1 == 1 {
+                    c += 1.0;
+                }
+                t[b][l] = c;
+                l += 1;
+            }
+            b += 1;
+        }
+        t
+    };
+
     /// Rows `r..r + 4` (`r` the row `p` points at), missing ones as 0, and
     /// their weights (1 / 0).
     #[inline(always)]
@@ -467,16 +494,11 @@ mod avx2 {
     }
 
     /// A 4x4 tile at rows `r, r + seg, ...` (`p` at row `r`), transposed,
-    /// and its weights (transposed too; only when `W`); `b[k]`: the
-    /// validity bits of segment `k`'s four rows.
+    /// missing rows 0; `b[k]`: the validity bits of segment `k`'s four rows.
     #[inline(always)]
-    unsafe fn tile<Va: Valid, const W: bool>(p: *const f64, seg: usize, b: [u64; 4]) -> ([__m256d; 4], [__m256d; 4]) {
-        let (a0, w0) = row4_bits::<Va>(p, b[0]);
-        let (a1, w1) = row4_bits::<Va>(p.add(seg), b[1]);
-        let (a2, w2) = row4_bits::<Va>(p.add(2 * seg), b[2]);
-        let (a3, w3) = row4_bits::<Va>(p.add(3 * seg), b[3]);
-        let w = if W { transpose([w0, w1, w2, w3]) } else { [w0; 4] };
-        (transpose([a0, a1, a2, a3]), w)
+    unsafe fn tile<Va: Valid>(p: *const f64, seg: usize, b: [u64; 4]) -> [__m256d; 4] {
+        let a: [__m256d; 4] = std::array::from_fn(|k| row4_bits::<Va>(p.add(k * seg), b[k]).0);
+        transpose(a)
     }
 
     /// The four segments' validity from a row on, four bits a tile: one
@@ -554,7 +576,8 @@ mod avx2 {
         let n0 = st.map(|v| v.2);
         let mut s = _mm256_loadu_pd(s0.as_ptr());
         let mut c = _mm256_loadu_pd(c0.as_ptr());
-        let mut cnt = _mm256_loadu_pd(n0.as_ptr());
+        // Valid rows per segment before the tile (whole numbers: exact).
+        let mut cnt = n0;
         let sc = _mm256_set1_pd(scale);
         let xin = x.as_ptr().add(b0);
         let o = out.as_mut_ptr();
@@ -567,20 +590,27 @@ mod avx2 {
         let nan = _mm256_set1_pd(f64::NAN);
         let mut check_in = 64u32;
         while j < seg {
-            let (a, wa) = tile::<Va, DIV>(xin.add(j), seg, new_bits.next(va, b0 + j, seg));
-            let (b, wb) = match MODE {
-                INSERT => (a, wa),
+            let bn = new_bits.next(va, b0 + j, seg);
+            let a = tile::<Va>(xin.add(j), seg, bn);
+            // The evicted rows, and their validity bits per segment.
+            let (b, bo) = match MODE {
+                INSERT => (a, [0; 4]),
                 // Lanes 1..3 slide from their first row (seg >= window).
                 PAD0 => {
                     let p = xin.add(j + seg - window);
                     let r = b0 + j + seg - window;
-                    let (o0, v0) = old_row0(x, va, b0 + j, window);
-                    let (o1, v1) = row4(p, va, r);
-                    let (o2, v2) = row4(p.add(seg), va, r + seg);
-                    let (o3, v3) = row4(p.add(2 * seg), va, r + 2 * seg);
-                    (transpose([o0, o1, o2, o3]), if DIV { transpose([v0, v1, v2, v3]) } else { [v0; 4] })
+                    let (o0, _) = old_row0(x, va, b0 + j, window);
+                    let (o1, _) = row4(p, va, r);
+                    let (o2, _) = row4(p.add(seg), va, r + seg);
+                    let (o3, _) = row4(p.add(2 * seg), va, r + 2 * seg);
+                    let i = b0 + j;
+                    let b0 = (0..4).filter(|&t| i + t >= window).fold(0, |m, t| m | ((va.bits(i + t - window) & 1) << t));
+                    (transpose([o0, o1, o2, o3]), [b0, va.bits(r), va.bits(r + seg), va.bits(r + 2 * seg)])
                 }
-                _ => tile::<Va, DIV>(xin.add(j).sub(window), seg, old_bits.next(va, b0 + j - window, seg)),
+                _ => {
+                    let bo = old_bits.next(va, b0 + j - window, seg);
+                    (tile::<Va>(xin.add(j).sub(window), seg, bo), bo)
+                }
             };
             let mut r = [_mm256_setzero_pd(); 4];
             for t in 0..4 {
@@ -599,15 +629,22 @@ mod avx2 {
                 let e2 = _mm256_add_pd(_mm256_sub_pd(s, _mm256_sub_pd(t2, bb)), _mm256_sub_pd(d, bb));
                 s = t2;
                 c = _mm256_add_pd(c, if MODE == INSERT { e2 } else { _mm256_add_pd(e1, e2) });
-                r[t] = if DIV {
-                    // Whole numbers below 2^53: exact.
-                    cnt = _mm256_add_pd(cnt, if MODE == INSERT { wa[t] } else { _mm256_sub_pd(wa[t], wb[t]) });
-                    _mm256_div_pd(_mm256_add_pd(s, c), cnt)
-                } else {
-                    _mm256_mul_pd(_mm256_add_pd(s, c), sc)
-                };
+                r[t] = if DIV { _mm256_add_pd(s, c) } else { _mm256_mul_pd(_mm256_add_pd(s, c), sc) };
             }
             let mut r = transpose(r);
+            if DIV {
+                // Segment k's four rows over their valid rows: its count
+                // before the tile plus the running counts of the rows in
+                // and out (a table of the four bits' prefix counts), after
+                // the transpose: no weights loaded, masked or transposed
+                // (they were a third of the masked mean's shuffles).
+                for k in 0..4 {
+                    let (bi, bx) = ((bn[k] & 15) as usize, (bo[k] & 15) as usize);
+                    let n = _mm256_add_pd(_mm256_set1_pd(cnt[k]), _mm256_sub_pd(_mm256_loadu_pd(CUM[bi].as_ptr()), _mm256_loadu_pd(CUM[bx].as_ptr())));
+                    r[k] = _mm256_div_pd(r[k], n);
+                    cnt[k] += CUM[bi][3] - CUM[bx][3];
+                }
+            }
             if !Kp::ALL {
                 // NaN where the window holds one (nan="propagate").
                 let kb = keep_bits.next(keep, b0 + j, seg);
