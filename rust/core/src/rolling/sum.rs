@@ -497,8 +497,12 @@ mod avx2 {
     /// missing rows 0; `b[k]`: the validity bits of segment `k`'s four rows.
     #[inline(always)]
     unsafe fn tile<Va: Valid>(p: *const f64, seg: usize, b: [u64; 4]) -> [__m256d; 4] {
-        let a: [__m256d; 4] = std::array::from_fn(|k| row4_bits::<Va>(p.add(k * seg), b[k]).0);
-        transpose(a)
+        // (No closure: it would be compiled without the caller's features.)
+        let a0 = row4_bits::<Va>(p, b[0]).0;
+        let a1 = row4_bits::<Va>(p.add(seg), b[1]).0;
+        let a2 = row4_bits::<Va>(p.add(2 * seg), b[2]).0;
+        let a3 = row4_bits::<Va>(p.add(3 * seg), b[3]).0;
+        transpose([a0, a1, a2, a3])
     }
 
     /// The four segments' validity from a row on, four bits a tile: one
@@ -599,13 +603,28 @@ mod avx2 {
                 PAD0 => {
                     let p = xin.add(j + seg - window);
                     let r = b0 + j + seg - window;
-                    let (o0, _) = old_row0(x, va, b0 + j, window);
-                    let (o1, _) = row4(p, va, r);
-                    let (o2, _) = row4(p.add(seg), va, r + seg);
-                    let (o3, _) = row4(p.add(2 * seg), va, r + 2 * seg);
                     let i = b0 + j;
-                    let b0 = (0..4).filter(|&t| i + t >= window).fold(0, |m, t| m | ((va.bits(i + t - window) & 1) << t));
-                    (transpose([o0, o1, o2, o3]), [b0, va.bits(r), va.bits(r + seg), va.bits(r + 2 * seg)])
+                    // Lane 0's rows before `window` evict nothing. (No
+                    // closures here: they would be compiled without the
+                    // kernel's features.)
+                    let mut l0 = 0;
+                    if i >= window {
+                        l0 = va.bits(i - window);
+                    } else {
+                        let mut t = 0;
+                        while t < 4 {
+                            if i + t >= window {
+                                l0 |= (va.bits(i + t - window) & 1) << t;
+                            }
+                            t += 1;
+                        }
+                    }
+                    let bo = [l0, va.bits(r), va.bits(r + seg), va.bits(r + 2 * seg)];
+                    let (o0, _) = old_row0(x, va, i, window);
+                    let o1 = row4_bits::<Va>(p, bo[1]).0;
+                    let o2 = row4_bits::<Va>(p.add(seg), bo[2]).0;
+                    let o3 = row4_bits::<Va>(p.add(2 * seg), bo[3]).0;
+                    (transpose([o0, o1, o2, o3]), bo)
                 }
                 _ => {
                     let bo = old_bits.next(va, b0 + j - window, seg);
