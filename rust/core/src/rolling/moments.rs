@@ -1216,7 +1216,11 @@ fn fast_rows<V: Lane, V1: Lane, Va: Valid>(x: &[f64], va: Va, window: usize, ddo
         if a < r0 || a >= r1 {
             continue;
         }
-        let first = if hint { None } else { Some(fast_job::<V, V1, Va>(x, va, window, a, blen, k, ddof, sqrt, out, r0)?) };
+        // As the sums (sum.rs `PROBE`): the start windows alone of an
+        // attempt read `K` windows.
+        let lo = a.saturating_sub(window);
+        hint = hint || super::valid::any_non_finite(x, va, lo, (lo + super::sum::PROBE).min(a + k * blen));
+        let first = if hint { None } else { Some(fast_job::<V, V1, Va>(x, va, window, a, blen, k, ddof, sqrt, out, r0, true)?) };
         if first.as_ref().is_some_and(|b| b.is_empty()) {
             continue;
         }
@@ -1226,7 +1230,7 @@ fn fast_rows<V: Lane, V1: Lane, Va: Valid>(x: &[f64], va: Va, window: usize, ddo
         if !nf.any {
             let failed = match first {
                 Some(f) => f,
-                None => fast_job::<V, V1, Va>(x, va, window, a, blen, k, ddof, sqrt, out, r0)?,
+                None => fast_job::<V, V1, Va>(x, va, window, a, blen, k, ddof, sqrt, out, r0, false)?,
             };
             for &(b, len) in &failed {
                 exact_block::<V1, Va>(x, va, window, b, len, ddof, sqrt, out, r0)?;
@@ -1234,13 +1238,32 @@ fn fast_rows<V: Lane, V1: Lane, Va: Valid>(x: &[f64], va: Va, window: usize, ddo
             bad += failed.len();
             continue;
         }
+        let m = nf.marks(window, true);
         let fin = nf.finite();
-        let failed = fast_job::<V, V1, _>(x, fin, window, a, blen, k, ddof, sqrt, out, r0)?;
+        match m.kept(a, hi) {
+            // No row of the job needs its sums.
+            None => {
+                out[a - r0..hi - r0].fill(f64::NAN);
+                continue;
+            }
+            // Only the rows between (a window of the column's first rows,
+            // say, before its first NaN): the exact kernel over them.
+            Some((k0, k1)) if k1 - k0 <= blen / 2 => {
+                out[a - r0..k0 - r0].fill(f64::NAN);
+                out[k1 - r0..hi - r0].fill(f64::NAN);
+                exact_block::<V1, _>(x, fin, window, k0, k1 - k0, ddof, sqrt, out, r0)?;
+                bad += 1;
+                m.apply(k0, k1, &mut out[k0 - r0..k1 - r0]);
+                continue;
+            }
+            _ => {}
+        }
+        let failed = fast_job::<V, V1, _>(x, fin, window, a, blen, k, ddof, sqrt, out, r0, false)?;
         for &(b, len) in &failed {
             exact_block::<V1, _>(x, fin, window, b, len, ddof, sqrt, out, r0)?;
         }
         bad += failed.len();
-        nf.mark(window, a, hi, true, &mut out[a - r0..hi - r0]);
+        m.apply(a, hi, &mut out[a - r0..hi - r0]);
     }
     Some(bad)
 }
@@ -1252,13 +1275,13 @@ fn fast_rows<V: Lane, V1: Lane, Va: Valid>(x: &[f64], va: Va, window: usize, ddo
 /// overflow.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn fast_job<V: Lane, V1: Lane, Va: Valid>(x: &[f64], va: Va, window: usize, a: usize, blen: usize, k: usize, ddof: f64, sqrt: bool, out: &mut [f64], o0: usize) -> Option<Vec<(usize, usize)>> {
+fn fast_job<V: Lane, V1: Lane, Va: Valid>(x: &[f64], va: Va, window: usize, a: usize, blen: usize, k: usize, ddof: f64, sqrt: bool, out: &mut [f64], o0: usize, bail: bool) -> Option<Vec<(usize, usize)>> {
     if k > 1 {
         let starts: [usize; 8] = std::array::from_fn(|q| a + q * blen);
-        let (ok, big) = fast_lanes::<V, Va>(x, va, window, &starts[..V::K], blen, ddof, sqrt, out, o0);
+        let (ok, big) = fast_lanes::<V, Va>(x, va, window, &starts[..V::K], blen, ddof, sqrt, out, o0, bail);
         return (!big).then(|| (0..V::K).filter(|&q| !ok[q]).map(|q| (starts[q], blen)).collect());
     }
-    let (ok, big) = fast_lanes::<V1, Va>(x, va, window, &[a], blen, ddof, sqrt, out, o0);
+    let (ok, big) = fast_lanes::<V1, Va>(x, va, window, &[a], blen, ddof, sqrt, out, o0, bail);
     (!big).then(|| if ok[0] { Vec::new() } else { vec![(a, blen)] })
 }
 
@@ -1408,6 +1431,7 @@ fn fast_lanes<V: Lane, Va: Valid>(
     sqrt: bool,
     out: &mut [f64],
     o0: usize,
+    bail: bool,
 ) -> ([bool; 8], bool) {
     let k = V::K;
     assert!(starts.len() == k && window >= 1 && window <= x.len());
@@ -1497,6 +1521,12 @@ fn fast_lanes<V: Lane, Va: Valid>(
     ends.push(blen);
     ends.dedup();
     let mut j = 0;
+    // `bail`: the job is redone if its sums leave the finite (an inf / NaN
+    // read, fast_rows scans and reruns it masked; else a square overflowed
+    // and every block goes exact), so stop at the first checkpoint where
+    // one has (issue 36: a column with 1% NaN ran each thread's first job
+    // twice in full, half the time at window 2^20).
+    let mut check_in = BAIL_ROWS;
     for &e in &ends {
         if j >= e {
             continue;
@@ -1537,6 +1567,15 @@ fn fast_lanes<V: Lane, Va: Valid>(
                 // SAFETY: out rows `starts[q] + j + t - o0`, in bounds (asserted), distinct.
                 unsafe { V::store_tile(&r, op.add(j), &io) };
                 j += k;
+                if bail {
+                    check_in -= 1;
+                    if check_in == 0 {
+                        check_in = BAIL_ROWS;
+                        if !all_finite(st.s1.add(st.s2)) {
+                            return ([false; 8], false);
+                        }
+                    }
+                }
                 continue;
             }
             // SAFETY: as the tiles.
@@ -1567,6 +1606,17 @@ fn fast_lanes<V: Lane, Va: Valid>(
     c.abs().add(st.ymax).le(V::splat(HALF_LIMIT)).store(&mut small);
     let ok: [bool; 8] = std::array::from_fn(|q| q >= k || t[q].to_bits() == u64::MAX);
     (ok, (0..k).any(|q| ok[q] && small[q].to_bits() != u64::MAX))
+}
+
+/// Tiles between [`fast_lanes`]' checks for non-finite sums.
+const BAIL_ROWS: u32 = 64;
+
+/// Every lane of `v` finite.
+#[inline(always)]
+fn all_finite<V: Lane>(v: V) -> bool {
+    let mut t = [0.0; 8];
+    v.mul(V::splat(0.0)).le(V::splat(0.0)).store(&mut t);
+    t[..V::K].iter().all(|f| f.to_bits() == u64::MAX)
 }
 
 /// `y` and its weight `w` (1 / 0) where `live`, `y` zeroed where the row

@@ -20,7 +20,7 @@
 
 use arrow_array::ArrayRef;
 
-use super::valid::{set_missing, All, Bitmap, NonFinite, Valid};
+use super::valid::{any_non_finite, set_missing, All, Bitmap, NonFinite, Valid};
 use super::{buffer, filled, validity, window_counts, FastNum, Split};
 use crate::engine::{Column, ToArrow};
 use crate::ops::arith::two_sum;
@@ -205,6 +205,10 @@ fn plan(window: usize, r0: usize, r1: usize, long: bool, jobs: &mut Vec<Job>) {
     }
 }
 
+/// Rows a job probes for an inf / NaN before its unmasked attempt (whose
+/// start sums alone read four windows).
+pub(super) const PROBE: usize = 4096;
+
 /// One job into `out` (its rows). Every segment starts from the exact sum
 /// of the window before it, whatever ran before. `stream`: the group's
 /// rows go out by non-temporal stores ([`super::streams`]).
@@ -221,20 +225,47 @@ fn plan(window: usize, r0: usize, r1: usize, long: bool, jobs: &mut Vec<Job>) {
 /// that overflow go to [`counted_block`].
 #[allow(clippy::too_many_arguments)]
 fn run_job<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, job: &Job, how: Out, stream: bool, out: &mut [f64], hint: &mut bool) {
-    let first = (!*hint).then(|| attempt(x, va, All, window, job, how, stream, out));
+    // A non-finite value among the job's first rows would stop the
+    // attempt: scan at once (only the speed depends on it).
+    let lo = job.r0.saturating_sub(window);
+    *hint = *hint || any_non_finite(x, va, lo, (lo + PROBE).min(job.r1));
+    let first = (!*hint).then(|| attempt(x, va, All, window, job, how, stream, true, out));
     if first.as_ref().is_some_and(|bad| bad.is_empty()) {
         return;
     }
     let nf = NonFinite::scan(x, va, job.r0.saturating_sub(window), job.r1);
     *hint = nf.any;
     let marks = nf.any.then(|| nf.marks(window, false));
+    if let Some(m) = &marks {
+        match m.kept(job.r0, job.r1) {
+            // No row of the job needs its sum.
+            None => {
+                out.fill(f64::NAN);
+                return;
+            }
+            // Only the rows between (a window of the column's first rows,
+            // say, before its first NaN): one chain over them.
+            Some((k0, k1)) if job.seg > 0 && k1 - k0 <= job.seg / 2 => {
+                out[..k0 - job.r0].fill(f64::NAN);
+                out[k1 - job.r0..].fill(f64::NAN);
+                let o = &mut out[k0 - job.r0..k1 - job.r0];
+                if !finite_block(x, nf.finite(), window, k0, k1, how, o) {
+                    counted_block(x, va, window, k0, k1, how, o);
+                }
+                set_missing(m.keep(), k0, o);
+                m.infinities(k0, k1, o);
+                return;
+            }
+            _ => {}
+        }
+    }
     let bad = match (first, &marks) {
         // The NaN rows blended in as the kernel stores (a pass after it
         // missed the cache on each: a third of the time), the infinities
         // (rare) after.
-        (_, Some(m)) => attempt(x, nf.finite(), m.keep(), window, job, how, stream, out),
+        (_, Some(m)) => attempt(x, nf.finite(), m.keep(), window, job, how, stream, false, out),
         (Some(bad), None) => bad,
-        (None, None) => attempt(x, va, All, window, job, how, stream, out),
+        (None, None) => attempt(x, va, All, window, job, how, stream, false, out),
     };
     for (a, b) in bad {
         counted_block(x, va, window, a, b, how, &mut out[a - job.r0..b - job.r0]);
@@ -246,9 +277,12 @@ fn run_job<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, job: &Job, how: Ou
 
 /// [`run_job`]'s kernels over the rows `va` says are valid, each row's
 /// result NaN where `keep` is clear: the row ranges (segments) whose sums
-/// did not stay finite, their rows garbage.
+/// did not stay finite, their rows garbage. `bail`: every segment counts
+/// as not finite as soon as one is found so (the caller scans for inf /
+/// NaN and redoes them all: issue 36, a job holding one otherwise ran in
+/// full twice).
 #[allow(clippy::too_many_arguments)]
-fn attempt<T: Num, Va: Valid, Kp: Valid>(x: &[T], va: Va, keep: Kp, window: usize, job: &Job, how: Out, stream: bool, out: &mut [f64]) -> Vec<(usize, usize)> {
+fn attempt<T: Num, Va: Valid, Kp: Valid>(x: &[T], va: Va, keep: Kp, window: usize, job: &Job, how: Out, stream: bool, bail: bool, out: &mut [f64]) -> Vec<(usize, usize)> {
     let (b0, seg) = (job.r0, job.seg);
     if seg == 0 {
         let ok = finite_block(x, va, window, b0, job.r1, how, out);
@@ -256,7 +290,7 @@ fn attempt<T: Num, Va: Valid, Kp: Valid>(x: &[T], va: Va, keep: Kp, window: usiz
         return if ok { Vec::new() } else { vec![(b0, job.r1)] };
     }
     let st: [(f64, f64, f64); 4] = std::array::from_fn(|k| start_state(x, va, window, b0 + k * seg));
-    let ok = group(x, va, keep, window, b0, seg, job.mode, st, how, stream, out);
+    let ok = group(x, va, keep, window, b0, seg, job.mode, st, how, stream, bail, out);
     (0..4).filter(|&k| !ok[k]).map(|k| (b0 + k * seg, b0 + (k + 1) * seg)).collect()
 }
 
@@ -282,6 +316,7 @@ fn group<T: Num, Va: Valid, Kp: Valid>(
     st: [(f64, f64, f64); 4],
     how: Out,
     stream: bool,
+    bail: bool,
     out: &mut [f64],
 ) -> [bool; 4] {
     assert!(b0 + 4 * seg <= x.len() && out.len() == 4 * seg);
@@ -299,12 +334,12 @@ fn group<T: Num, Va: Valid, Kp: Valid>(
             let xf = unsafe { std::slice::from_raw_parts(x.as_ptr() as *const f64, x.len()) };
             let ok = unsafe {
                 match (mode, how) {
-                    (SLIDE, Out::Scale(sc)) => avx2::group::<SLIDE, false, Va, Kp>(xf, va, keep, window, b0, seg, st, sc, stream, out),
-                    (INSERT, Out::Scale(sc)) => avx2::group::<INSERT, false, Va, Kp>(xf, va, keep, window, b0, seg, st, sc, stream, out),
-                    (_, Out::Scale(sc)) => avx2::group::<PAD0, false, Va, Kp>(xf, va, keep, window, b0, seg, st, sc, stream, out),
-                    (SLIDE, Out::PerValid) => avx2::group::<SLIDE, true, Va, Kp>(xf, va, keep, window, b0, seg, st, 1.0, stream, out),
-                    (INSERT, Out::PerValid) => avx2::group::<INSERT, true, Va, Kp>(xf, va, keep, window, b0, seg, st, 1.0, stream, out),
-                    (_, Out::PerValid) => avx2::group::<PAD0, true, Va, Kp>(xf, va, keep, window, b0, seg, st, 1.0, stream, out),
+                    (SLIDE, Out::Scale(sc)) => avx2::group::<SLIDE, false, Va, Kp>(xf, va, keep, window, b0, seg, st, bail, sc, stream, out),
+                    (INSERT, Out::Scale(sc)) => avx2::group::<INSERT, false, Va, Kp>(xf, va, keep, window, b0, seg, st, bail, sc, stream, out),
+                    (_, Out::Scale(sc)) => avx2::group::<PAD0, false, Va, Kp>(xf, va, keep, window, b0, seg, st, bail, sc, stream, out),
+                    (SLIDE, Out::PerValid) => avx2::group::<SLIDE, true, Va, Kp>(xf, va, keep, window, b0, seg, st, bail, 1.0, stream, out),
+                    (INSERT, Out::PerValid) => avx2::group::<INSERT, true, Va, Kp>(xf, va, keep, window, b0, seg, st, bail, 1.0, stream, out),
+                    (_, Out::PerValid) => avx2::group::<PAD0, true, Va, Kp>(xf, va, keep, window, b0, seg, st, bail, 1.0, stream, out),
                 }
             };
             return [0, 1, 2, 3].map(|k| ok[k] && fin[k]);
@@ -421,6 +456,25 @@ mod avx2 {
 
     static LANES: [[u64; 4]; 16] = lane_table();
 
+    /// `CUM[b][t]`: how many of bits `0..=t` of `b` are set.
+    static CUM: [[f64; 4]; 16] = {
+        let mut t = [[0.0; 4]; 16];
+        let mut b = 0;
+        while b < 16 {
+            let mut c = 0.0;
+            let mut l = 0;
+            while l < 4 {
+                if (b >> l) & 1 == 1 {
+                    c += 1.0;
+                }
+                t[b][l] = c;
+                l += 1;
+            }
+            b += 1;
+        }
+        t
+    };
+
     /// Rows `r..r + 4` (`r` the row `p` points at), missing ones as 0, and
     /// their weights (1 / 0).
     #[inline(always)]
@@ -440,16 +494,15 @@ mod avx2 {
     }
 
     /// A 4x4 tile at rows `r, r + seg, ...` (`p` at row `r`), transposed,
-    /// and its weights (transposed too; only when `W`); `b[k]`: the
-    /// validity bits of segment `k`'s four rows.
+    /// missing rows 0; `b[k]`: the validity bits of segment `k`'s four rows.
     #[inline(always)]
-    unsafe fn tile<Va: Valid, const W: bool>(p: *const f64, seg: usize, b: [u64; 4]) -> ([__m256d; 4], [__m256d; 4]) {
-        let (a0, w0) = row4_bits::<Va>(p, b[0]);
-        let (a1, w1) = row4_bits::<Va>(p.add(seg), b[1]);
-        let (a2, w2) = row4_bits::<Va>(p.add(2 * seg), b[2]);
-        let (a3, w3) = row4_bits::<Va>(p.add(3 * seg), b[3]);
-        let w = if W { transpose([w0, w1, w2, w3]) } else { [w0; 4] };
-        (transpose([a0, a1, a2, a3]), w)
+    unsafe fn tile<Va: Valid>(p: *const f64, seg: usize, b: [u64; 4]) -> [__m256d; 4] {
+        // (No closure: it would be compiled without the caller's features.)
+        let a0 = row4_bits::<Va>(p, b[0]).0;
+        let a1 = row4_bits::<Va>(p.add(seg), b[1]).0;
+        let a2 = row4_bits::<Va>(p.add(2 * seg), b[2]).0;
+        let a3 = row4_bits::<Va>(p.add(3 * seg), b[3]).0;
+        transpose([a0, a1, a2, a3])
     }
 
     /// The four segments' validity from a row on, four bits a tile: one
@@ -517,6 +570,7 @@ mod avx2 {
         b0: usize,
         seg: usize,
         st: [(f64, f64, f64); 4],
+        bail: bool,
         scale: f64,
         stream: bool,
         out: &mut [f64],
@@ -526,7 +580,8 @@ mod avx2 {
         let n0 = st.map(|v| v.2);
         let mut s = _mm256_loadu_pd(s0.as_ptr());
         let mut c = _mm256_loadu_pd(c0.as_ptr());
-        let mut cnt = _mm256_loadu_pd(n0.as_ptr());
+        // Valid rows per segment before the tile (whole numbers: exact).
+        let mut cnt = n0;
         let sc = _mm256_set1_pd(scale);
         let xin = x.as_ptr().add(b0);
         let o = out.as_mut_ptr();
@@ -537,21 +592,44 @@ mod avx2 {
         let (mut new_bits, mut old_bits) = (Cursor { w: [0; 4], left: 0 }, Cursor { w: [0; 4], left: 0 });
         let mut keep_bits = Cursor { w: [0; 4], left: 0 };
         let nan = _mm256_set1_pd(f64::NAN);
+        let mut check_in = 64u32;
         while j < seg {
-            let (a, wa) = tile::<Va, DIV>(xin.add(j), seg, new_bits.next(va, b0 + j, seg));
-            let (b, wb) = match MODE {
-                INSERT => (a, wa),
+            let bn = new_bits.next(va, b0 + j, seg);
+            let a = tile::<Va>(xin.add(j), seg, bn);
+            // The evicted rows, and their validity bits per segment.
+            let (b, bo) = match MODE {
+                INSERT => (a, [0; 4]),
                 // Lanes 1..3 slide from their first row (seg >= window).
                 PAD0 => {
                     let p = xin.add(j + seg - window);
                     let r = b0 + j + seg - window;
-                    let (o0, v0) = old_row0(x, va, b0 + j, window);
-                    let (o1, v1) = row4(p, va, r);
-                    let (o2, v2) = row4(p.add(seg), va, r + seg);
-                    let (o3, v3) = row4(p.add(2 * seg), va, r + 2 * seg);
-                    (transpose([o0, o1, o2, o3]), if DIV { transpose([v0, v1, v2, v3]) } else { [v0; 4] })
+                    let i = b0 + j;
+                    // Lane 0's rows before `window` evict nothing. (No
+                    // closures here: they would be compiled without the
+                    // kernel's features.)
+                    let mut l0 = 0;
+                    if i >= window {
+                        l0 = va.bits(i - window);
+                    } else {
+                        let mut t = 0;
+                        while t < 4 {
+                            if i + t >= window {
+                                l0 |= (va.bits(i + t - window) & 1) << t;
+                            }
+                            t += 1;
+                        }
+                    }
+                    let bo = [l0, va.bits(r), va.bits(r + seg), va.bits(r + 2 * seg)];
+                    let (o0, _) = old_row0(x, va, i, window);
+                    let o1 = row4_bits::<Va>(p, bo[1]).0;
+                    let o2 = row4_bits::<Va>(p.add(seg), bo[2]).0;
+                    let o3 = row4_bits::<Va>(p.add(2 * seg), bo[3]).0;
+                    (transpose([o0, o1, o2, o3]), bo)
                 }
-                _ => tile::<Va, DIV>(xin.add(j).sub(window), seg, old_bits.next(va, b0 + j - window, seg)),
+                _ => {
+                    let bo = old_bits.next(va, b0 + j - window, seg);
+                    (tile::<Va>(xin.add(j).sub(window), seg, bo), bo)
+                }
             };
             let mut r = [_mm256_setzero_pd(); 4];
             for t in 0..4 {
@@ -570,15 +648,22 @@ mod avx2 {
                 let e2 = _mm256_add_pd(_mm256_sub_pd(s, _mm256_sub_pd(t2, bb)), _mm256_sub_pd(d, bb));
                 s = t2;
                 c = _mm256_add_pd(c, if MODE == INSERT { e2 } else { _mm256_add_pd(e1, e2) });
-                r[t] = if DIV {
-                    // Whole numbers below 2^53: exact.
-                    cnt = _mm256_add_pd(cnt, if MODE == INSERT { wa[t] } else { _mm256_sub_pd(wa[t], wb[t]) });
-                    _mm256_div_pd(_mm256_add_pd(s, c), cnt)
-                } else {
-                    _mm256_mul_pd(_mm256_add_pd(s, c), sc)
-                };
+                r[t] = if DIV { _mm256_add_pd(s, c) } else { _mm256_mul_pd(_mm256_add_pd(s, c), sc) };
             }
             let mut r = transpose(r);
+            if DIV {
+                // Segment k's four rows over their valid rows: its count
+                // before the tile plus the running counts of the rows in
+                // and out (a table of the four bits' prefix counts), after
+                // the transpose: no weights loaded, masked or transposed
+                // (they were a third of the masked mean's shuffles).
+                for k in 0..4 {
+                    let (bi, bx) = ((bn[k] & 15) as usize, (bo[k] & 15) as usize);
+                    let n = _mm256_add_pd(_mm256_set1_pd(cnt[k]), _mm256_sub_pd(_mm256_loadu_pd(CUM[bi].as_ptr()), _mm256_loadu_pd(CUM[bx].as_ptr())));
+                    r[k] = _mm256_div_pd(r[k], n);
+                    cnt[k] += CUM[bi][3] - CUM[bx][3];
+                }
+            }
             if !Kp::ALL {
                 // NaN where the window holds one (nan="propagate").
                 let kb = keep_bits.next(keep, b0 + j, seg);
@@ -596,6 +681,19 @@ mod avx2 {
                 }
             }
             j += 4;
+            if bail {
+                check_in -= 1;
+                if check_in == 0 {
+                    check_in = 64;
+                    // An inf / NaN read (or an overflow) leaves `c` NaN.
+                    if _mm256_movemask_pd(_mm256_cmp_pd(c, c, _CMP_UNORD_Q)) != 0 {
+                        if stream {
+                            _mm_sfence();
+                        }
+                        return [false; 4];
+                    }
+                }
+            }
         }
         if stream {
             // Non-temporal stores are weakly ordered: drain them before

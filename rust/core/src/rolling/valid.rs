@@ -201,6 +201,26 @@ pub(crate) fn bits_at(words: &[u64], p: usize) -> u64 {
     (lo >> s) | (words.get(q + 1).copied().unwrap_or(0) << (64 - s))
 }
 
+/// Bit `j` set where `c[j]` is not finite (`c` at most 64 values): eight
+/// compares to a byte, as [`nan_bits`].
+#[inline(always)]
+pub(crate) fn non_finite_bits<T: crate::ops::Num>(c: &[T]) -> u64 {
+    const EXP: u64 = 0x7FF0_0000_0000_0000;
+    let mut w = 0u64;
+    for (k, e) in c.chunks(8).enumerate() {
+        let b = e.iter().enumerate().fold(0u64, |b, (j, v)| b | (((v.to_f64().to_bits() & EXP == EXP) as u64) << j));
+        w |= b << (8 * k);
+    }
+    w
+}
+
+/// Whether a valid row of `x[lo..hi)` is not finite (a probe of a job's
+/// first rows before its unmasked attempt, which such a row would send
+/// to the scan anyway).
+pub(crate) fn any_non_finite<T: crate::ops::Num, Va: Valid>(x: &[T], va: Va, lo: usize, hi: usize) -> bool {
+    x[lo..hi].chunks(32).enumerate().any(|(q, c)| non_finite_bits(c) & if Va::ALL { u64::MAX } else { va.bits(lo + 32 * q) } & low_ones(c.len()) != 0)
+}
+
 /// The valid rows of `x[lo..hi)` that are not finite, by kind, and those
 /// that are (issue 36: `nan="propagate"` runs the masked kernels on the
 /// finite rows, then marks the windows that hold the others, instead of
@@ -226,21 +246,28 @@ impl NonFinite {
         let mut nf = NonFinite { lo, len, finite: Vec::with_capacity(8 * words), nan: Vec::with_capacity(words), pinf: Vec::with_capacity(words), ninf: Vec::with_capacity(words), any: false };
         let mut acc = 0u64;
         for (q, c) in x[lo..hi].chunks(64).enumerate() {
-            let (mut a, mut p, mut m, mut ok) = (0u64, 0u64, 0u64, 0u64);
-            for (k, e) in c.chunks(8).enumerate() {
-                let (ea, ep, em) = e.iter().enumerate().fold((0u64, 0u64, 0u64), |(a, p, m), (j, v)| {
-                    let f = v.to_f64();
-                    #[allow(clippy::eq_op)] // f != f: NaN
-                    (a | (((f != f) as u64) << j), p | (((f == f64::INFINITY) as u64) << j), m | (((f == f64::NEG_INFINITY) as u64) << j))
-                });
-                let v = if Va::ALL { 0xFF } else { va.bits(lo + 64 * q + 8 * k) & 0xFF };
-                a |= (ea & v) << (8 * k);
-                p |= (ep & v) << (8 * k);
-                m |= (em & v) << (8 * k);
-                ok |= (v & !(ea | ep | em)) << (8 * k);
+            // One compare a value (not finite: all exponent bits set), the
+            // kinds told apart on the few rows found (three compares a
+            // value were a third of the scan).
+            let r = lo + 64 * q;
+            let v = if Va::ALL { u64::MAX } else { (va.bits(r) & low_ones(32)) | (va.bits(r + 32) << 32) } & low_ones(c.len());
+            let bad = non_finite_bits(c) & v;
+            let ok = v & !bad;
+            let (mut a, mut p, mut m) = (0u64, 0u64, 0u64);
+            let mut w = bad;
+            while w != 0 {
+                let j = w.trailing_zeros();
+                let f = c[j as usize].to_f64();
+                if f.is_nan() {
+                    a |= 1 << j;
+                } else if f > 0.0 {
+                    p |= 1 << j;
+                } else {
+                    m |= 1 << j;
+                }
+                w &= w - 1;
             }
-            let ok = ok & low_ones(c.len());
-            acc |= a | p | m;
+            acc |= bad;
             nf.nan.push(a);
             nf.pinf.push(p);
             nf.ninf.push(m);
@@ -275,14 +302,6 @@ impl NonFinite {
         m
     }
 
-    /// Rows `[b0, b1)` of `out` (those rows; `b0 - lo` at least `window`,
-    /// or `lo` 0) set as [`NonFinite::marks`] says.
-    pub(crate) fn mark(&self, window: usize, b0: usize, b1: usize, var: bool, out: &mut [f64]) {
-        debug_assert!(self.lo == 0 || b0 >= self.lo + window);
-        let m = self.marks(window, var);
-        set_missing(m.keep(), b0, out);
-        m.infinities(b0, b1, out);
-    }
 }
 
 /// [`NonFinite::marks`]: `keep` (a [`Bitmap::local`] from `lo`) clear where
@@ -299,6 +318,26 @@ pub(crate) struct Marks {
 impl Marks {
     pub(crate) fn keep(&self) -> Bitmap<'_> {
         Bitmap::local(&self.keep, self.lo)
+    }
+
+    /// The first and past the last row of `[b0, b1)` whose result is not
+    /// NaN; `None` when every row's is (a window holding a NaN, or with a
+    /// variance any non-finite value: the usual case from a window of a
+    /// few hundred rows on with 1% NaN), so no kernel need run there, or
+    /// only on the rows between.
+    pub(crate) fn kept(&self, b0: usize, b1: usize) -> Option<(usize, usize)> {
+        let k = self.keep();
+        let word = |r: usize| k.bits(r) & low_ones((b1 - r).min(56));
+        let first = (b0..b1).step_by(56).find_map(|r| Some(word(r)).filter(|&w| w != 0).map(|w| r + w.trailing_zeros() as usize))?;
+        let last = (first..b1).step_by(56).filter_map(|r| Some(word(r)).filter(|&w| w != 0).map(|w| r + 63 - w.leading_zeros() as usize)).last()?;
+        Some((first, last + 1))
+    }
+
+    /// Rows `[b0, b1)` of `out` (those rows; `b0 - lo` at least the
+    /// window, or `lo` 0) set as [`NonFinite::marks`] says.
+    pub(crate) fn apply(&self, b0: usize, b1: usize, out: &mut [f64]) {
+        set_missing(self.keep(), b0, out);
+        self.infinities(b0, b1, out);
     }
 
     /// Rows `[b0, b1)` of `out` (those rows) whose sum is an infinity.

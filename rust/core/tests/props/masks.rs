@@ -194,9 +194,9 @@ proptest! {
 
 /// `nan="propagate"` (issue 36): a column whose valid values hold NaN,
 /// +inf and -inf at the given densities (runs of NaN longer than the
-/// window too), with or without nulls (their slots garbage). The sums and
-/// moments run their masked kernels on the finite rows and mark the
-/// windows that hold the others; against the oracle, which keeps NaN a
+/// window too), with or without nulls (their slots garbage). The sums,
+/// moments and extremes run their masked kernels on the finite (max /
+/// min: not NaN) rows and mark the windows that hold the others; against the oracle, which keeps NaN a
 /// value and null missing, with `min_periods`, and every thread count
 /// giving the bits of one thread.
 fn column_nan(n: usize, seed: u64, p_nan: f64, p_inf: f64, p_missing: f64, run: usize) -> (Vec<f64>, Vec<bool>) {
@@ -229,7 +229,8 @@ fn column_nan(n: usize, seed: u64, p_nan: f64, p_inf: f64, p_missing: f64, run: 
     (xs, ok)
 }
 
-const NAN_AGGS: [AggKind; 8] = [AggKind::Sum, AggKind::Mean, AggKind::Count, AggKind::Var, AggKind::Std, AggKind::VarPop, AggKind::StdPop, AggKind::Geomean];
+const NAN_AGGS: [AggKind; 11] =
+    [AggKind::Sum, AggKind::Mean, AggKind::Count, AggKind::Var, AggKind::Std, AggKind::VarPop, AggKind::StdPop, AggKind::Geomean, AggKind::Max, AggKind::Min, AggKind::Range];
 
 fn check_nan(xs: &[f64], ok: &[bool], window: usize, min_periods: Option<usize>, threads: usize, every: usize) -> Result<(), TestCaseError> {
     check_mp(xs, ok, window, min_periods, threads, &[DataType::Float64, DataType::Float32], every, &NAN_AGGS)
