@@ -28,7 +28,7 @@
 
 use arrow_array::ArrayRef;
 
-use super::valid::{bits_at, in_window, low_ones, nan_bits, All, Bitmap, Valid};
+use super::valid::{bits_at, in_window, low_ones, nan_bits, word_at, All, Bitmap, Valid};
 use super::FastNum;
 use crate::engine::{Column, ToArrow};
 use crate::ops::reduce::{detected, Level};
@@ -756,7 +756,7 @@ fn nan_chunk<T: FastNum, V: Valid, S: Scan, const MAX: bool>(x: &[T], va: V, win
     let (mut nan, mut num, mut ok) = (Vec::with_capacity(nw), Vec::with_capacity(nw), Vec::with_capacity(8 * nw));
     for (q, c) in x[lo..c1].chunks(64).enumerate() {
         let r = lo + 64 * q;
-        let v = if V::ALL { u64::MAX } else { (va.bits(r) & low_ones(32)) | (va.bits(r + 32) << 32) } & low_ones(c.len());
+        let v = word_at(va, r, c.len());
         let a = nan_bits(c) & v;
         nan.push(a);
         num.push(v & !a);

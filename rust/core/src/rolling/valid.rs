@@ -250,7 +250,7 @@ impl NonFinite {
             // kinds told apart on the few rows found (three compares a
             // value were a third of the scan).
             let r = lo + 64 * q;
-            let v = if Va::ALL { u64::MAX } else { (va.bits(r) & low_ones(32)) | (va.bits(r + 32) << 32) } & low_ones(c.len());
+            let v = word_at(va, r, c.len());
             let bad = non_finite_bits(c) & v;
             let ok = v & !bad;
             let (mut a, mut p, mut m) = (0u64, 0u64, 0u64);
@@ -444,6 +444,14 @@ pub(crate) fn at_least_in_window(nb: &NullBuffer, window: usize, need: usize) ->
     }
     let b = NullBuffer::new(BooleanBuffer::new(arrow_buffer::Buffer::from_vec(out), 0, n));
     (b.null_count() > 0).then_some(b)
+}
+
+/// The validity of rows `[r, r + n)` (`n <= 64`) as one word, bit `j` for
+/// row `r + j` (two reads: a read gives 57 rows).
+#[inline(always)]
+pub(crate) fn word_at<V: Valid>(va: V, r: usize, n: usize) -> u64 {
+    let w = if V::ALL { u64::MAX } else { (va.bits(r) & low_ones(32)) | (va.bits(r + 32) << 32) };
+    w & low_ones(n)
 }
 
 /// The lowest `k` bits set (`k <= 64`).
