@@ -1216,10 +1216,7 @@ fn fast_rows<V: Lane, V1: Lane, Va: Valid>(x: &[f64], va: Va, window: usize, ddo
         if a < r0 || a >= r1 {
             continue;
         }
-        // As the sums (sum.rs `PROBE`): the start windows alone of an
-        // attempt read `K` windows.
-        let lo = a.saturating_sub(window);
-        hint = hint || super::valid::any_non_finite(x, va, lo, (lo + super::sum::PROBE).min(a + k * blen));
+        hint = hint || super::valid::any_non_finite(x, va, a.saturating_sub(window), a + k * blen);
         let first = if hint { None } else { Some(fast_job::<V, V1, Va>(x, va, window, a, blen, k, ddof, sqrt, out, r0, true)?) };
         if first.as_ref().is_some_and(|b| b.is_empty()) {
             continue;

@@ -205,10 +205,6 @@ fn plan(window: usize, r0: usize, r1: usize, long: bool, jobs: &mut Vec<Job>) {
     }
 }
 
-/// Rows a job probes for an inf / NaN before its unmasked attempt (whose
-/// start sums alone read four windows).
-pub(super) const PROBE: usize = 4096;
-
 /// One job into `out` (its rows). Every segment starts from the exact sum
 /// of the window before it, whatever ran before. `stream`: the group's
 /// rows go out by non-temporal stores ([`super::streams`]).
@@ -227,8 +223,7 @@ pub(super) const PROBE: usize = 4096;
 fn run_job<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, job: &Job, how: Out, stream: bool, out: &mut [f64], hint: &mut bool) {
     // A non-finite value among the job's first rows would stop the
     // attempt: scan at once (only the speed depends on it).
-    let lo = job.r0.saturating_sub(window);
-    *hint = *hint || any_non_finite(x, va, lo, (lo + PROBE).min(job.r1));
+    *hint = *hint || any_non_finite(x, va, job.r0.saturating_sub(window), job.r1);
     let first = (!*hint).then(|| attempt(x, va, All, window, job, how, stream, true, out));
     if first.as_ref().is_some_and(|bad| bad.is_empty()) {
         return;
