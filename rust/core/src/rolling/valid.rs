@@ -286,7 +286,7 @@ const PROBE: usize = 4096;
 /// attempt, which such a row would send to the scan anyway.
 pub(crate) fn any_non_finite<T: crate::ops::Num, Va: Valid>(x: &[T], va: Va, lo: usize, hi: usize) -> bool {
     let hi = lo + PROBE.min((hi - lo) / 8);
-    x[lo..hi].chunks(32).enumerate().any(|(q, c)| non_finite_bits(c) & if Va::ALL { u64::MAX } else { va.bits(lo + 32 * q) } & low_ones(c.len()) != 0)
+    x[lo..hi].chunks(64).enumerate().any(|(q, c)| non_finite_bits(c) & word_at(va, lo + 64 * q, c.len()) != 0)
 }
 
 /// The valid rows of `x[lo..hi)` that are not finite, by kind, and those
