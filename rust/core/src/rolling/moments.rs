@@ -1638,7 +1638,12 @@ fn weight_tile<V: Lane, Va: Valid>(va: Va, ib: &[i64; 8], o: usize) -> [V; 8] {
     if Va::ALL {
         return [V::splat(1.0); 8];
     }
-    let w: [u64; 8] = std::array::from_fn(|q| if q < V::K { va.bits((ib[q] + o as i64) as usize) } else { 0 });
+    // A loop, not `array::from_fn`: its closure was compiled (and called
+    // per tile) without the kernel's CPU features.
+    let mut w = [0u64; 8];
+    for q in 0..V::K {
+        w[q] = va.bits((ib[q] + o as i64) as usize);
+    }
     V::bits_tile(&w)
 }
 
