@@ -36,20 +36,16 @@ class SparkRolling:
     repeat = 1
 
     def setup(self, layout, method):
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         if (method == "slidewise_apply") == (layout == "unkeyed") and method.startswith("slidewise_"):
             # applyInArrow needs keys, assume_sorted and the tiebreak check
             # are unkeyed: asv skips the combination
             raise NotImplementedError
-        from pyspark.sql import SparkSession, Window
+        self.spark = _local_spark()
+        from pyspark.sql import Window
         from pyspark.sql import functions as F
 
         import slidewise.spark as ss
 
-        self.spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-                      .config("spark.driver.memory", "3g").config("spark.sql.shuffle.partitions", "2")
-                      .getOrCreate())
-        self.spark.sparkContext.setLogLevel("ERROR")
         df = (self.spark.range(N, numPartitions=2)
               .select(F.col("id").alias("t"), F.rand(1).alias("v"), (F.col("id") % KEYS).alias("k"))).cache()
         df.count()
@@ -98,10 +94,14 @@ _SESSION = None
 
 def _local_spark():
     """One local[2] session per asv process (asv runs each benchmark in a
-    process of its own; the setups of its parameters share the session)."""
+    process of its own; the setups of its parameters share the session);
+    without pyspark, NotImplementedError (asv skips the benchmark)."""
     global _SESSION
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise NotImplementedError("pyspark is not installed") from None
 
     if _SESSION is None:
         _SESSION = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
@@ -134,15 +134,11 @@ class SparkFeatures:
     warmup_time = 0
 
     def setup(self, method):
-        try:
-            import pyspark  # noqa: F401
-        except ImportError:
-            raise NotImplementedError("pyspark is not installed") from None
+        spark = _local_spark()
         import tempfile
 
         from . import _features as fe
 
-        spark = _local_spark()
         fe.assert_segment_tree(spark)
         path = fe.write_parquet(os.path.join(tempfile.gettempdir(), f"slidewise_features_{fe.ROWS}_{fe.KEYS}"))
         df = spark.read.parquet(path)
@@ -179,15 +175,11 @@ class SparkStream:
     warmup_time = 0
 
     def setup(self, engine):
-        try:
-            import pyspark  # noqa: F401
-        except ImportError:
-            raise NotImplementedError("pyspark is not installed") from None
+        spark = _local_spark()
         import tempfile
 
         from . import compare_spark_stream as cs
 
-        spark = _local_spark()
         spark.conf.set("spark.sql.session.timeZone", "UTC")
         self.work = tempfile.mkdtemp(prefix="slidewise_asv_stream_")
         self.src = os.path.join(self.work, "src")
