@@ -126,3 +126,76 @@ def test_stream_aggregate_key_state_refuses_corruption():
                 continue
             assert pickle.dumps(got) == pickle.dumps(good)
         assert refused >= 390, refused
+
+
+class _GroupState:
+    """The calls of pyspark's GroupState that stream_aggregate's processors
+    make (applyInPandasWithState's, without Spark)."""
+
+    def __init__(self, value, wm_ms):
+        self.value, self.wm_ms, self.hasTimedOut = value, wm_ms, False
+
+    @property
+    def getOption(self):
+        return None if self.value is None else (self.value,)
+
+    def getCurrentWatermarkMs(self):
+        return self.wm_ms
+
+    def update(self, v):
+        self.value = v[0]
+
+    def remove(self):
+        self.value = None
+
+    def setTimeoutTimestamp(self, ms):
+        pass
+
+
+def _pane_call(queries, state, ts_s, values):
+    """One call of the pane processor (one bucket, key "k") on rows at
+    ``ts_s`` seconds: its output frames concatenated."""
+    import pandas as pd
+    from slidewise.spark import _stream_state as S
+    from slidewise.spark._streaming import _Shell
+
+    work = S.engine(_Shell("panes", queries, "v", "ts", ["k"], buckets=1))
+    t = np.asarray(ts_s, np.int64) * 1_000_000
+    v = np.asarray(values, np.float64)
+    rows = pd.DataFrame({"k": np.zeros(len(t), np.int64), "ts": t.astype(np.float64), "v": v,
+                         S._NULL_COL: np.zeros(len(t), bool), S._LATE_COL: pd.to_datetime(t + 3_000_000, unit="us", utc=True)})
+    out = list(work(None, iter([rows]), state))
+    return pd.concat(out, ignore_index=True) if out else None
+
+
+def test_stream_aggregate_bucket_state_keeps_its_queries_fields():
+    """A bucket's state keeps only the partials its queries read (max and
+    mean: n, cnt, s, mx, nan; no m2 / mn), as zstd-compressed Arrow IPC. A
+    state of an older writer (every field, uncompressed) restores to the
+    same windows; a state written for other aggregations is refused by
+    name, never read as zeros."""
+    import struct
+
+    from slidewise.spark import _stream_state as S
+
+    qs = [sw.Query("max", "2s", "1s", name="max"), sw.Query("mean", "2s", "1s", name="mean")]
+    st = _GroupState(None, 0)
+    assert _pane_call(qs, st, [1, 1, 2, 3], [1.5, -2.0, 4.0, 0.5]) is None  # nothing final yet
+    final, _, panes = S._decode_bucket(st.value)
+    assert panes.column_names == ["k", "p", "n", "cnt", "s", "mx", "nan"]
+    big = pa.table({"k": np.arange(10_000) // 20, "p": np.arange(10_000) % 20, "s": np.ones(10_000)})
+    assert len(S._encode_bucket(0, 1, big)) < big.nbytes / 4  # compressed
+    # the older writer: every field of _FIELDS, no compression
+    full = S._combine(S._row_partials(pa.table({"k": pa.array([0, 0, 0, 0])}), np.array([1, 1, 2, 3]) * 1_000_000,
+                                      np.array([1.5, -2.0, 4.0, 0.5]), np.zeros(4, bool), 1_000_000), ["k", "p"])
+    assert set(full.column_names) >= set(S._FIELDS)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, full.schema) as w:
+        w.write_table(full)
+    old = S._seal(S._BUCKET_MAGIC, struct.pack("<qq", final, 1) + sink.getvalue().to_pybytes())
+    new = _pane_call(qs, _GroupState(st.value, 10_000), [9], [7.0])
+    older = _pane_call(qs, _GroupState(old, 10_000), [9], [7.0])
+    assert new is not None and len(new) == 8  # the first rows' windows (ending at 2-5 s), two queries
+    assert new.to_dict() == older.to_dict()
+    with pytest.raises(ValueError, match=r"written for other aggregations \(it has no partials \['m2'\]"):
+        _pane_call([sw.Query("std", "2s", "1s", name="std")], _GroupState(st.value, 10_000), [9], [7.0])

@@ -305,9 +305,19 @@ _FIELDS = ("n", "cnt", "s", "m2", "mx", "mn", "nan")
 _NONE_T = np.iinfo(np.int64).max
 
 
+# The fields of _FIELDS each aggregation reads beyond n and cnt (which all
+# read: a window exists once a row joins it; null below min_periods). The
+# state keeps only its queries' fields: for sum, max and mean 5 of 7.
+_NEEDS = {"sum": ("s",), "mean": ("s",), "count": (), "max": ("mx", "nan"), "min": ("mn", "nan"),
+          "range": ("mx", "mn", "nan"), "maxcount": ("mx", "nan"), "mincount": ("mn", "nan"), "geomean": (),
+          **{a: ("s", "m2") for a in ("var", "std", "var_pop", "std_pop")}}
+
+
 def _fields_for(aggs: Iterable[str]) -> Tuple[str, ...]:
     """The partials' fields for queries of ``aggs``."""
-    return _FIELDS + tuple(dict.fromkeys(f for a in sorted(set(aggs)) for f in _EXTRA.get(a, ())))
+    need = {"n", "cnt", *(f for a in aggs for f in _NEEDS.get(a, ()))}
+    return tuple(f for f in _FIELDS if f in need) + tuple(
+        dict.fromkeys(f for a in sorted(set(aggs)) for f in _EXTRA.get(a, ())))
 _NO_TIME = -(1 << 62)  # no watermark seen
 
 
@@ -349,21 +359,25 @@ def _combine(t: pa.Table, by: List[str], groups: Optional[Tuple[np.ndarray, int]
     ids, k = _group_ids(t, by) if groups is None else groups
     first = np.empty(k, np.int64)
     first[ids] = np.arange(t.num_rows)  # a row of each group (its keys)
-    f = {c: t.column(c).to_numpy() for c in _FIELDS}
-    out = {c: np.bincount(ids, f[c], k).astype(np.int64) for c in ("n", "cnt", "nan")}
-    s_ = np.bincount(ids, f["s"], k)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = s_ / out["cnt"]
-        dev = np.where(f["cnt"] > 0, f["s"] / np.maximum(f["cnt"], 1) - mean[ids], 0.0)
-        m2 = np.bincount(ids, f["m2"] + f["cnt"] * dev * dev, k)
-    mx, mn = np.full(k, np.nan), np.full(k, np.nan)
-    np.fmax.at(mx, ids, f["mx"])
-    np.fmin.at(mn, ids, f["mn"])
-    res = t.select(by).take(pa.array(first))
-    for c, a in (("n", out["n"]), ("cnt", out["cnt"]), ("s", s_), ("m2", m2), ("mx", mx), ("mn", mn),
-                 ("nan", out["nan"])):
-        res = res.append_column(c, pa.array(a))
     names = set(t.column_names)
+    f = {c: t.column(c).to_numpy() for c in _FIELDS if c in names}  # (the queries' fields: _fields_for)
+    out = {c: np.bincount(ids, f[c], k).astype(np.int64) for c in ("n", "cnt", "nan") if c in f}
+    if "s" in f:
+        out["s"] = np.bincount(ids, f["s"], k)
+    if "m2" in f:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = out["s"] / out["cnt"]
+            dev = np.where(f["cnt"] > 0, f["s"] / np.maximum(f["cnt"], 1) - mean[ids], 0.0)
+            out["m2"] = np.bincount(ids, f["m2"] + f["cnt"] * dev * dev, k)
+    for c, at in (("mx", np.fmax.at), ("mn", np.fmin.at)):
+        if c in f:
+            out[c] = np.full(k, np.nan)
+            at(out[c], ids, f[c])
+    res = t.select(by).take(pa.array(first))
+    for c in _FIELDS:
+        if c in out:
+            res = res.append_column(c, pa.array(out[c]))
+    mx, mn = out.get("mx"), out.get("mn")
     if "mxc" in names:  # the parts' counts of the whole's max / min
         res = res.append_column("mxc", pa.array(np.bincount(ids, np.where(f["mx"] == mx[ids], _col(t, "mxc"), 0),
                                                             k).astype(np.int64)))
@@ -405,6 +419,7 @@ def _row_partials(keys: pa.Table, t: np.ndarray, v: np.ndarray, m: np.ndarray, g
                  "gt": np.where(ok, t, _NONE_T), "gv": v, "ht": np.where(ok, t, -_NONE_T), "hv": v,
                  "mxc": (ok & ~isnan).astype(np.int64), "mnc": (ok & ~isnan).astype(np.int64),
                  "lg": np.where(ok, np.log(np.where(ok, v, 1.0)), 0.0)}
+    cols = {c: a for c, a in cols.items() if c == "p" or c in fields}
     cols.update({f: extra[f] for f in fields if f in extra})
     rows = keys
     for c, a in cols.items():
@@ -420,7 +435,10 @@ def _encode_bucket(final: int, buckets: int, panes: pa.Table) -> bytes:
     import struct
 
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, panes.schema) as w:
+    # zstd: a fifth of the bytes Spark hands back and forth and RocksDB
+    # writes each batch, for ~1 ms a bucket (the reader finds the codec)
+    opts = pa.ipc.IpcWriteOptions(compression="zstd" if pa.Codec.is_available("zstd") else None)
+    with pa.ipc.new_stream(sink, panes.schema, options=opts) as w:
         w.write_table(panes)
     return _seal(_BUCKET_MAGIC, struct.pack("<qq", final, buckets) + sink.getvalue().to_pybytes())
 
@@ -617,7 +635,13 @@ class _PaneProcessor(_Processor):
             raise ValueError(f"this stream_aggregate checkpoint hashed its keys into {buckets} buckets "
                              f"(spark.sql.shuffle.partitions when it started), this query into {self.buckets}: "
                              f"set spark.sql.shuffle.partitions to {buckets} to restart from it")
-        return final, panes
+        lacks = [f for f in self.fields if f not in panes.column_names]
+        if lacks:  # (a state keeps only its queries' partials)
+            raise ValueError(f"this stream_aggregate checkpoint's state was written for other aggregations "
+                             f"(it has no partials {lacks} for {sorted(set(self._aggs))}): restart these queries "
+                             f"from a new checkpoint location")
+        # a state of older versions (every field): only this query's
+        return final, panes.select([c for c in panes.column_names if c not in _FIELDS or c in self.fields])
 
     def __call__(self, key, rows, state) -> Iterator[pd.DataFrame]:
         self.state = state
