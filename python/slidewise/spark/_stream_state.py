@@ -361,7 +361,7 @@ def _combine(t: pa.Table, by: List[str], groups: Optional[Tuple[np.ndarray, int]
     first[ids] = np.arange(t.num_rows)  # a row of each group (its keys)
     names = set(t.column_names)
     f = {c: t.column(c).to_numpy() for c in _FIELDS if c in names}  # (the queries' fields: _fields_for)
-    out = {c: np.bincount(ids, f[c], k).astype(np.int64) for c in ("n", "cnt", "nan") if c in f}
+    out: Dict[str, np.ndarray] = {c: np.bincount(ids, f[c], k).astype(np.int64) for c in ("n", "cnt", "nan") if c in f}
     if "s" in f:
         out["s"] = np.bincount(ids, f["s"], k)
     if "m2" in f:
@@ -377,13 +377,12 @@ def _combine(t: pa.Table, by: List[str], groups: Optional[Tuple[np.ndarray, int]
     for c in _FIELDS:
         if c in out:
             res = res.append_column(c, pa.array(out[c]))
-    mx, mn = out.get("mx"), out.get("mn")
-    if "mxc" in names:  # the parts' counts of the whole's max / min
-        res = res.append_column("mxc", pa.array(np.bincount(ids, np.where(f["mx"] == mx[ids], _col(t, "mxc"), 0),
-                                                            k).astype(np.int64)))
+    if "mxc" in names:  # the parts' counts of the whole's max / min (maxcount reads mx, mincount mn)
+        res = res.append_column("mxc", pa.array(np.bincount(ids, np.where(f["mx"] == out["mx"][ids], _col(t, "mxc"),
+                                                                          0), k).astype(np.int64)))
     if "mnc" in names:
-        res = res.append_column("mnc", pa.array(np.bincount(ids, np.where(f["mn"] == mn[ids], _col(t, "mnc"), 0),
-                                                            k).astype(np.int64)))
+        res = res.append_column("mnc", pa.array(np.bincount(ids, np.where(f["mn"] == out["mn"][ids], _col(t, "mnc"),
+                                                                          0), k).astype(np.int64)))
     if "lg" in names:
         res = res.append_column("lg", pa.array(np.bincount(ids, _col(t, "lg"), k)))
     pos = np.arange(t.num_rows)
