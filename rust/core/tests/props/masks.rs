@@ -282,3 +282,36 @@ proptest! {
         check_nan(&xs, &ok, w, None, threads, (n * w.min(n) / 2_000_000).max(31))?;
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
+
+    /// A sensor down: a few runs of NaN (`nan="propagate"`) and nothing
+    /// else non-finite but for rare infinities, with and without nulls, so
+    /// most jobs hold a NaN but most rows' windows none: the rows after a
+    /// run (the first evicts its last NaN), jobs that start inside a run
+    /// or end in one; windows short and long against the runs and jobs.
+    #[test]
+    fn nan_runs_propagate_equal_the_oracle(
+        n in 100_000usize..300_000,
+        seed in any::<u64>(),
+        runs in 1usize..4,
+        run in prop_oneof![1usize..64, 1_000usize..20_000],
+        p_inf in prop_oneof![Just(0.0), Just(0.0), Just(0.00002)],
+        p_missing in prop_oneof![Just(0.0), Just(0.01)],
+        w in prop_oneof![1usize..64, 64usize..3_000, 3_000usize..40_000],
+        threads in 1usize..4,
+    ) {
+        let (mut xs, ok) = column_nan(n, seed, 0.0, p_inf, p_missing, run);
+        let mut s = seed.rotate_left(29) | 1;
+        for _ in 0..runs {
+            let at = xorshift(&mut s) as usize % n;
+            for i in at..(at + run).min(n) {
+                if ok[i] {
+                    xs[i] = f64::NAN;
+                }
+            }
+        }
+        check_nan(&xs, &ok, w, None, threads, (n * w.min(n) / 2_000_000).max(61))?;
+    }
+}
