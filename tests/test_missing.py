@@ -243,8 +243,9 @@ def test_nan_propagate_on_a_long_column_split_over_threads(p_nan):
 
 def test_nan_skip_on_a_long_column_equals_its_nulls():
     """nan="skip" past 2^20 rows: the NaN mask is built over threads (cut at
-    64-row words) and ANDed with the validity; the answers are those of the
-    same holes as nulls, bit for bit."""
+    64-row words; sum and mean: by each job, its words of the output's
+    validity shared at the cuts) and ANDed with the validity; the answers
+    are those of the same holes as nulls, bit for bit."""
     rng = np.random.default_rng(37)
     n = (1 << 21) + 4_099
     x = np.cumsum(rng.normal(size=n))

@@ -37,10 +37,11 @@ __all__ = ["rolling", "rolling_many", "Query", "Stream", "Plan", "plan", "count_
            "__version__"]
 
 
-def _rolling_array(arr: pa.Array, window: int, agg: str, min_periods: Optional[int], algorithm: str) -> pa.Array:
+def _rolling_array(arr: pa.Array, window: int, agg: str, min_periods: Optional[int], algorithm: str,
+                   nan_skip: bool = False) -> pa.Array:
     # The extension caps a window longer than the data and answers an
     # unreachable min_periods with nulls of the aggregate's type.
-    return _slidewise.rolling(arr, window, agg, min_periods, algorithm)
+    return _slidewise.rolling(arr, window, agg, min_periods, algorithm, nan_skip=nan_skip)
 
 
 def rolling(
@@ -112,16 +113,22 @@ def rolling(
     ``step``, every ``step``-th label) and name (nulls become NaN in numpy
     dtypes, pd.NA in nullable ones; docs/pandas.md).
     """
-    arr = _convert.values_in(values, nan)
+    # Sums and means over a count window mask NaN in their kernels, with
+    # no NaN-to-null pass over the column first (issue 36); the other
+    # calls read the column with its NaN rows null.
+    nan_skip = (_convert.check_nan(nan) == "skip" and agg in ("sum", "mean") and keys is None
+                and timestamps is None and _shape.is_default(closed, center, step))
+    arr = _convert.values_in(values, "propagate" if nan_skip else nan)
     out = _rolling(arr, window, agg, keys, timestamps, min_periods, algorithm, ignore_nulls,
-                   closed, center, step, q, interpolation)
+                   closed, center, step, q, interpolation, nan_skip)
     return _convert.series_out(out, values, step)
 
 
 def _rolling(values: pa.Array, window: Any, agg: str, keys: Any, timestamps: Any, min_periods: Optional[int],
              algorithm: str, ignore_nulls: bool, closed: Optional[str], center: bool, step: Optional[int],
-             q: Optional[float], interpolation: Optional[str]) -> pa.Array:
-    """:func:`rolling` over a checked pyarrow Array."""
+             q: Optional[float], interpolation: Optional[str], nan_skip: bool = False) -> pa.Array:
+    """:func:`rolling` over a checked pyarrow Array; ``nan_skip``: its NaN
+    are missing (a count window's sum or mean, no keys)."""
     order, q, interpolation = _arrow.order_args(agg, q, interpolation)
     if order:
         return _rolling_order(values, [window], agg, q, interpolation, keys, timestamps, min_periods, algorithm,
@@ -142,7 +149,7 @@ def _rolling(values: pa.Array, window: Any, agg: str, keys: Any, timestamps: Any
         if len(keys) != len(arr):
             raise ValueError(f"keys have {len(keys)} rows, values {len(arr)}")
         return _slidewise.rolling_keyed(keys, arr, w, agg, mp, algorithm)
-    return _rolling_array(_arrow.values_array(values), w, agg, mp, algorithm)
+    return _rolling_array(_arrow.values_array(values), w, agg, mp, algorithm, nan_skip)
 
 
 def _rolling_order(values: ArrayLike, windows: Sequence[Window], agg: str, q: Optional[float],

@@ -28,9 +28,10 @@ DTYPES: List[str]
 # with keys or time windows); the defaults run the plain kernels.
 def rolling(
     values: _ArrowArray, window: int, agg: str, min_periods: Optional[int] = None, algorithm: str = "auto",
-    closed: str = "right", center: bool = False, step: int = 1,
+    closed: str = "right", center: bool = False, step: int = 1, nan_skip: bool = False,
 ) -> pa.Array:
-    """Per-row rolling aggregate of an int32/int64/float32/float64 Arrow array."""
+    """Per-row rolling aggregate of an int32/int64/float32/float64 Arrow array;
+    ``nan_skip``: a NaN is missing, as a null."""
 
 def rolling_many(
     values: _ArrowArray, windows: Sequence[int], agg: str, min_periods: Optional[int] = None, algorithm: str = "auto"

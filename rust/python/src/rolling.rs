@@ -37,9 +37,10 @@ fn min_periods(mp: Option<i64>) -> SwResult<Option<usize>> {
 
 /// Per-row rolling aggregate of an int32/int64/float32/float64 array.
 /// `closed` / `center` / `step`: pandas' window shape (`rolling/shape.rs`;
-/// the defaults run the plain kernels).
+/// the defaults run the plain kernels). `nan_skip`: a NaN is missing, as
+/// a null (`nan="skip"`).
 #[pyfunction]
-#[pyo3(signature = (values, window, agg, min_periods=None, algorithm="auto", closed="right", center=false, step=1))]
+#[pyo3(signature = (values, window, agg, min_periods=None, algorithm="auto", closed="right", center=false, step=1, nan_skip=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn rolling<'py>(
     py: Python<'py>,
@@ -51,12 +52,14 @@ pub fn rolling<'py>(
     closed: &str,
     center: bool,
     step: i64,
+    nan_skip: bool,
 ) -> SwResult<Bound<'py, PyAny>> {
     let (agg, algo) = (AggKind::parse(agg)?, Algorithm::parse(algorithm)?);
     let arr = values.array().clone();
     let (w, sh) = (size(window)?, shape(closed, center, step)?);
     let mp = self::min_periods(min_periods)?;
-    let out = py.detach(|| core_rolling::rolling_dyn(arr.as_ref(), w, agg, mp, algo, sh))?;
+    let run = if nan_skip { core_rolling::rolling_skip_nan_dyn } else { core_rolling::rolling_dyn };
+    let out = py.detach(|| run(arr.as_ref(), w, agg, mp, algo, sh))?;
     Ok(to_pyarrow(py, out)?)
 }
 

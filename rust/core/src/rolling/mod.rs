@@ -57,6 +57,7 @@ pub use shape::{Closed, Shape};
 pub use time::rolling_time_dyn;
 
 use arrow_array::{Array, ArrayRef};
+use arrow_schema::DataType;
 use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder, NullBuffer};
 
 use crate::engine::{AggKind, Column, DType, FromArrow, OutBuilder, ToArrow};
@@ -214,6 +215,53 @@ pub fn rolling_dyn(
         return rolling_plain(values, window, agg, min_periods, algo);
     }
     shape::rolling_shaped(values, window, agg, min_periods, algo, shape)
+}
+
+/// [`rolling_dyn`] with `nan="skip"`: a NaN value is missing, as a null
+/// is. Float sums and means of the default shape mask their NaN rows
+/// job by job ([`sum::rolling_skip_nan`]: no NaN-to-null pass over the
+/// column first); every other call runs on the column with its NaN rows
+/// null ([`nan_to_null_dyn`]). The same answers either way.
+pub fn rolling_skip_nan_dyn(
+    values: &dyn Array,
+    window: usize,
+    agg: AggKind,
+    min_periods: Option<usize>,
+    algo: Algorithm,
+    shape: Shape,
+) -> Result<ArrayRef> {
+    rolling_skip_nan_split(values, window, agg, min_periods, algo, shape, Split::default())
+}
+
+/// [`rolling_skip_nan_dyn`] with the thread split forced (tests).
+#[doc(hidden)]
+pub fn rolling_skip_nan_split(
+    values: &dyn Array,
+    window: usize,
+    agg: AggKind,
+    min_periods: Option<usize>,
+    algo: Algorithm,
+    shape: Shape,
+    split: Split,
+) -> Result<ArrayRef> {
+    let fused = shape.is_default() && algo == Algorithm::Auto && matches!(agg, AggKind::Sum | AggKind::Mean);
+    if fused && matches!(values.data_type(), DataType::Float64 | DataType::Float32) {
+        check_window(window, min_periods)?;
+        let n = values.len();
+        let window = window.min(n.max(1));
+        let mp = min_periods.unwrap_or(0);
+        if mp <= window {
+            let mean = agg == AggKind::Mean;
+            return Ok(match values.data_type() {
+                DataType::Float64 => sum::rolling_skip_nan::<f64>(&<f64 as FromArrow>::column(values)?, window, mp, mean, split),
+                _ => sum::rolling_skip_nan::<f32>(&<f32 as FromArrow>::column(values)?, window, mp, mean, split),
+            });
+        }
+    }
+    match nan_to_null_dyn(values) {
+        Some(v) => rolling_dyn(v.as_ref(), window, agg, min_periods, algo, shape),
+        None => rolling_dyn(values, window, agg, min_periods, algo, shape),
+    }
 }
 
 /// [`rolling_dyn`] for the default shape: row `i` reads rows

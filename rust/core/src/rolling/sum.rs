@@ -18,9 +18,12 @@
 //! finite sum (finite columns pay no pre-check pass; [`run_job`]). Integers: exact wrapping
 //! i64 Subtract-on-Evict.
 
-use arrow_array::ArrayRef;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::valid::{any_non_finite, set_missing, All, Bitmap, NonFinite, Valid};
+use arrow_array::ArrayRef;
+use arrow_buffer::{BooleanBuffer, NullBuffer};
+
+use super::valid::{any_non_finite, low_ones, nan_bits, set_missing, word_at, All, Bitmap, NonFinite, Valid};
 use super::{buffer, filled, validity, window_counts, FastNum, Split};
 use crate::engine::{Column, ToArrow};
 use crate::ops::arith::two_sum;
@@ -117,7 +120,20 @@ pub(super) fn float_sums_scaled<T: Num, Va: Valid>(
     min_rows: usize,
     post: impl Fn(usize, &mut [f64]) + Sync,
 ) -> Vec<f64> {
-    let n = x.len();
+    jobs_into(x.len(), window, threads, min_rows, |job, stream, o, hint| run_job(x, va, window, job, how, stream, o, hint), post)
+}
+
+/// The jobs of `n` rows ([`plan`]), each by `each(job, stream, its rows,
+/// hint)`, split between threads at job starts; then `post(r0, rows)` on
+/// each thread's rows from `r0`.
+fn jobs_into(
+    n: usize,
+    window: usize,
+    threads: usize,
+    min_rows: usize,
+    each: impl Fn(&Job, bool, &mut [f64], &mut bool) + Sync,
+    post: impl Fn(usize, &mut [f64]) + Sync,
+) -> Vec<f64> {
     let mut jobs = Vec::new();
     plan(window, 0, n, n >= min_rows, &mut jobs);
     // The jobs cover every row once: the output need not be zeroed first
@@ -130,12 +146,64 @@ pub(super) fn float_sums_scaled<T: Num, Va: Valid>(
         let first = starts.partition_point(|&s| s < r0);
         let mut hint = false;
         for job in jobs[first..].iter().take_while(|j| j.r0 < r1) {
-            run_job(x, va, window, job, how, stream, &mut o[job.r0 - r0..job.r1 - r0], &mut hint);
+            each(job, stream, &mut o[job.r0 - r0..job.r1 - r0], &mut hint);
         }
         post(r0, o);
     });
     super::assert_filled(&out);
     out
+}
+
+/// `nan="skip"` sums of a float column: its NaN rows missing, as its null
+/// rows are, without a NaN-to-null pass over the column first (issue 36:
+/// that pass read the column from memory once more). Each job builds the
+/// validity of its rows and of the window before them (`valid AND NOT
+/// isnan`, a 64-row word at a time) as it starts, which brings them into
+/// cache for its kernel; its kernel reads that as any bitmap; then it
+/// writes its words of the column's validity, from which the caller
+/// derives the output's. The jobs and masks of the nulls path: the same
+/// bits. `None` when no row is NaN: the column runs as it is.
+pub(super) fn float_sums_skip<T: Num>(
+    x: &[T],
+    nulls: Option<&NullBuffer>,
+    window: usize,
+    how: Out,
+    threads: usize,
+    min_rows: usize,
+) -> Option<(Vec<f64>, NullBuffer)> {
+    // Stops at the first NaN: a pass only over a column without one.
+    if !x.chunks(64).any(|c| nan_bits(c) != 0) {
+        return None;
+    }
+    let n = x.len();
+    let words: Vec<AtomicU64> = (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
+    let each = |job: &Job, stream: bool, o: &mut [f64], hint: &mut bool| {
+        let lo = job.r0.saturating_sub(window);
+        let mut local = Vec::with_capacity((job.r1 - lo).div_ceil(64) * 8);
+        for (q, c) in x[lo..job.r1].chunks(64).enumerate() {
+            let v = nulls.map_or(low_ones(c.len()), |nb| word_at(Bitmap::new(nb), lo + 64 * q, c.len()));
+            local.extend_from_slice(&(v & !nan_bits(c)).to_le_bytes());
+        }
+        let va = Bitmap::local(&local, lo);
+        run_job(x, va, window, job, how, stream, o, hint);
+        // A word the job shares with a neighbour job (on another thread,
+        // maybe) is ORed in.
+        let mut r = job.r0;
+        while r < job.r1 {
+            let q = r / 64;
+            let e = (64 * q + 64).min(job.r1);
+            let w = word_at(va, r, e - r) << (r - 64 * q);
+            if e - r == 64 {
+                words[q].store(w, Ordering::Relaxed);
+            } else {
+                words[q].fetch_or(w, Ordering::Relaxed);
+            }
+            r = e;
+        }
+    };
+    let out = jobs_into(n, window, threads, min_rows, each, |_, _| {});
+    let words: Vec<u64> = words.into_iter().map(AtomicU64::into_inner).collect();
+    Some((out, NullBuffer::new(BooleanBuffer::new(arrow_buffer::Buffer::from_vec(words), 0, n))))
 }
 
 /// [`float_sums_scaled`] of `x` alone, on this thread, into `out`: the same
@@ -869,6 +937,19 @@ pub(super) fn rolling_mean<T: FastNum>(col: &Column<T>, window: usize, min_perio
     super::assert_filled(&out);
     let nulls = validity(n, window, min_periods.max(1), c);
     f64::to_arrow(out, nulls)
+}
+
+/// `nan="skip"` rolling sum (`mean` false) or mean of a float column
+/// ([`float_sums_skip`]): as [`rolling_sum`] / [`rolling_mean`] of the
+/// column with its NaN rows null, the same bits.
+pub(super) fn rolling_skip_nan<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize, mean: bool, split: Split) -> ArrayRef {
+    let how = if mean { Out::PerValid } else { Out::Scale(1.0) };
+    let n = col.len();
+    match float_sums_skip(col.values, col.nulls, window, how, split.threads(n), split.min_rows) {
+        Some((out, nb)) => f64::to_arrow(out, super::out_nulls(Some(&nb), n, window, min_periods.max(1))),
+        None if mean => rolling_mean(col, window, min_periods, split),
+        None => rolling_sum(col, window, min_periods, split),
+    }
 }
 
 /// [`rolling_mean`]'s values of `xs` alone (null slots zeroed, `counts`

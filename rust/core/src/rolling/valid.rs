@@ -83,7 +83,7 @@ impl Valid for Bitmap<'_> {
 /// kernels then read it as they read any validity. Long columns split
 /// over threads at word boundaries (the pass cost as much as half the
 /// mean kernel on one thread; the words do not depend on the split).
-pub fn nan_as_null<T: Copy + PartialEq + Sync>(values: &[T], nulls: Option<&NullBuffer>) -> Option<NullBuffer> {
+pub fn nan_as_null<T: Copy + PartialEq + Sync + 'static>(values: &[T], nulls: Option<&NullBuffer>) -> Option<NullBuffer> {
     let n = values.len();
     let nw = n.div_ceil(64);
     // Written in full below.
@@ -119,11 +119,15 @@ pub fn nan_as_null<T: Copy + PartialEq + Sync>(values: &[T], nulls: Option<&Null
     Some(NullBuffer::new(arrow_buffer::BooleanBuffer::new(buf, 0, n)))
 }
 
-/// Bit `j` set where `c[j]` is NaN (`c` at most 64 values). Eight
-/// compares to a byte: the loop compiles to vector compares and a
-/// move-mask.
+/// Bit `j` set where `c[j]` is NaN (`c` at most 64 values): 64 float64
+/// by [`wide_bits`], else eight compares to a byte (the loop compiles to
+/// vector compares and a move-mask, two values a compare on baseline
+/// x86-64).
 #[inline(always)]
-pub(crate) fn nan_bits<T: Copy + PartialEq>(c: &[T]) -> u64 {
+pub(crate) fn nan_bits<T: Copy + PartialEq + 'static>(c: &[T]) -> u64 {
+    if let Some(w) = wide_bits::<T, true>(c) {
+        return w;
+    }
     let mut w = 0u64;
     for (k, e) in c.chunks(8).enumerate() {
         #[allow(clippy::eq_op)] // v != v: NaN
@@ -133,14 +137,15 @@ pub(crate) fn nan_bits<T: Copy + PartialEq>(c: &[T]) -> u64 {
     w
 }
 
-/// The non-finite values of 64 float64, a bit each, by the CPU's widest
-/// vector compares and masks: `None` for other chunks and CPUs. The
+/// The non-finite values of 64 float64 (`NAN`: the NaN), a bit each, by
+/// the CPU's widest vector compares and masks: `None` for other chunks and
+/// CPUs. The
 /// portable loop, compiled for baseline x86-64, compared two values an
 /// instruction and OR-reduced each byte (the scan was a fifth of
 /// `nan="propagate"`'s time at window 16); one call per 64 rows, not
 /// inlined (its features are not the caller's).
 #[inline(always)]
-fn wide_bits<T: 'static>(c: &[T]) -> Option<u64> {
+fn wide_bits<T: 'static, const NAN: bool>(c: &[T]) -> Option<u64> {
     #[cfg(target_arch = "x86_64")]
     if c.len() == 64 && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>() {
         use crate::ops::reduce::{detected, Level};
@@ -148,8 +153,8 @@ fn wide_bits<T: 'static>(c: &[T]) -> Option<u64> {
         // SAFETY: 64 f64 at `p` (checked above), on a CPU with the level's
         // features (detected).
         return match detected() {
-            Level::Avx512 => Some(unsafe { wide::bits512(p) }),
-            Level::Avx2 => Some(unsafe { wide::bits256(p) }),
+            Level::Avx512 => Some(unsafe { wide::bits512::<NAN>(p) }),
+            Level::Avx2 => Some(unsafe { wide::bits256::<NAN>(p) }),
             Level::Portable => None,
         };
     }
@@ -164,24 +169,27 @@ mod wide {
 
     /// [`super::wide_bits`] for AVX-512: a mask register per 8 values.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn bits512(p: *const f64) -> u64 {
+    pub(super) unsafe fn bits512<const NAN: bool>(p: *const f64) -> u64 {
         let e = _mm512_set1_epi64(EXP);
         let mut w = 0u64;
         for k in 0..8 {
-            let v = _mm512_castpd_si512(_mm512_loadu_pd(p.add(8 * k)));
-            w |= (_mm512_cmpeq_epi64_mask(_mm512_and_si512(v, e), e) as u64) << (8 * k);
+            let x = _mm512_loadu_pd(p.add(8 * k));
+            let v = _mm512_castpd_si512(x);
+            let m = if NAN { _mm512_cmp_pd_mask::<_CMP_UNORD_Q>(x, x) } else { _mm512_cmpeq_epi64_mask(_mm512_and_si512(v, e), e) };
+            w |= (m as u64) << (8 * k);
         }
         w
     }
 
     /// [`super::wide_bits`] for AVX2: a move-mask per 4 values.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn bits256(p: *const f64) -> u64 {
+    pub(super) unsafe fn bits256<const NAN: bool>(p: *const f64) -> u64 {
         let e = _mm256_set1_epi64x(EXP);
         let mut w = 0u64;
         for k in 0..16 {
-            let v = _mm256_castpd_si256(_mm256_loadu_pd(p.add(4 * k)));
-            let m = _mm256_castsi256_pd(_mm256_cmpeq_epi64(_mm256_and_si256(v, e), e));
+            let x = _mm256_loadu_pd(p.add(4 * k));
+            let v = _mm256_castpd_si256(x);
+            let m = if NAN { _mm256_cmp_pd::<_CMP_UNORD_Q>(x, x) } else { _mm256_castsi256_pd(_mm256_cmpeq_epi64(_mm256_and_si256(v, e), e)) };
             w |= (_mm256_movemask_pd(m) as u64) << (4 * k);
         }
         w
@@ -260,7 +268,7 @@ pub(crate) fn bits_at(words: &[u64], p: usize) -> u64 {
 /// [`nan_bits`].
 #[inline(always)]
 pub(crate) fn non_finite_bits<T: crate::ops::Num>(c: &[T]) -> u64 {
-    wide_bits(c).unwrap_or_else(|| non_finite_portable(c))
+    wide_bits::<T, false>(c).unwrap_or_else(|| non_finite_portable(c))
 }
 
 /// [`non_finite_bits`] on any CPU: eight compares to a byte.
@@ -609,7 +617,7 @@ mod tests {
 
     #[cfg(target_arch = "x86_64")]
     #[test]
-    fn wide_non_finite_bits_equal_the_portable_loop() {
+    fn wide_non_finite_and_nan_bits_equal_the_portable_loop() {
         // Every class of float64: zeros, subnormals, the largest, infinities,
         // quiet and signalling NaN with payloads, both signs.
         let specials = [0.0, -0.0, 1.5, -2.0, 5e-324, f64::MAX, f64::MIN, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, -f64::NAN,
@@ -629,13 +637,24 @@ mod tests {
             assert_eq!(want, c.iter().enumerate().fold(0u64, |w, (j, v)| w | ((!v.is_finite() as u64) << j)));
             if std::is_x86_feature_detected!("avx2") {
                 // SAFETY: 64 f64, AVX2 present.
-                assert_eq!(unsafe { wide::bits256(c.as_ptr()) }, want, "avx2, round {round}");
+                assert_eq!(unsafe { wide::bits256::<false>(c.as_ptr()) }, want, "avx2, round {round}");
             }
             if std::is_x86_feature_detected!("avx512f") {
                 // SAFETY: 64 f64, AVX-512 present.
-                assert_eq!(unsafe { wide::bits512(c.as_ptr()) }, want, "avx512, round {round}");
+                assert_eq!(unsafe { wide::bits512::<false>(c.as_ptr()) }, want, "avx512, round {round}");
             }
             assert_eq!(non_finite_bits(&c), want);
+            // The NaN alone (`nan="skip"`'s masks).
+            let nan = c.iter().enumerate().fold(0u64, |w, (j, v)| w | ((v.is_nan() as u64) << j));
+            if std::is_x86_feature_detected!("avx2") {
+                // SAFETY: as above.
+                assert_eq!(unsafe { wide::bits256::<true>(c.as_ptr()) }, nan, "avx2 NaN, round {round}");
+            }
+            if std::is_x86_feature_detected!("avx512f") {
+                // SAFETY: as above.
+                assert_eq!(unsafe { wide::bits512::<true>(c.as_ptr()) }, nan, "avx512 NaN, round {round}");
+            }
+            assert_eq!(nan_bits(&c), nan);
         }
     }
 

@@ -14,7 +14,7 @@ use arrow_schema::DataType;
 use proptest::prelude::*;
 use slidewise_core::engine::AggKind;
 use slidewise_core::fifo::Algorithm;
-use slidewise_core::rolling::{rolling_split, Split};
+use slidewise_core::rolling::{rolling_skip_nan_split, rolling_split, Shape, Split};
 use std::sync::Arc;
 
 const AGGS: [AggKind; 16] = [
@@ -313,5 +313,50 @@ proptest! {
             }
         }
         check_nan(&xs, &ok, w, None, threads, (n * w.min(n) / 2_000_000).max(61))?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+    /// `nan="skip"` sums and means mask their NaN job by job
+    /// (`rolling_skip_nan_split`): on every thread count, the bits of the
+    /// column with its NaN rows null run as nulls (value and validity,
+    /// `min_periods` counting no NaN), and that equals the oracle. NaN of
+    /// every density (a run longer than the window too), with and without
+    /// nulls, infinities, float64 and float32.
+    #[test]
+    fn nan_skip_sums_equal_the_nulls_path(
+        n in prop_oneof![0usize..3_000, 20_000usize..70_000],
+        seed in any::<u64>(),
+        p_nan in nan_density(),
+        p_inf in prop_oneof![Just(0.0), Just(0.002)],
+        p_missing in prop_oneof![Just(0.0), Just(0.01), Just(0.5)],
+        run in prop_oneof![1usize..8, 50usize..5_000],
+        w in prop_oneof![1usize..20, 20usize..400, 400usize..40_000],
+        mp in prop::option::of(0usize..5),
+        threads in 1usize..5,
+    ) {
+        let (xs, ok) = column_nan(n, seed, p_nan, p_inf, p_missing, run);
+        let mp = mp.map(|m| m.min(w));
+        for dt in [DataType::Float64, DataType::Float32] {
+            let col = array(&dt, &xs, &ok);
+            let nulled = slidewise_core::rolling::nan_to_null_dyn(col.as_ref()).unwrap_or_else(|| col.clone());
+            let rows = cells(&nulled);
+            for agg in [AggKind::Sum, AggKind::Mean] {
+                let split = Split { threads: Some(threads), min_rows: 1 };
+                let got = rolling_skip_nan_split(&col, w, agg, mp, Algorithm::Auto, Shape::default(), split).unwrap();
+                let want = rolling_split(&nulled, w, agg, mp, Algorithm::Auto, Split { threads: Some(1), min_rows: 1 }).unwrap();
+                prop_assert_eq!(got.len(), n);
+                for i in 0..n {
+                    prop_assert_eq!(bits(&got, i), bits(&want, i), "{} on {} window {} threads {} row {}", agg.name(), dt, w, threads, i);
+                }
+                for i in (0..n).step_by((n * w.min(n) / 300_000).max(1)) {
+                    let (o, scale) = plain_at(&rows, w, agg, mp, i);
+                    let g = val_at(&got, i);
+                    prop_assert!(agrees(agg, &g, &o, scale), "{} on {} window {} row {}: got {:?}, want {:?}", agg.name(), dt, w, i, g, o);
+                }
+            }
+        }
     }
 }
