@@ -58,8 +58,13 @@ pub fn rolling<'py>(
     let arr = values.array().clone();
     let (w, sh) = (size(window)?, shape(closed, center, step)?);
     let mp = self::min_periods(min_periods)?;
-    let run = if nan_skip { core_rolling::rolling_skip_nan_dyn } else { core_rolling::rolling_dyn };
-    let out = py.detach(|| run(arr.as_ref(), w, agg, mp, algo, sh))?;
+    let out = py.detach(|| {
+        if nan_skip {
+            core_rolling::rolling_skip_nan_dyn(arr.as_ref(), w, agg, mp, algo, sh, core_rolling::Split::default())
+        } else {
+            core_rolling::rolling_dyn(arr.as_ref(), w, agg, mp, algo, sh)
+        }
+    })?;
     Ok(to_pyarrow(py, out)?)
 }
 

@@ -221,21 +221,9 @@ pub fn rolling_dyn(
 /// is. Float sums and means of the default shape mask their NaN rows
 /// job by job ([`sum::rolling_skip_nan`]: no NaN-to-null pass over the
 /// column first); every other call runs on the column with its NaN rows
-/// null ([`nan_to_null_dyn`]). The same answers either way.
+/// null ([`nan_to_null_dyn`]). The same answers either way. `split`:
+/// [`Split::default`] but in tests.
 pub fn rolling_skip_nan_dyn(
-    values: &dyn Array,
-    window: usize,
-    agg: AggKind,
-    min_periods: Option<usize>,
-    algo: Algorithm,
-    shape: Shape,
-) -> Result<ArrayRef> {
-    rolling_skip_nan_split(values, window, agg, min_periods, algo, shape, Split::default())
-}
-
-/// [`rolling_skip_nan_dyn`] with the thread split forced (tests).
-#[doc(hidden)]
-pub fn rolling_skip_nan_split(
     values: &dyn Array,
     window: usize,
     agg: AggKind,

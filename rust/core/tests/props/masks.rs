@@ -14,7 +14,7 @@ use arrow_schema::DataType;
 use proptest::prelude::*;
 use slidewise_core::engine::AggKind;
 use slidewise_core::fifo::Algorithm;
-use slidewise_core::rolling::{rolling_skip_nan_split, rolling_split, Shape, Split};
+use slidewise_core::rolling::{rolling_skip_nan_dyn, rolling_split, Shape, Split};
 use std::sync::Arc;
 
 const AGGS: [AggKind; 16] = [
@@ -320,7 +320,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
 
     /// `nan="skip"` sums and means mask their NaN job by job
-    /// (`rolling_skip_nan_split`): on every thread count, the bits of the
+    /// (`rolling_skip_nan_dyn`): on every thread count, the bits of the
     /// column with its NaN rows null run as nulls (value and validity,
     /// `min_periods` counting no NaN), and that equals the oracle. NaN of
     /// every density (a run longer than the window too), with and without
@@ -345,7 +345,7 @@ proptest! {
             let rows = cells(&nulled);
             for agg in [AggKind::Sum, AggKind::Mean] {
                 let split = Split { threads: Some(threads), min_rows: 1 };
-                let got = rolling_skip_nan_split(&col, w, agg, mp, Algorithm::Auto, Shape::default(), split).unwrap();
+                let got = rolling_skip_nan_dyn(&col, w, agg, mp, Algorithm::Auto, Shape::default(), split).unwrap();
                 let want = rolling_split(&nulled, w, agg, mp, Algorithm::Auto, Split { threads: Some(1), min_rows: 1 }).unwrap();
                 prop_assert_eq!(got.len(), n);
                 for i in 0..n {
