@@ -113,10 +113,11 @@ def rolling(
     ``step``, every ``step``-th label) and name (nulls become NaN in numpy
     dtypes, pd.NA in nullable ones; docs/pandas.md).
     """
-    # Sums and means over a count window mask NaN in their kernels, with
-    # no NaN-to-null pass over the column first (issue 36); the other
-    # calls read the column with its NaN rows null.
-    nan_skip = (_convert.check_nan(nan) == "skip" and agg in ("sum", "mean") and keys is None
+    # A plain count window takes the NaN policy to the extension, whose
+    # sums and means mask NaN in their kernels with no NaN-to-null pass
+    # over the column first (issue 36); the other calls read the column
+    # with its NaN rows null.
+    nan_skip = (_convert.check_nan(nan) == "skip" and agg not in ORDER_AGGS and keys is None
                 and timestamps is None and _shape.is_default(closed, center, step))
     arr = _convert.values_in(values, "propagate" if nan_skip else nan)
     out = _rolling(arr, window, agg, keys, timestamps, min_periods, algorithm, ignore_nulls,
@@ -128,7 +129,7 @@ def _rolling(values: pa.Array, window: Any, agg: str, keys: Any, timestamps: Any
              algorithm: str, ignore_nulls: bool, closed: Optional[str], center: bool, step: Optional[int],
              q: Optional[float], interpolation: Optional[str], nan_skip: bool = False) -> pa.Array:
     """:func:`rolling` over a checked pyarrow Array; ``nan_skip``: its NaN
-    are missing (a count window's sum or mean, no keys)."""
+    are missing (a plain count window, no keys)."""
     order, q, interpolation = _arrow.order_args(agg, q, interpolation)
     if order:
         return _rolling_order(values, [window], agg, q, interpolation, keys, timestamps, min_periods, algorithm,
