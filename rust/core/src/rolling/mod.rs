@@ -218,10 +218,11 @@ pub fn rolling_dyn(
 }
 
 /// [`rolling_dyn`] with `nan="skip"`: a NaN value is missing, as a null
-/// is. Float sums and means of the default shape mask their NaN rows
-/// job by job ([`sum::rolling_skip_nan`]: no NaN-to-null pass over the
-/// column first); every other call runs on the column with its NaN rows
-/// null ([`nan_to_null_dyn`]). The same answers either way. `split`:
+/// is. Float sums, means, maxima and minima of the default shape mask
+/// their NaN rows job by job or chunk by chunk ([`sum::rolling_skip_nan`],
+/// [`extreme::rolling_extreme_skip`]: no NaN-to-null pass over the column
+/// first); every other call runs on the column with its NaN rows null
+/// ([`nan_to_null_dyn`]). The same answers either way. `split`:
 /// [`Split::default`] but in tests.
 pub fn rolling_skip_nan_dyn(
     values: &dyn Array,
@@ -232,17 +233,24 @@ pub fn rolling_skip_nan_dyn(
     shape: Shape,
     split: Split,
 ) -> Result<ArrayRef> {
-    let fused = shape.is_default() && algo == Algorithm::Auto && matches!(agg, AggKind::Sum | AggKind::Mean);
+    let fused = shape.is_default() && algo == Algorithm::Auto && matches!(agg, AggKind::Sum | AggKind::Mean | AggKind::Max | AggKind::Min);
     if fused && matches!(values.data_type(), DataType::Float64 | DataType::Float32) {
         check_window(window, min_periods)?;
         let n = values.len();
         let window = window.min(n.max(1));
         let mp = min_periods.unwrap_or(0);
         if mp <= window {
-            let mean = agg == AggKind::Mean;
+            fn skip<T: FastNum>(col: &Column<T>, window: usize, mp: usize, agg: AggKind, split: Split) -> ArrayRef {
+                let th = split.threads(col.len());
+                match agg {
+                    AggKind::Max => extreme::rolling_extreme_skip::<T, true>(col, window, mp, th),
+                    AggKind::Min => extreme::rolling_extreme_skip::<T, false>(col, window, mp, th),
+                    _ => sum::rolling_skip_nan::<T>(col, window, mp, agg == AggKind::Mean, split),
+                }
+            }
             return Ok(match values.data_type() {
-                DataType::Float64 => sum::rolling_skip_nan::<f64>(&<f64 as FromArrow>::column(values)?, window, mp, mean, split),
-                _ => sum::rolling_skip_nan::<f32>(&<f32 as FromArrow>::column(values)?, window, mp, mean, split),
+                DataType::Float64 => skip::<f64>(&<f64 as FromArrow>::column(values)?, window, mp, agg, split),
+                _ => skip::<f32>(&<f32 as FromArrow>::column(values)?, window, mp, agg, split),
             });
         }
     }
@@ -566,6 +574,14 @@ fn validity(n: usize, window: usize, need: usize, counts: Option<&[u32]>) -> Opt
 /// `need` valid rows a window: for one (every aggregate but `count` and
 /// var / std by default) a word at a time ([`valid::any_in_window`]),
 /// else from prefix counts a word at a time ([`valid::at_least_in_window`]).
+/// A valid-or-not NaN among the first rows of `values`: whether a
+/// `nan="skip"` kernel masks NaN as it goes (else the NaN-to-null pass
+/// over threads decides, [`valid::nan_as_null`]: on a column without NaN,
+/// a search for a first one on one thread would cost more than the pass).
+fn nan_in_first_rows<T: Copy + PartialEq + 'static>(values: &[T]) -> bool {
+    values[..values.len().min(1 << 16)].chunks(64).any(|c| valid::nan_bits(c) != 0)
+}
+
 fn out_nulls(nulls: Option<&NullBuffer>, n: usize, window: usize, need: usize) -> Option<NullBuffer> {
     match nulls {
         Some(nb) if need <= 1 => valid::any_in_window(nb, window),

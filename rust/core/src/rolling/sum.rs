@@ -18,12 +18,10 @@
 //! finite sum (finite columns pay no pre-check pass; [`run_job`]). Integers: exact wrapping
 //! i64 Subtract-on-Evict.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use arrow_array::ArrayRef;
-use arrow_buffer::{BooleanBuffer, NullBuffer};
+use arrow_buffer::NullBuffer;
 
-use super::valid::{any_non_finite, low_ones, nan_as_null, nan_bits, set_missing, word_at, All, Bitmap, NonFinite, Valid};
+use super::valid::{any_non_finite, low_ones, nan_as_null, nan_bits, set_missing, word_at, All, Bitmap, NonFinite, Sink, Valid, Words};
 use super::{buffer, filled, validity, window_counts, FastNum, Split};
 use crate::engine::{Column, ToArrow};
 use crate::ops::arith::two_sum;
@@ -172,7 +170,8 @@ pub(super) fn float_sums_skip<T: Num>(
     min_rows: usize,
 ) -> (Vec<f64>, NullBuffer) {
     let n = x.len();
-    let words: Vec<AtomicU64> = (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
+    let words = Words::zeroed(n);
+    let sink = Words(&words);
     let each = |job: &Job, stream: bool, o: &mut [f64], hint: &mut bool| {
         let lo = job.r0.saturating_sub(window);
         let mut local = Vec::with_capacity((job.r1 - lo).div_ceil(64) * 8);
@@ -182,24 +181,10 @@ pub(super) fn float_sums_skip<T: Num>(
         }
         let va = Bitmap::local(&local, lo);
         run_job(x, va, window, job, how, stream, o, hint);
-        // A word the job shares with a neighbour job (on another thread,
-        // maybe) is ORed in.
-        let mut r = job.r0;
-        while r < job.r1 {
-            let q = r / 64;
-            let e = (64 * q + 64).min(job.r1);
-            let w = word_at(va, r, e - r) << (r - 64 * q);
-            if e - r == 64 {
-                words[q].store(w, Ordering::Relaxed);
-            } else {
-                words[q].fetch_or(w, Ordering::Relaxed);
-            }
-            r = e;
-        }
+        sink.put(va, job.r0, job.r1);
     };
     let out = jobs_into(n, window, threads, min_rows, each, |_, _| {});
-    let words: Vec<u64> = words.into_iter().map(AtomicU64::into_inner).collect();
-    (out, NullBuffer::new(BooleanBuffer::new(arrow_buffer::Buffer::from_vec(words), 0, n)))
+    (out, Words::into_nulls(words, n))
 }
 
 /// [`float_sums_scaled`] of `x` alone, on this thread, into `out`: the same
@@ -944,7 +929,7 @@ pub(super) fn rolling_mean<T: FastNum>(col: &Column<T>, window: usize, min_perio
 pub(super) fn rolling_skip_nan<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize, mean: bool, split: Split) -> ArrayRef {
     let n = col.len();
     let run = |c: &Column<T>| if mean { rolling_mean(c, window, min_periods, split) } else { rolling_sum(c, window, min_periods, split) };
-    if !col.values[..n.min(SKIP_PROBE)].chunks(64).any(|c| nan_bits(c) != 0) {
+    if !super::nan_in_first_rows(col.values) {
         return match nan_as_null(col.values, col.nulls) {
             Some(nb) => run(&Column { values: col.values, nulls: Some(&nb) }),
             None => run(col),
@@ -954,9 +939,6 @@ pub(super) fn rolling_skip_nan<T: FastNum>(col: &Column<T>, window: usize, min_p
     let (out, nb) = float_sums_skip(col.values, col.nulls, window, how, split.threads(n), split.min_rows);
     f64::to_arrow(out, super::out_nulls(Some(&nb), n, window, min_periods.max(1)))
 }
-
-/// The rows [`rolling_skip_nan`] looks for a NaN in first.
-const SKIP_PROBE: usize = 1 << 16;
 
 /// [`rolling_mean`]'s values of `xs` alone (null slots zeroed, `counts`
 /// their windows' valid rows, `None` without nulls), on this thread, into

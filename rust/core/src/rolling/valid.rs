@@ -6,6 +6,7 @@
 //! generic over it, one kernel per operation: they mask the values they
 //! load instead of reading a filled copy.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -543,6 +544,63 @@ pub(crate) fn at_least_in_window(nb: &NullBuffer, window: usize, need: usize) ->
 pub(crate) fn word_at<V: Valid>(va: V, r: usize, n: usize) -> u64 {
     let w = if V::ALL { u64::MAX } else { (va.bits(r) & low_ones(32)) | (va.bits(r + 32) << 32) };
     w & low_ones(n)
+}
+
+/// Where a `nan="skip"` kernel puts the validity of the rows it read
+/// (valid and not NaN, from the masks it builds a job or chunk at a time
+/// while the values are in cache), for the output's validity: issue 36,
+/// no NaN-to-null pass over the column first. Nowhere ([`NoSink`]) for the
+/// other policies, which compile to the code before.
+pub(crate) trait Sink: Copy + Send + Sync {
+    const SKIP: bool;
+    /// Rows `[a, b)`'s bits of `va` (each row put once).
+    fn put<V: Valid>(self, va: V, a: usize, b: usize);
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct NoSink;
+
+impl Sink for NoSink {
+    const SKIP: bool = false;
+    #[inline(always)]
+    fn put<V: Valid>(self, _: V, _: usize, _: usize) {}
+}
+
+/// The column's words, shared by the threads: a word a range fills is
+/// stored, one it shares with a neighbour (on another thread, maybe) ORed
+/// in (the words start zero).
+#[derive(Clone, Copy)]
+pub(crate) struct Words<'a>(pub(crate) &'a [AtomicU64]);
+
+impl Words<'_> {
+    /// `n` rows' words, all clear.
+    pub(crate) fn zeroed(n: usize) -> Vec<AtomicU64> {
+        (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect()
+    }
+
+    /// The words as the validity of `n` rows.
+    pub(crate) fn into_nulls(words: Vec<AtomicU64>, n: usize) -> NullBuffer {
+        let words: Vec<u64> = words.into_iter().map(AtomicU64::into_inner).collect();
+        NullBuffer::new(BooleanBuffer::new(arrow_buffer::Buffer::from_vec(words), 0, n))
+    }
+}
+
+impl Sink for Words<'_> {
+    const SKIP: bool = true;
+    fn put<V: Valid>(self, va: V, a: usize, b: usize) {
+        let mut r = a;
+        while r < b {
+            let q = r / 64;
+            let e = (64 * q + 64).min(b);
+            let w = word_at(va, r, e - r) << (r - 64 * q);
+            if e - r == 64 {
+                self.0[q].store(w, Ordering::Relaxed);
+            } else {
+                self.0[q].fetch_or(w, Ordering::Relaxed);
+            }
+            r = e;
+        }
+    }
 }
 
 /// The lowest `k` bits set (`k <= 64`).
