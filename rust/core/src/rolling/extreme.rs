@@ -933,8 +933,11 @@ pub(super) fn rolling_extreme<T: FastNum, const MAX: bool>(col: &Column<T>, wind
 pub(super) fn rolling_range<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize, threads: usize) -> ArrayRef {
     let hi = extreme_of::<T, true>(col, window, threads);
     let lo = extreme_of::<T, false>(col, window, threads);
-    let out: Vec<T::Wide> = hi.iter().zip(&lo).map(|(&a, &b)| T::range(a, b)).collect();
-    let nulls = super::out_nulls(col.nulls, col.len(), window, min_periods.max(1));
+    range_of::<T>(&hi, &lo, super::out_nulls(col.nulls, col.len(), window, min_periods.max(1)))
+}
+
+fn range_of<T: FastNum>(hi: &[T], lo: &[T], nulls: Option<arrow_buffer::NullBuffer>) -> ArrayRef {
+    let out: Vec<T::Wide> = hi.iter().zip(lo).map(|(&a, &b)| T::range(a, b)).collect();
     <T::Wide as ToArrow>::to_arrow(out, nulls)
 }
 
@@ -953,6 +956,13 @@ pub(super) fn rolling_range<T: FastNum>(col: &Column<T>, window: usize, min_peri
 pub(super) fn rolling_extreme_skip<T: FastNum, const MAX: bool>(col: &Column<T>, window: usize, min_periods: usize, threads: usize) -> ArrayRef {
     let (out, nb) = extreme_skip_split::<T, MAX>(col, window, threads);
     T::to_arrow(out, super::out_nulls(Some(&nb), col.len(), window, min_periods.max(1)))
+}
+
+/// `nan="skip"` range: [`rolling_extreme_skip`]'s max and min.
+pub(super) fn rolling_range_skip<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize, threads: usize) -> ArrayRef {
+    let (hi, nb) = extreme_skip_split::<T, true>(col, window, threads);
+    let (lo, _) = extreme_skip_split::<T, false>(col, window, threads);
+    range_of::<T>(&hi, &lo, super::out_nulls(Some(&nb), col.len(), window, min_periods.max(1)))
 }
 
 /// [`extreme_values_split`] with `nan="skip"`: the values and the

@@ -929,7 +929,7 @@ pub(super) fn rolling_mean<T: FastNum>(col: &Column<T>, window: usize, min_perio
 pub(super) fn rolling_skip_nan<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize, mean: bool, split: Split) -> ArrayRef {
     let n = col.len();
     let run = |c: &Column<T>| if mean { rolling_mean(c, window, min_periods, split) } else { rolling_sum(c, window, min_periods, split) };
-    if !super::nan_in_first_rows(col.values) {
+    if !super::nan_seen(col.values) {
         return match nan_as_null(col.values, col.nulls) {
             Some(nb) => run(&Column { values: col.values, nulls: Some(&nb) }),
             None => run(col),

@@ -330,21 +330,22 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
 
-    /// `nan="skip"` sums and means mask their NaN job by job, maxima and
-    /// minima chunk by chunk (`rolling_skip_nan_dyn`): on every thread
+    /// `nan="skip"` sums and means mask their NaN job by job, maxima,
+    /// minima and ranges chunk by chunk (`rolling_skip_nan_dyn`): on every thread
     /// count, the bits of the column with its NaN rows null run as nulls
     /// (value and validity, `min_periods` counting no NaN), and that
     /// equals the oracle. NaN of every density (a run longer than the
-    /// window too), with and without nulls, infinities, float64 and
-    /// float32.
+    /// window too, and sensors down for 8,300 rows or more, which the sums
+    /// find past their first rows), with and without nulls, infinities,
+    /// float64 and float32.
     #[test]
     fn nan_skip_kernels_equal_the_nulls_path(
-        n in prop_oneof![0usize..3_000, 20_000usize..70_000],
+        n in prop_oneof![0usize..3_000, 20_000usize..70_000, 90_000usize..120_000],
         seed in any::<u64>(),
         p_nan in nan_density(),
         p_inf in prop_oneof![Just(0.0), Just(0.002)],
         p_missing in prop_oneof![Just(0.0), Just(0.01), Just(0.5)],
-        run in prop_oneof![1usize..8, 50usize..5_000],
+        run in prop_oneof![1usize..8, 50usize..5_000, 8_300usize..12_000],
         w in prop_oneof![1usize..20, 20usize..400, 400usize..40_000],
         mp in prop::option::of(0usize..5),
         threads in 1usize..5,
@@ -356,7 +357,7 @@ proptest! {
             let col = array(&dt, &xs, &ok);
             let nulled = slidewise_core::rolling::nan_to_null_dyn(col.as_ref()).unwrap_or_else(|| col.clone());
             let rows = cells(&nulled);
-            for agg in [AggKind::Sum, AggKind::Mean, AggKind::Max, AggKind::Min] {
+            for agg in [AggKind::Sum, AggKind::Mean, AggKind::Max, AggKind::Min, AggKind::Range] {
                 let split = Split { threads: Some(threads), min_rows: 1 };
                 let got = rolling_skip_nan_dyn(&col, w, agg, mp, Algorithm::Auto, Shape::default(), split).unwrap();
                 let want = rolling_split(&nulled, w, agg, mp, Algorithm::Auto, Split { threads: Some(1), min_rows: 1 }).unwrap();
