@@ -218,9 +218,10 @@ pub fn rolling_dyn(
 }
 
 /// [`rolling_dyn`] with `nan="skip"`: a NaN value is missing, as a null
-/// is. Float sums, means, maxima, minima and ranges of the default shape mask
-/// their NaN rows job by job or chunk by chunk ([`sum::rolling_skip_nan`],
-/// [`extreme::rolling_extreme_skip`]: no NaN-to-null pass over the column
+/// is. Float sums, means, maxima, minima and ranges (float64 variances
+/// and stds too) of the default shape mask their NaN rows job by job or
+/// chunk by chunk ([`sum::rolling_skip_nan`], [`extreme::rolling_extreme_skip`],
+/// [`moments::rolling_var_skip`]: no NaN-to-null pass over the column
 /// first); every other call runs on the column with its NaN rows null
 /// ([`nan_to_null_dyn`]). The same answers either way. `split`:
 /// [`Split::default`] but in tests.
@@ -233,13 +234,29 @@ pub fn rolling_skip_nan_dyn(
     shape: Shape,
     split: Split,
 ) -> Result<ArrayRef> {
-    let fused = shape.is_default() && algo == Algorithm::Auto && matches!(agg, AggKind::Sum | AggKind::Mean | AggKind::Max | AggKind::Min | AggKind::Range);
-    if fused && matches!(values.data_type(), DataType::Float64 | DataType::Float32) {
+    let var = matches!(agg, AggKind::Var | AggKind::Std | AggKind::VarPop | AggKind::StdPop);
+    let kernel = matches!(agg, AggKind::Sum | AggKind::Mean | AggKind::Max | AggKind::Min | AggKind::Range) || (var && values.data_type() == &DataType::Float64);
+    if shape.is_default() && algo == Algorithm::Auto && kernel && matches!(values.data_type(), DataType::Float64 | DataType::Float32) {
         check_window(window, min_periods)?;
         let n = values.len();
         let window = window.min(n.max(1));
         let mp = min_periods.unwrap_or(0);
-        if mp <= window {
+        if mp <= window && var {
+            let col = <f64 as FromArrow>::column(values)?;
+            let th = split.threads(n);
+            let var = |ddof, sqrt| moments::rolling_var_skip(&col, window, mp, ddof, sqrt, th);
+            let got = match agg {
+                AggKind::Var => var(1, false),
+                AggKind::Std => var(1, true),
+                AggKind::VarPop => var(0, false),
+                AggKind::StdPop => var(0, true),
+                _ => None,
+            };
+            if let Some(a) = got {
+                return Ok(a);
+            }
+        }
+        if mp <= window && !var {
             fn skip<T: FastNum>(col: &Column<T>, window: usize, mp: usize, agg: AggKind, split: Split) -> ArrayRef {
                 let th = split.threads(col.len());
                 match agg {
@@ -576,8 +593,8 @@ fn validity(n: usize, window: usize, need: usize, counts: Option<&[u32]>) -> Opt
 /// var / std by default) a word at a time ([`valid::any_in_window`]),
 /// else from prefix counts a word at a time ([`valid::at_least_in_window`]).
 /// A valid-or-not NaN among the first 65,536 rows of `values` or in a
-/// 64-row word every 8,192 rows after: whether the `nan="skip"` sums mask
-/// NaN as they go (else the NaN-to-null pass over threads decides,
+/// 64-row word every 8,192 rows after: whether the `nan="skip"` sums and
+/// variances mask NaN as they go (else the NaN-to-null pass over threads decides,
 /// [`valid::nan_as_null`]: on a column without NaN, a search for a first
 /// one on one thread would cost more than the pass). The words after find
 /// a sensor down for 8,256 rows or more anywhere (issue 36's runs of

@@ -57,7 +57,7 @@
 
 use arrow_array::ArrayRef;
 
-use super::valid::{All, Bitmap, NonFinite, Valid};
+use super::valid::{skip_mask, All, Bitmap, NoSink, NonFinite, Sink, Valid, Words};
 use super::FastNum;
 use crate::engine::{Column, ToArrow};
 use crate::ops::Num;
@@ -77,6 +77,33 @@ pub(super) fn rolling_var<T: FastNum>(col: &Column<T>, window: usize, min_period
     }
     super::assert_filled(&out);
     let nulls = super::out_nulls(col.nulls, n, window, min_periods.max(ddof + 1));
+    Some(f64::to_arrow(out, nulls))
+}
+
+/// `nan="skip"` variance or std of a float64 column: its NaN rows
+/// missing, as its null rows are, each job masking them as its rows come
+/// into cache ([`fast_rows`]) instead of a NaN-to-null pass over the
+/// column first; the jobs and masks of the nulls path, so the same bits.
+/// `None` (the caller takes the pass) for windows of one, where a square
+/// could overflow, or where no NaN shows where [`super::nan_seen`] looks
+/// (a column without NaN runs the unmasked kernel after the pass: faster
+/// than masks of all ones, and the bits of `nan="propagate"`).
+pub(super) fn rolling_var_skip(col: &Column<f64>, window: usize, min_periods: usize, ddof: usize, sqrt: bool, threads: usize) -> Option<ArrayRef> {
+    let n = col.len();
+    if window <= 1 || !super::nan_seen(col.values) {
+        return None;
+    }
+    let mut out = super::buffer_to_fill(n);
+    let words = Words::zeroed(n);
+    let ok = match col.nulls {
+        None => var_into_split(col.values, All, Words(&words), window, ddof as f64, sqrt, &mut out, threads),
+        Some(nb) => var_into_split(col.values, Bitmap::new(nb), Words(&words), window, ddof as f64, sqrt, &mut out, threads),
+    };
+    if !ok {
+        return None;
+    }
+    super::assert_filled(&out);
+    let nulls = super::out_nulls(Some(&Words::into_nulls(words, n)), n, window, min_periods.max(ddof + 1));
     Some(f64::to_arrow(out, nulls))
 }
 
@@ -113,8 +140,8 @@ pub(super) fn var_column_into<T: Num>(
         }
     };
     match col.nulls {
-        None => var_into_split(x, All, window, ddof as f64, sqrt, out, threads),
-        Some(nb) if !exact => var_into_split(x, Bitmap::new(nb), window, ddof as f64, sqrt, out, threads),
+        None => var_into_split(x, All, NoSink, window, ddof as f64, sqrt, out, threads),
+        Some(nb) if !exact => var_into_split(x, Bitmap::new(nb), NoSink, window, ddof as f64, sqrt, out, threads),
         Some(nb) => {
             weights.clear();
             weights.extend(nb.iter().map(|ok| ok as u8 as f64));
@@ -195,9 +222,10 @@ pub(super) fn finite_filled_into<T: Num>(col: &Column<T>, out: &mut [f64]) {
 /// rows are cut between groups and every thread count gives the bits of
 /// one thread. Missing rows (`va`) are masked as the fast path loads
 /// them: the same blocks, so the same split.
-pub(super) fn var_into_split<Va: Valid>(x: &[f64], va: Va, window: usize, ddof: f64, sqrt: bool, out: &mut [f64], threads: usize) -> bool {
+#[allow(clippy::too_many_arguments)]
+pub(super) fn var_into_split<Va: Valid, K: Sink>(x: &[f64], va: Va, sink: K, window: usize, ddof: f64, sqrt: bool, out: &mut [f64], threads: usize) -> bool {
     let n = x.len();
-    if Va::ALL && (threads <= 1 || window <= 1 || window > n) {
+    if Va::ALL && !K::SKIP && (threads <= 1 || window <= 1 || window > n) {
         return var_into(x, None, window, ddof, sqrt, out);
     }
     if n == 0 {
@@ -209,7 +237,7 @@ pub(super) fn var_into_split<Va: Valid>(x: &[f64], va: Va, window: usize, ddof: 
     // The threads call the level's wrapper (a closure would be compiled
     // without its features).
     super::par_ranges(out, &cs, |r0, r1, o| {
-        if fast_rows_dispatch(x, va, window, ddof, sqrt, r0, r1, o).is_none() {
+        if fast_rows_dispatch(x, va, sink, window, ddof, sqrt, r0, r1, o).is_none() {
             big.store(true, std::sync::atomic::Ordering::Relaxed);
         }
     });
@@ -232,19 +260,19 @@ fn lane_width() -> usize {
 
 /// [`fast_rows`] at the level [`var_into`] picks.
 #[allow(clippy::too_many_arguments)]
-fn fast_rows_dispatch<Va: Valid>(x: &[f64], va: Va, window: usize, ddof: f64, sqrt: bool, r0: usize, r1: usize, out: &mut [f64]) -> Option<usize> {
+fn fast_rows_dispatch<Va: Valid, K: Sink>(x: &[f64], va: Va, sink: K, window: usize, ddof: f64, sqrt: bool, r0: usize, r1: usize, out: &mut [f64]) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
     {
         if std::is_x86_feature_detected!("avx512f") {
             // SAFETY: the feature is present (it implies FMA).
-            return unsafe { avx512::fast_rows(x, va, window, ddof, sqrt, r0, r1, out) };
+            return unsafe { avx512::fast_rows(x, va, sink, window, ddof, sqrt, r0, r1, out) };
         }
         if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
             // SAFETY: the features are present.
-            return unsafe { avx2::fast_rows(x, va, window, ddof, sqrt, r0, r1, out) };
+            return unsafe { avx2::fast_rows(x, va, sink, window, ddof, sqrt, r0, r1, out) };
         }
     }
-    fast_rows::<S<false>, S<false>, Va>(x, va, window, ddof, sqrt, r0, r1, out)
+    fast_rows::<S<false>, S<false>, Va, K>(x, va, sink, window, ddof, sqrt, r0, r1, out)
 }
 
 /// `out[i]` = the variance (or std) of rows `(i - window, i]` of `x`
@@ -547,8 +575,8 @@ macro_rules! lane_entries {
 
         #[allow(clippy::too_many_arguments)]
         #[target_feature(enable = $feat)]
-        pub(super) unsafe fn fast_rows<Va: super::Valid>(x: &[f64], va: Va, window: usize, ddof: f64, sqrt: bool, r0: usize, r1: usize, out: &mut [f64]) -> Option<usize> {
-            super::fast_rows::<$V, S<true>, Va>(x, va, window, ddof, sqrt, r0, r1, out)
+        pub(super) unsafe fn fast_rows<Va: super::Valid, K: super::Sink>(x: &[f64], va: Va, sink: K, window: usize, ddof: f64, sqrt: bool, r0: usize, r1: usize, out: &mut [f64]) -> Option<usize> {
+            super::fast_rows::<$V, S<true>, Va, K>(x, va, sink, window, ddof, sqrt, r0, r1, out)
         }
 
         #[cfg(test)]
@@ -1169,7 +1197,7 @@ fn fast_run<V: Lane, V1: Lane>(x: &[f64], window: usize, ddof: f64, sqrt: bool, 
         lanes::<V1, false>(x, &[], 1, &[0], n, ddof, sqrt, out);
         return Some(0);
     }
-    fast_rows::<V, V1, All>(x, All, window, ddof, sqrt, 0, n, out)
+    fast_rows::<V, V1, All, NoSink>(x, All, NoSink, window, ddof, sqrt, 0, n, out)
 }
 
 /// The fast path's jobs over `n` rows for `k` lanes, as `(first row, rows
@@ -1208,7 +1236,7 @@ fn fast_plan(n: usize, window: usize, k: usize) -> Vec<(usize, usize, usize)> {
 /// not depend on the hint (nor on the threads).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn fast_rows<V: Lane, V1: Lane, Va: Valid>(x: &[f64], va: Va, window: usize, ddof: f64, sqrt: bool, r0: usize, r1: usize, out: &mut [f64]) -> Option<usize> {
+fn fast_rows<V: Lane, V1: Lane, Va: Valid, K: Sink>(x: &[f64], va: Va, sink: K, window: usize, ddof: f64, sqrt: bool, r0: usize, r1: usize, out: &mut [f64]) -> Option<usize> {
     let n = x.len();
     let mut bad = 0;
     let mut hint = false;
@@ -1216,53 +1244,69 @@ fn fast_rows<V: Lane, V1: Lane, Va: Valid>(x: &[f64], va: Va, window: usize, ddo
         if a < r0 || a >= r1 {
             continue;
         }
-        hint = hint || super::valid::any_non_finite(x, va, a.saturating_sub(window), a + k * blen);
-        let first = if hint { None } else { Some(fast_job::<V, V1, Va>(x, va, window, a, blen, k, ddof, sqrt, out, r0, true)?) };
-        if first.as_ref().is_some_and(|b| b.is_empty()) {
-            continue;
+        if K::SKIP {
+            // `nan="skip"`: the job's own mask (its NaN rows missing), built
+            // as its rows come into cache, then put in the column's.
+            let (lo, hi) = (a.saturating_sub(window), a + k * blen);
+            let mask = skip_mask(x, va, lo, hi);
+            let local = Bitmap::local(&mask, lo);
+            bad += rows_job::<V, V1, Bitmap>(x, local, window, a, blen, k, ddof, sqrt, out, r0, &mut hint)?;
+            sink.put(local, a, hi);
+        } else {
+            bad += rows_job::<V, V1, Va>(x, va, window, a, blen, k, ddof, sqrt, out, r0, &mut hint)?;
         }
-        let hi = a + k * blen;
-        let nf = NonFinite::scan(x, va, a.saturating_sub(window), hi);
-        hint = nf.any;
-        if !nf.any {
-            let failed = match first {
-                Some(f) => f,
-                None => fast_job::<V, V1, Va>(x, va, window, a, blen, k, ddof, sqrt, out, r0, false)?,
-            };
-            for &(b, len) in &failed {
-                exact_block::<V1, Va>(x, va, window, b, len, ddof, sqrt, out, r0)?;
-            }
-            bad += failed.len();
-            continue;
-        }
-        let m = nf.marks(window, true);
-        let fin = nf.finite();
-        match m.kept(a, hi) {
-            // No row of the job needs its sums.
-            None => {
-                out[a - r0..hi - r0].fill(f64::NAN);
-                continue;
-            }
-            // Only the rows between (a window of the column's first rows,
-            // say, before its first NaN): the exact kernel over them.
-            Some((k0, k1)) if k1 - k0 <= blen / 2 => {
-                out[a - r0..k0 - r0].fill(f64::NAN);
-                out[k1 - r0..hi - r0].fill(f64::NAN);
-                exact_block::<V1, _>(x, fin, window, k0, k1 - k0, ddof, sqrt, out, r0)?;
-                bad += 1;
-                m.apply(k0, k1, &mut out[k0 - r0..k1 - r0]);
-                continue;
-            }
-            _ => {}
-        }
-        let failed = fast_job::<V, V1, _>(x, fin, window, a, blen, k, ddof, sqrt, out, r0, false)?;
-        for &(b, len) in &failed {
-            exact_block::<V1, _>(x, fin, window, b, len, ddof, sqrt, out, r0)?;
-        }
-        bad += failed.len();
-        m.apply(a, hi, &mut out[a - r0..hi - r0]);
     }
     Some(bad)
+}
+
+/// [`fast_rows`]' job of `k` blocks of `blen` rows from `a`: how many
+/// blocks went to the exact kernel.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn rows_job<V: Lane, V1: Lane, Va: Valid>(x: &[f64], va: Va, window: usize, a: usize, blen: usize, k: usize, ddof: f64, sqrt: bool, out: &mut [f64], r0: usize, hint: &mut bool) -> Option<usize> {
+    let hi = a + k * blen;
+    *hint = *hint || super::valid::any_non_finite(x, va, a.saturating_sub(window), hi);
+    let first = if *hint { None } else { Some(fast_job::<V, V1, Va>(x, va, window, a, blen, k, ddof, sqrt, out, r0, true)?) };
+    if first.as_ref().is_some_and(|b| b.is_empty()) {
+        return Some(0);
+    }
+    let nf = NonFinite::scan(x, va, a.saturating_sub(window), hi);
+    *hint = nf.any;
+    if !nf.any {
+        let failed = match first {
+            Some(f) => f,
+            None => fast_job::<V, V1, Va>(x, va, window, a, blen, k, ddof, sqrt, out, r0, false)?,
+        };
+        for &(b, len) in &failed {
+            exact_block::<V1, Va>(x, va, window, b, len, ddof, sqrt, out, r0)?;
+        }
+        return Some(failed.len());
+    }
+    let m = nf.marks(window, true);
+    let fin = nf.finite();
+    match m.kept(a, hi) {
+        // No row of the job needs its sums.
+        None => {
+            out[a - r0..hi - r0].fill(f64::NAN);
+            return Some(0);
+        }
+        // Only the rows between (a window of the column's first rows,
+        // say, before its first NaN): the exact kernel over them.
+        Some((k0, k1)) if k1 - k0 <= blen / 2 => {
+            out[a - r0..k0 - r0].fill(f64::NAN);
+            out[k1 - r0..hi - r0].fill(f64::NAN);
+            exact_block::<V1, _>(x, fin, window, k0, k1 - k0, ddof, sqrt, out, r0)?;
+            m.apply(k0, k1, &mut out[k0 - r0..k1 - r0]);
+            return Some(1);
+        }
+        _ => {}
+    }
+    let failed = fast_job::<V, V1, _>(x, fin, window, a, blen, k, ddof, sqrt, out, r0, false)?;
+    for &(b, len) in &failed {
+        exact_block::<V1, _>(x, fin, window, b, len, ddof, sqrt, out, r0)?;
+    }
+    m.apply(a, hi, &mut out[a - r0..hi - r0]);
+    Some(failed.len())
 }
 
 /// One job of the fast path's plan (`k` blocks of `blen` rows from `a`)

@@ -21,7 +21,7 @@
 use arrow_array::ArrayRef;
 use arrow_buffer::NullBuffer;
 
-use super::valid::{any_non_finite, low_ones, nan_as_null, nan_bits, set_missing, word_at, All, Bitmap, NonFinite, Sink, Valid, Words};
+use super::valid::{any_non_finite, nan_as_null, set_missing, skip_mask, All, Bitmap, NonFinite, Sink, Valid, Words};
 use super::{buffer, filled, validity, window_counts, FastNum, Split};
 use crate::engine::{Column, ToArrow};
 use crate::ops::arith::two_sum;
@@ -174,11 +174,10 @@ pub(super) fn float_sums_skip<T: Num>(
     let sink = Words(&words);
     let each = |job: &Job, stream: bool, o: &mut [f64], hint: &mut bool| {
         let lo = job.r0.saturating_sub(window);
-        let mut local = Vec::with_capacity((job.r1 - lo).div_ceil(64) * 8);
-        for (q, c) in x[lo..job.r1].chunks(64).enumerate() {
-            let v = nulls.map_or(low_ones(c.len()), |nb| word_at(Bitmap::new(nb), lo + 64 * q, c.len()));
-            local.extend_from_slice(&(v & !nan_bits(c)).to_le_bytes());
-        }
+        let local = match nulls {
+            Some(nb) => skip_mask(x, Bitmap::new(nb), lo, job.r1),
+            None => skip_mask(x, All, lo, job.r1),
+        };
         let va = Bitmap::local(&local, lo);
         run_job(x, va, window, job, how, stream, o, hint);
         sink.put(va, job.r0, job.r1);

@@ -546,6 +546,18 @@ pub(crate) fn word_at<V: Valid>(va: V, r: usize, n: usize) -> u64 {
     w & low_ones(n)
 }
 
+/// The validity of rows `[lo, hi)` with their NaN rows missing too
+/// (`valid AND NOT isnan`, 64 rows a word), as the bytes of a
+/// [`Bitmap::local`] from `lo`: a `nan="skip"` job's own mask, built as its
+/// rows come into cache.
+pub(crate) fn skip_mask<T: Copy + PartialEq + 'static, V: Valid>(x: &[T], va: V, lo: usize, hi: usize) -> Vec<u8> {
+    let mut local = Vec::with_capacity((hi - lo).div_ceil(64) * 8);
+    for (q, c) in x[lo..hi].chunks(64).enumerate() {
+        local.extend_from_slice(&(word_at(va, lo + 64 * q, c.len()) & !nan_bits(c)).to_le_bytes());
+    }
+    local
+}
+
 /// Where a `nan="skip"` kernel puts the validity of the rows it read
 /// (valid and not NaN, from the masks it builds a job or chunk at a time
 /// while the values are in cache), for the output's validity: issue 36,

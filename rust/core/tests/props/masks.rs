@@ -330,8 +330,9 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
 
-    /// `nan="skip"` sums and means mask their NaN job by job, maxima,
-    /// minima and ranges chunk by chunk (`rolling_skip_nan_dyn`): on every thread
+    /// `nan="skip"` sums, means, variances and stds mask their NaN job by
+    /// job, maxima, minima and ranges chunk by chunk
+    /// (`rolling_skip_nan_dyn`): on every thread
     /// count, the bits of the column with its NaN rows null run as nulls
     /// (value and validity, `min_periods` counting no NaN), and that
     /// equals the oracle. NaN of every density (a run longer than the
@@ -357,7 +358,7 @@ proptest! {
             let col = array(&dt, &xs, &ok);
             let nulled = slidewise_core::rolling::nan_to_null_dyn(col.as_ref()).unwrap_or_else(|| col.clone());
             let rows = cells(&nulled);
-            for agg in [AggKind::Sum, AggKind::Mean, AggKind::Max, AggKind::Min, AggKind::Range] {
+            for agg in [AggKind::Sum, AggKind::Mean, AggKind::Max, AggKind::Min, AggKind::Range, AggKind::Var, AggKind::Std, AggKind::StdPop] {
                 let split = Split { threads: Some(threads), min_rows: 1 };
                 let got = rolling_skip_nan_dyn(&col, w, agg, mp, Algorithm::Auto, Shape::default(), split).unwrap();
                 let want = rolling_split(&nulled, w, agg, mp, Algorithm::Auto, Split { threads: Some(1), min_rows: 1 }).unwrap();
