@@ -936,6 +936,7 @@ pub(super) fn rolling_range<T: FastNum>(col: &Column<T>, window: usize, min_peri
     range_of::<T>(&hi, &lo, super::out_nulls(col.nulls, col.len(), window, min_periods.max(1)))
 }
 
+/// The output column of a range: each row's max minus its min.
 fn range_of<T: FastNum>(hi: &[T], lo: &[T], nulls: Option<arrow_buffer::NullBuffer>) -> ArrayRef {
     let out: Vec<T::Wide> = hi.iter().zip(lo).map(|(&a, &b)| T::range(a, b)).collect();
     <T::Wide as ToArrow>::to_arrow(out, nulls)

@@ -244,12 +244,12 @@ pub fn rolling_skip_nan_dyn(
         if mp <= window && var {
             let col = <f64 as FromArrow>::column(values)?;
             let th = split.threads(n);
-            let var = |ddof, sqrt| moments::rolling_var_skip(&col, window, mp, ddof, sqrt, th);
+            let run = |ddof, sqrt| moments::rolling_var_skip(&col, window, mp, ddof, sqrt, th);
             let got = match agg {
-                AggKind::Var => var(1, false),
-                AggKind::Std => var(1, true),
-                AggKind::VarPop => var(0, false),
-                AggKind::StdPop => var(0, true),
+                AggKind::Var => run(1, false),
+                AggKind::Std => run(1, true),
+                AggKind::VarPop => run(0, false),
+                AggKind::StdPop => run(0, true),
                 _ => None,
             };
             if let Some(a) = got {
@@ -588,10 +588,6 @@ fn validity(n: usize, window: usize, need: usize, counts: Option<&[u32]>) -> Opt
     }
 }
 
-/// The output validity of a kernel over a column with `nulls` that needs
-/// `need` valid rows a window: for one (every aggregate but `count` and
-/// var / std by default) a word at a time ([`valid::any_in_window`]),
-/// else from prefix counts a word at a time ([`valid::at_least_in_window`]).
 /// A valid-or-not NaN among the first 65,536 rows of `values` or in a
 /// 64-row word every 8,192 rows after: whether the `nan="skip"` sums and
 /// variances mask NaN as they go (else the NaN-to-null pass over threads decides,
@@ -605,6 +601,10 @@ fn nan_seen<T: Copy + PartialEq + 'static>(values: &[T]) -> bool {
         || values[head..].chunks(1 << 13).any(|c| valid::nan_bits(&c[..c.len().min(64)]) != 0)
 }
 
+/// The output validity of a kernel over a column with `nulls` that needs
+/// `need` valid rows a window: for one (every aggregate but `count` and
+/// var / std by default) a word at a time ([`valid::any_in_window`]),
+/// else from prefix counts a word at a time ([`valid::at_least_in_window`]).
 fn out_nulls(nulls: Option<&NullBuffer>, n: usize, window: usize, need: usize) -> Option<NullBuffer> {
     match nulls {
         Some(nb) if need <= 1 => valid::any_in_window(nb, window),
