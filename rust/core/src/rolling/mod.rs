@@ -234,42 +234,34 @@ pub fn rolling_skip_nan_dyn(
     shape: Shape,
     split: Split,
 ) -> Result<ArrayRef> {
-    let var = matches!(agg, AggKind::Var | AggKind::Std | AggKind::VarPop | AggKind::StdPop);
-    let kernel = matches!(agg, AggKind::Sum | AggKind::Mean | AggKind::Max | AggKind::Min | AggKind::Range) || (var && values.data_type() == &DataType::Float64);
-    if shape.is_default() && algo == Algorithm::Auto && kernel && matches!(values.data_type(), DataType::Float64 | DataType::Float32) {
+    // The kernels that mask NaN themselves; `None`: the pass below.
+    fn skip<T: FastNum>(col: &Column<T>, window: usize, mp: usize, agg: AggKind, split: Split) -> Option<ArrayRef> {
+        let th = split.threads(col.len());
+        let var = |ddof, sqrt| moments::rolling_var_skip(col, window, mp, ddof, sqrt, th);
+        match agg {
+            AggKind::Max => Some(extreme::rolling_extreme_skip::<T, true>(col, window, mp, th)),
+            AggKind::Min => Some(extreme::rolling_extreme_skip::<T, false>(col, window, mp, th)),
+            AggKind::Range => Some(extreme::rolling_range_skip::<T>(col, window, mp, th)),
+            AggKind::Sum | AggKind::Mean => sum::rolling_skip_nan::<T>(col, window, mp, agg == AggKind::Mean, split),
+            AggKind::Var => var(1, false),
+            AggKind::Std => var(1, true),
+            AggKind::VarPop => var(0, false),
+            AggKind::StdPop => var(0, true),
+            _ => None,
+        }
+    }
+    if shape.is_default() && algo == Algorithm::Auto && matches!(values.data_type(), DataType::Float64 | DataType::Float32) {
         check_window(window, min_periods)?;
-        let n = values.len();
-        let window = window.min(n.max(1));
+        let window = window.min(values.len().max(1));
         let mp = min_periods.unwrap_or(0);
-        if mp <= window && var {
-            let col = <f64 as FromArrow>::column(values)?;
-            let th = split.threads(n);
-            let run = |ddof, sqrt| moments::rolling_var_skip(&col, window, mp, ddof, sqrt, th);
-            let got = match agg {
-                AggKind::Var => run(1, false),
-                AggKind::Std => run(1, true),
-                AggKind::VarPop => run(0, false),
-                AggKind::StdPop => run(0, true),
-                _ => None,
+        if mp <= window {
+            let got = match values.data_type() {
+                DataType::Float64 => skip::<f64>(&<f64 as FromArrow>::column(values)?, window, mp, agg, split),
+                _ => skip::<f32>(&<f32 as FromArrow>::column(values)?, window, mp, agg, split),
             };
             if let Some(a) = got {
                 return Ok(a);
             }
-        }
-        if mp <= window && !var {
-            fn skip<T: FastNum>(col: &Column<T>, window: usize, mp: usize, agg: AggKind, split: Split) -> ArrayRef {
-                let th = split.threads(col.len());
-                match agg {
-                    AggKind::Max => extreme::rolling_extreme_skip::<T, true>(col, window, mp, th),
-                    AggKind::Min => extreme::rolling_extreme_skip::<T, false>(col, window, mp, th),
-                    AggKind::Range => extreme::rolling_range_skip::<T>(col, window, mp, th),
-                    _ => sum::rolling_skip_nan::<T>(col, window, mp, agg == AggKind::Mean, split),
-                }
-            }
-            return Ok(match values.data_type() {
-                DataType::Float64 => skip::<f64>(&<f64 as FromArrow>::column(values)?, window, mp, agg, split),
-                _ => skip::<f32>(&<f32 as FromArrow>::column(values)?, window, mp, agg, split),
-            });
         }
     }
     match nan_to_null_dyn(values) {

@@ -84,20 +84,21 @@ pub(super) fn rolling_var<T: FastNum>(col: &Column<T>, window: usize, min_period
 /// missing, as its null rows are, each job masking them as its rows come
 /// into cache ([`fast_rows`]) instead of a NaN-to-null pass over the
 /// column first; the jobs and masks of the nulls path, so the same bits.
-/// `None` (the caller takes the pass) for windows of one, where a square
-/// could overflow, or where no NaN shows where [`super::nan_seen`] looks
-/// (a column without NaN runs the unmasked kernel after the pass: faster
-/// than masks of all ones, and the bits of `nan="propagate"`).
-pub(super) fn rolling_var_skip(col: &Column<f64>, window: usize, min_periods: usize, ddof: usize, sqrt: bool, threads: usize) -> Option<ArrayRef> {
-    let n = col.len();
-    if window <= 1 || !super::nan_seen(col.values) {
+/// `None` (the caller takes the pass) for other types, windows of one,
+/// where a square could overflow, or where no NaN shows where
+/// [`super::nan_seen`] looks (a column without NaN runs the unmasked
+/// kernel after the pass: faster than masks of all ones, and the bits of
+/// `nan="propagate"`).
+pub(super) fn rolling_var_skip<T: Num>(col: &Column<T>, window: usize, min_periods: usize, ddof: usize, sqrt: bool, threads: usize) -> Option<ArrayRef> {
+    let (x, n) = (as_f64(col.values)?, col.len());
+    if window <= 1 || !super::nan_seen(x) {
         return None;
     }
     let mut out = super::buffer_to_fill(n);
     let words = Words::zeroed(n);
     let ok = match col.nulls {
-        None => var_into_split(col.values, All, Words(&words), window, ddof as f64, sqrt, &mut out, threads),
-        Some(nb) => var_into_split(col.values, Bitmap::new(nb), Words(&words), window, ddof as f64, sqrt, &mut out, threads),
+        None => var_into_split(x, All, Words(&words), window, ddof as f64, sqrt, &mut out, threads),
+        Some(nb) => var_into_split(x, Bitmap::new(nb), Words(&words), window, ddof as f64, sqrt, &mut out, threads),
     };
     if !ok {
         return None;

@@ -21,7 +21,7 @@
 use arrow_array::ArrayRef;
 use arrow_buffer::NullBuffer;
 
-use super::valid::{any_non_finite, nan_as_null, set_missing, skip_mask, All, Bitmap, NonFinite, Sink, Valid, Words};
+use super::valid::{any_non_finite, set_missing, skip_mask, All, Bitmap, NonFinite, Sink, Valid, Words};
 use super::{buffer, filled, validity, window_counts, FastNum, Split};
 use crate::engine::{Column, ToArrow};
 use crate::ops::arith::two_sum;
@@ -921,22 +921,18 @@ pub(super) fn rolling_mean<T: FastNum>(col: &Column<T>, window: usize, min_perio
 
 /// `nan="skip"` rolling sum (`mean` false) or mean of a float column: as
 /// [`rolling_sum`] / [`rolling_mean`] of the column with its NaN rows
-/// null, the same bits. A NaN among the first rows sends it to
-/// [`float_sums_skip`]; else (a column without NaN, say) the NaN-to-null
-/// pass over threads decides, as before (a search for a NaN on one
-/// thread took longer than that pass on a column without one).
-pub(super) fn rolling_skip_nan<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize, mean: bool, split: Split) -> ArrayRef {
+/// null, the same bits, when a NaN shows where [`super::nan_seen`] looks
+/// ([`float_sums_skip`]); else `None`, and the caller's NaN-to-null pass
+/// over threads decides, as before (a search for a NaN on one thread took
+/// longer than that pass on a column without one).
+pub(super) fn rolling_skip_nan<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize, mean: bool, split: Split) -> Option<ArrayRef> {
     let n = col.len();
-    let run = |c: &Column<T>| if mean { rolling_mean(c, window, min_periods, split) } else { rolling_sum(c, window, min_periods, split) };
     if !super::nan_seen(col.values) {
-        return match nan_as_null(col.values, col.nulls) {
-            Some(nb) => run(&Column { values: col.values, nulls: Some(&nb) }),
-            None => run(col),
-        };
+        return None;
     }
     let how = if mean { Out::PerValid } else { Out::Scale(1.0) };
     let (out, nb) = float_sums_skip(col.values, col.nulls, window, how, split.threads(n), split.min_rows);
-    f64::to_arrow(out, super::out_nulls(Some(&nb), n, window, min_periods.max(1)))
+    Some(f64::to_arrow(out, super::out_nulls(Some(&nb), n, window, min_periods.max(1))))
 }
 
 /// [`rolling_mean`]'s values of `xs` alone (null slots zeroed, `counts`
