@@ -17,7 +17,7 @@ pub mod moments;
 pub mod order;
 pub mod reduce;
 
-pub use arith::{Count, FSum, Geomean, ISum, Mean, Sum, SumAcc, WideSum};
+pub use arith::{Count, FSum, Geomean, ISum, Mean, Partials, Sum, SumAcc, WideSum};
 pub use list::{Collect, First, FirstNonNull, Last, LastNonNull};
 pub use moments::{Moments, Var};
 pub use order::{ArgMax, ArgMin, Max, MaxCount, Min, MinCount, Range};

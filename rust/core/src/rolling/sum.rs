@@ -25,7 +25,7 @@ use super::valid::{any_non_finite, set_missing, skip_mask, All, Bitmap, NonFinit
 use super::{buffer, filled, validity, window_counts, FastNum, Split};
 use crate::engine::{Column, ToArrow};
 use crate::ops::arith::two_sum;
-use crate::ops::{FSum, Num, SumAcc};
+use crate::ops::{FSum, Num, Partials, SumAcc};
 
 /// Row `i`'s value, or 0 where `va` says it is missing (its slot may hold
 /// anything, NaN included: selected, not multiplied).
@@ -41,12 +41,14 @@ fn value<T: Num>(v: T, ok: u64) -> f64 {
 /// Exact-ish sum of the valid rows of `xs` (rows `r0..` of the column `va`
 /// describes) as `(s, c)`, and how many there are: 8 Neumaier lanes
 /// (independent, so the loop vectorises and is not latency bound), then
-/// merged with TwoSum.
+/// merged with TwoSum. Also the largest `|c|` a lane held, which bounds
+/// the compensations' own rounding ([`certify`]).
 #[inline(always)]
-fn exact_sum_valid<T: Num, Va: Valid>(xs: &[T], va: Va, r0: usize) -> (f64, f64, f64) {
+fn exact_sum_valid<T: Num, Va: Valid>(xs: &[T], va: Va, r0: usize) -> ((f64, f64, f64), f64) {
     const L: usize = 8;
     let mut s = [0.0f64; L];
     let mut c = [0.0f64; L];
+    let mut m = [0.0f64; L];
     let mut n = 0u64;
     let mut it = xs.chunks_exact(L);
     let mut r = r0;
@@ -57,6 +59,7 @@ fn exact_sum_valid<T: Num, Va: Valid>(xs: &[T], va: Va, r0: usize) -> (f64, f64,
             let (t, e) = two_sum(s[k], value(ch[k], b >> k));
             s[k] = t;
             c[k] += e;
+            m[k] = m[k].max(c[k].abs());
         }
         r += L;
     }
@@ -66,14 +69,16 @@ fn exact_sum_valid<T: Num, Va: Valid>(xs: &[T], va: Va, r0: usize) -> (f64, f64,
         let (t, e) = two_sum(s[k], value(*v, b >> k));
         s[k] = t;
         c[k] += e;
+        m[k] = m[k].max(c[k].abs());
     }
-    let (mut ss, mut cc) = (0.0, 0.0);
+    let (mut ss, mut cc, mut mm) = (0.0, 0.0, 0.0f64);
     for k in 0..L {
         let (t, e) = two_sum(ss, s[k]);
         ss = t;
         cc += e + c[k];
+        mm = mm.max(m[k]).max(cc.abs());
     }
-    (ss, cc, n as f64)
+    ((ss, cc, n as f64), mm)
 }
 
 /// Rolling sums of a null-free (or null-zeroed) float column, as f64.
@@ -296,7 +301,10 @@ fn run_job<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, job: &Job, how: Ou
                 out[..k0 - job.r0].fill(f64::NAN);
                 out[k1 - job.r0..].fill(f64::NAN);
                 let o = &mut out[k0 - job.r0..k1 - job.r0];
-                if !finite_block(x, nf.finite(), window, k0, k1, how, o) {
+                let run = finite_block(x, nf.finite(), window, k0, k1, how, o);
+                if run.finite {
+                    certify(x, nf.finite(), window, k0, k1, how, run, o);
+                } else {
                     counted_block(x, va, window, k0, k1, how, o);
                 }
                 set_missing(m.keep(), k0, o);
@@ -332,13 +340,135 @@ fn run_job<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, job: &Job, how: Ou
 fn attempt<T: Num, Va: Valid, Kp: Valid>(x: &[T], va: Va, keep: Kp, window: usize, job: &Job, how: Out, stream: bool, bail: bool, out: &mut [f64]) -> Vec<(usize, usize)> {
     let (b0, seg) = (job.r0, job.seg);
     if seg == 0 {
-        let ok = finite_block(x, va, window, b0, job.r1, how, out);
+        let run = finite_block(x, va, window, b0, job.r1, how, out);
         set_missing(keep, b0, out);
-        return if ok { Vec::new() } else { vec![(b0, job.r1)] };
+        if !run.finite {
+            return vec![(b0, job.r1)];
+        }
+        certify(x, va, window, b0, job.r1, how, run, out);
+        return Vec::new();
     }
-    let st: [(f64, f64, f64); 4] = std::array::from_fn(|k| start_state(x, va, window, b0 + k * seg));
-    let ok = group(x, va, keep, window, b0, seg, job.mode, st, how, stream, bail, out);
-    (0..4).filter(|&k| !ok[k]).map(|k| (b0 + k * seg, b0 + (k + 1) * seg)).collect()
+    let st: [((f64, f64, f64), f64); 4] = std::array::from_fn(|k| start_state(x, va, window, b0 + k * seg));
+    let runs = group(x, va, keep, window, b0, seg, job.mode, st.map(|v| v.0), how, stream, bail, out);
+    let mut bad = Vec::new();
+    for (k, run) in runs.into_iter().enumerate() {
+        let (a, b) = (b0 + k * seg, b0 + (k + 1) * seg);
+        if run.finite {
+            certify(x, va, window, a, b, how, Run { cm: run.cm.max(st[k].1), ..run }, &mut out[a - b0..b - b0]);
+        } else {
+            bad.push((a, b));
+        }
+    }
+    bad
+}
+
+/// A run of rows on one chain: whether its sums stayed finite, the
+/// largest `|c|` (compensation) it held and the smallest `|s + c|` (sum)
+/// it stored, for [`certify`].
+#[derive(Clone, Copy)]
+struct Run {
+    finite: bool,
+    cm: f64,
+    rm: f64,
+}
+
+/// The rows `[r0, r1)` of a finite run (`out`: what it stored) whose sum
+/// the compensation's own rounding may have spoilt, redone exactly
+/// ([`exact_rows`]). Each step rounds `c` (twice) by at most `u |c|`, so
+/// a row's sum is off by at most `err = 4 u cm (rows + window)` beyond its
+/// own rounding, `cm` the largest `|c|` held since the start window (the
+/// start's lanes included). The promise: off by at most `2^-44 |sum|`, or
+/// by `2^-50` of the smallest nonzero `|value|` the run read (so at most
+/// `2^-50` of the sum of a window's `|values|`, but for a window of zeros,
+/// which may read that little instead of 0, as in any running sum). So
+/// rows are redone only where `|sum| < 2^44 err` and `err` is past the
+/// second bound: the values near 1e300 that had left the window, whose
+/// rounding `c` had carried and so lost the small values' sum (the rows
+/// read 0). On ordinary data `cm` is a few ulps of the sums and no row is
+/// redone; on integer data `c` stays 0; windows of zeros between bursts
+/// cost the one pass that finds the smallest value.
+#[allow(clippy::too_many_arguments)]
+fn certify<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, r0: usize, r1: usize, how: Out, run: Run, out: &mut [f64]) {
+    let err = 2.0 * f64::EPSILON * run.cm * (r1 - r0 + window + 16) as f64;
+    let thr = err * (1u64 << 44) as f64;
+    if run.rm >= thr || err <= min_nonzero(x, va, r0.saturating_sub(window), r1) * (-50f64).exp2() {
+        return;
+    }
+    // What a row whose |sum| is below `thr` stores is below `lim`.
+    let lim = match how {
+        Out::Scale(sc) => 2.0 * thr * sc.abs(),
+        Out::PerValid => thr,
+    };
+    exact_rows(x, va, window, r0, r1, how, lim, out);
+}
+
+/// The smallest `|x|` of the valid nonzero rows of `[lo, hi)` (inf if
+/// none): eight lanes without branches, so it vectorises (a scalar loop
+/// took 0.7 ns a row, as long as the kernel).
+fn min_nonzero<T: Num, Va: Valid>(x: &[T], va: Va, lo: usize, hi: usize) -> f64 {
+    const L: usize = 8;
+    let mut m = [f64::INFINITY; L];
+    let xs = &x[lo..hi];
+    let mut it = xs.chunks_exact(L);
+    let mut r = lo;
+    for ch in &mut it {
+        let b = if Va::ALL { u64::MAX } else { va.bits(r) };
+        for k in 0..L {
+            let a = ch[k].to_f64().abs();
+            let a = if (b >> k) & 1 == 1 && a != 0.0 { a } else { f64::INFINITY };
+            // (a compare, not `f64::min`, whose NaN rule kept the loop scalar)
+            m[k] = if a < m[k] { a } else { m[k] };
+        }
+        r += L;
+    }
+    let b = if Va::ALL { u64::MAX } else { va.bits(r) };
+    for (k, v) in it.remainder().iter().enumerate() {
+        let a = v.to_f64().abs();
+        if (b >> k) & 1 == 1 && a != 0.0 {
+            m[k] = m[k].min(a);
+        }
+    }
+    m.into_iter().fold(f64::INFINITY, f64::min)
+}
+
+/// The rows of `[r0, r1)` whose stored result is below `lim` in magnitude
+/// (NaN ones are not), from the exact sum of their window ([`Partials`]),
+/// rounded once: a window is built once and slid to the next such row
+/// (the rows between read once) when it is less than a window away.
+#[cold]
+#[allow(clippy::too_many_arguments)]
+fn exact_rows<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, r0: usize, r1: usize, how: Out, lim: f64, out: &mut [f64]) {
+    let mut acc = Partials::default();
+    let mut n = 0.0;
+    let mut at: Option<usize> = None;
+    for i in r0..r1 {
+        if out[i - r0].is_nan() || out[i - r0].abs() >= lim {
+            continue;
+        }
+        match at {
+            Some(a) if i - a <= window => {
+                for j in a + 1..=i {
+                    let ((v, w), (o, wo)) = (row(x, va, j), if j >= window { row(x, va, j - window) } else { (0.0, 0.0) });
+                    acc.add(v);
+                    acc.add(-o);
+                    n += w - wo;
+                }
+            }
+            _ => {
+                (acc, n) = (Partials::default(), 0.0);
+                for j in (i + 1).saturating_sub(window)..=i {
+                    let (v, w) = row(x, va, j);
+                    acc.add(v);
+                    n += w;
+                }
+            }
+        }
+        at = Some(i);
+        let v = acc.value();
+        if v.is_finite() {
+            out[i - r0] = store(v, n, how);
+        }
+    }
 }
 
 /// Group modes: every row slides; every row only inserts (`r1 <= window`);
@@ -350,7 +480,7 @@ const PAD0: u8 = 2;
 
 /// Four segments `[b0 + k seg, b0 + (k+1) seg)` from start states `st`
 /// (sum, compensation, valid rows), into `out` (those rows): per segment,
-/// whether it stayed finite (else its rows are garbage and must be redone).
+/// its [`Run`] (not finite: its rows are garbage and must be redone).
 #[allow(clippy::too_many_arguments)]
 fn group<T: Num, Va: Valid, Kp: Valid>(
     x: &[T],
@@ -365,7 +495,7 @@ fn group<T: Num, Va: Valid, Kp: Valid>(
     stream: bool,
     bail: bool,
     out: &mut [f64],
-) -> [bool; 4] {
+) -> [Run; 4] {
     assert!(b0 + 4 * seg <= x.len() && out.len() == 4 * seg);
     assert!(match mode {
         SLIDE => b0 >= window,
@@ -379,7 +509,7 @@ fn group<T: Num, Va: Valid, Kp: Valid>(
             // SAFETY: T is f64 (same type, checked above), AVX2 is present,
             // and the bounds the kernel relies on are asserted above.
             let xf = unsafe { std::slice::from_raw_parts(x.as_ptr() as *const f64, x.len()) };
-            let ok = unsafe {
+            let (ok, cm, rm) = unsafe {
                 match (mode, how) {
                     (SLIDE, Out::Scale(sc)) => avx2::group::<SLIDE, false, Va, Kp>(xf, va, keep, window, b0, seg, st, bail, sc, stream, out),
                     (INSERT, Out::Scale(sc)) => avx2::group::<INSERT, false, Va, Kp>(xf, va, keep, window, b0, seg, st, bail, sc, stream, out),
@@ -389,19 +519,20 @@ fn group<T: Num, Va: Valid, Kp: Valid>(
                     (_, Out::PerValid) => avx2::group::<PAD0, true, Va, Kp>(xf, va, keep, window, b0, seg, st, bail, 1.0, stream, out),
                 }
             };
-            return [0, 1, 2, 3].map(|k| ok[k] && fin[k]);
+            return [0, 1, 2, 3].map(|k| Run { finite: ok[k] && fin[k], cm: cm[k], rm: rm[k] });
         }
     }
-    let ok = group_portable(x, va, window, b0, seg, st, how, out);
+    let runs = group_portable(x, va, window, b0, seg, st, how, out);
     for k in 0..4 {
         set_missing(keep, b0 + k * seg, &mut out[k * seg..(k + 1) * seg]);
     }
-    [0, 1, 2, 3].map(|k| ok[k] && fin[k])
+    [0, 1, 2, 3].map(|k| Run { finite: runs[k].finite && fin[k], ..runs[k] })
 }
 
 /// Start state of the segment beginning at row `r`: the exact sum of its
-/// first window's valid rows before `r`, and their number.
-fn start_state<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, r: usize) -> (f64, f64, f64) {
+/// first window's valid rows before `r`, and their number; and the largest
+/// `|c|` its lanes held.
+fn start_state<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, r: usize) -> ((f64, f64, f64), f64) {
     let a = r.saturating_sub(window);
     let xs = &x[a..r];
     #[cfg(target_arch = "x86_64")]
@@ -446,10 +577,12 @@ fn group_portable<T: Num, Va: Valid>(
     st: [(f64, f64, f64); 4],
     how: Out,
     out: &mut [f64],
-) -> [bool; 4] {
+) -> [Run; 4] {
     let mut s = st.map(|v| v.0);
     let mut c = st.map(|v| v.1);
     let mut n = st.map(|v| v.2);
+    let mut cm = c.map(f64::abs);
+    let mut rm = [f64::INFINITY; 4];
     for j in 0..seg {
         for k in 0..4 {
             let i = b0 + k * seg + j;
@@ -460,10 +593,12 @@ fn group_portable<T: Num, Va: Valid>(
             s[k] = t;
             c[k] += e1 + e2;
             n[k] += wn - wo;
+            cm[k] = cm[k].max(c[k].abs());
+            rm[k] = rm[k].min((s[k] + c[k]).abs());
             out[i - b0] = store(s[k] + c[k], n[k], how);
         }
     }
-    c.map(|v| v.is_finite())
+    [0, 1, 2, 3].map(|k| Run { finite: c[k].is_finite(), cm: cm[k], rm: rm[k] })
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -600,13 +735,14 @@ mod avx2 {
 
     /// [`super::exact_sum_valid`] compiled for AVX2 (its lanes fill two vectors).
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn exact_sum<Va: Valid>(xs: &[f64], va: Va, r0: usize) -> (f64, f64, f64) {
+    pub(super) unsafe fn exact_sum<Va: Valid>(xs: &[f64], va: Va, r0: usize) -> ((f64, f64, f64), f64) {
         super::exact_sum_valid(xs, va, r0)
     }
 
     /// Bounds are the caller's (`super::group` asserts them). `DIV`: each
     /// row's sum divided by its valid rows (counted in a fifth chain),
-    /// else times `scale`.
+    /// else times `scale`. Per segment: whether it stayed finite, the
+    /// largest `|c|` and the smallest `|s + c|` (`super::certify`).
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn group<const MODE: u8, const DIV: bool, Va: Valid, Kp: Valid>(
@@ -621,12 +757,14 @@ mod avx2 {
         scale: f64,
         stream: bool,
         out: &mut [f64],
-    ) -> [bool; 4] {
+    ) -> ([bool; 4], [f64; 4], [f64; 4]) {
         let s0 = st.map(|v| v.0);
         let c0 = st.map(|v| v.1);
         let n0 = st.map(|v| v.2);
         let mut s = _mm256_loadu_pd(s0.as_ptr());
         let mut c = _mm256_loadu_pd(c0.as_ptr());
+        let sign = _mm256_set1_pd(-0.0);
+        let (mut cm, mut rm) = (_mm256_andnot_pd(sign, c), _mm256_set1_pd(f64::INFINITY));
         // Valid rows per segment before the tile (whole numbers: exact).
         let mut cnt = n0;
         let sc = _mm256_set1_pd(scale);
@@ -695,7 +833,10 @@ mod avx2 {
                 let e2 = _mm256_add_pd(_mm256_sub_pd(s, _mm256_sub_pd(t2, bb)), _mm256_sub_pd(d, bb));
                 s = t2;
                 c = _mm256_add_pd(c, if MODE == INSERT { e2 } else { _mm256_add_pd(e1, e2) });
-                r[t] = if DIV { _mm256_add_pd(s, c) } else { _mm256_mul_pd(_mm256_add_pd(s, c), sc) };
+                cm = _mm256_max_pd(cm, _mm256_andnot_pd(sign, c));
+                let sum = _mm256_add_pd(s, c);
+                rm = _mm256_min_pd(rm, _mm256_andnot_pd(sign, sum));
+                r[t] = if DIV { sum } else { _mm256_mul_pd(sum, sc) };
             }
             let mut r = transpose(r);
             if DIV {
@@ -737,7 +878,7 @@ mod avx2 {
                         if stream {
                             _mm_sfence();
                         }
-                        return [false; 4];
+                        return ([false; 4], [0.0; 4], [0.0; 4]);
                     }
                 }
             }
@@ -747,19 +888,22 @@ mod avx2 {
             // another thread may read the rows.
             _mm_sfence();
         }
-        let mut cf = [0.0; 4];
+        let (mut cf, mut cmf, mut rmf) = ([0.0; 4], [0.0; 4], [0.0; 4]);
         _mm256_storeu_pd(cf.as_mut_ptr(), c);
-        cf.map(|v| v.is_finite())
+        _mm256_storeu_pd(cmf.as_mut_ptr(), cm);
+        _mm256_storeu_pd(rmf.as_mut_ptr(), rm);
+        (cf.map(|v| v.is_finite()), cmf, rmf)
     }
 }
 
 /// Rows `[b0, b1)` on one chain from the exact sum of the window before
-/// `b0`: whether it stayed finite (an inf / NaN makes the compensation
+/// `b0`: its [`Run`] (not finite: an inf / NaN made the compensation
 /// NaN; the caller redoes the rows with [`counted_block`]), so a finite
 /// column is read once.
 #[inline(always)]
-fn finite_block<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, b0: usize, b1: usize, how: Out, out: &mut [f64]) -> bool {
-    let (mut s, mut c, mut n) = start_state(x, va, window, b0);
+fn finite_block<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, b0: usize, b1: usize, how: Out, out: &mut [f64]) -> Run {
+    let ((mut s, mut c, mut n), mut cm) = start_state(x, va, window, b0);
+    let mut rm = f64::INFINITY;
     // Rows before `window` only insert (partial windows at the start).
     let mid = window.clamp(b0, b1);
     for (o, i) in out[..mid - b0].iter_mut().zip(b0..mid) {
@@ -768,10 +912,12 @@ fn finite_block<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, b0: usize, b1
         s = t;
         c += e;
         n += w;
+        cm = cm.max(c.abs());
+        rm = rm.min((s + c).abs());
         *o = store(s + c, n, how);
     }
     if mid == b1 {
-        return s.is_finite() && c.is_finite();
+        return Run { finite: s.is_finite() && c.is_finite(), cm, rm };
     }
     for (o, i) in out[mid - b0..].iter_mut().zip(mid..b1) {
         let ((a, wa), (b, wb)) = (row(x, va, i), row(x, va, i - window));
@@ -780,9 +926,11 @@ fn finite_block<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, b0: usize, b1
         s = t;
         c += e1 + e2;
         n += wa - wb;
+        cm = cm.max(c.abs());
+        rm = rm.min((s + c).abs());
         *o = store(s + c, n, how);
     }
-    s.is_finite() && c.is_finite()
+    Run { finite: s.is_finite() && c.is_finite(), cm, rm }
 }
 
 /// The same with non-finite values counted apart (`FSum`), per row.
@@ -1073,18 +1221,13 @@ mod tests {
         crate::rolling::assert_filled(&v);
     }
 
-    /// Known defect (found by the NaN-runs proptest, 2026-11-29): seven
-    /// values of -1e300 in and near a segment's start window make the
-    /// compensation carry rounding errors of ~1e284 (the start state's
-    /// merge of lanes, and the kernel's adds at that magnitude), which
-    /// swallow the small values' sum; once the huge values have left the
-    /// window the rows read 0 instead of their sums. pandas' and
-    /// bottleneck's running sums fail there too, but this kernel promises
-    /// its error bound. A fix: find the segments whose running |s| rose
-    /// far above their later rows' and redo those rows from an exact
-    /// accumulator (`counted_block`'s `FSum` is an `s + c` too: not that).
+    /// Found by the NaN-runs proptest (2026-11-29): seven values of
+    /// -1e300 in and near a segment's start window made the compensation
+    /// carry rounding errors of ~1e284, which swallowed the small values'
+    /// sum; once the huge values had left the window the rows read 0
+    /// instead of their sums (pandas' and bottleneck's running sums still
+    /// do). [`certify`] finds those rows and [`exact_rows`] redoes them.
     #[test]
-    #[ignore = "known defect: huge values leaving the window (see the doc)"]
     fn huge_values_leaving_the_window_keep_the_small_sum() {
         let (n, w) = (176_097, 22_486);
         let mut st = 0x9E37_79B9_7F4A_7C15u64;
