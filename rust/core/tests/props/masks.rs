@@ -267,23 +267,24 @@ fn column_huge(n: usize, seed: u64, clusters: usize, big: f64, p_missing: f64) -
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
 
     /// The per-row sums and means (every thread count, nulls or not) equal
     /// the exact sums to 1e-9 of the window's own largest value once huge
     /// values have left it (sum.rs `certify`): the 2026-11-29 defect.
     #[test]
     fn huge_values_leaving_windows_keep_the_sums(
-        n in prop_oneof![1usize..2_000, 30_000usize..200_000],
+        n in prop_oneof![1usize..2_000, 30_000usize..100_000],
         seed in any::<u64>(),
         clusters in 1usize..6,
         big in prop_oneof![Just(1e300), Just(1e15), Just(1e200)],
         p_missing in prop_oneof![Just(0.0), Just(0.01)],
-        w in prop_oneof![1usize..16, 16usize..2_000, 2_000usize..40_000],
+        w in prop_oneof![1usize..16, 16usize..2_000, 2_000usize..20_000],
         threads in 1usize..4,
     ) {
         let (xs, ok) = column_huge(n, seed, clusters, big, p_missing);
-        check(&xs, &ok, w, threads, &[DataType::Float64], (n / 20_000).max(1), &[AggKind::Sum, AggKind::Mean])?;
+        // (the oracle sums a window a sampled row: about 2M values a case)
+        check(&xs, &ok, w, threads, &[DataType::Float64], (n * w.min(n) / 2_000_000).max(1), &[AggKind::Sum, AggKind::Mean])?;
     }
 }
 
