@@ -525,6 +525,43 @@ impl<T: Num> AggOp for Geomean<T> {
 mod tests {
     use super::*;
 
+    /// `Partials` is `math.fsum` (values from CPython's), rounds half-way
+    /// cases as it does, and slides: once the huge values are taken out
+    /// again the small ones' sum is exact, in any order.
+    #[test]
+    fn partials_are_fsum_and_slide() {
+        let sum = |xs: &[f64]| {
+            let mut p = Partials::default();
+            xs.iter().for_each(|&x| p.add(x));
+            p.value()
+        };
+        assert_eq!(sum(&[1e16, 1.0, 1e-16]), 10000000000000002.0);
+        assert_eq!(sum(&[0.1; 10]), 1.0);
+        assert_eq!(sum(&[1e300, 1.0, -1e300, 1e-300]), 1.0);
+        assert_eq!(sum(&[]), 0.0);
+        let mut st = 0x2545_F491_4F6C_DD1Du64;
+        let mut p = Partials::default();
+        let (mut small, mut bigs) = (0i64, Vec::new());
+        for i in 0..5_000 {
+            st ^= st << 13;
+            st ^= st >> 7;
+            st ^= st << 17;
+            let k = (st % 2001) as i64 - 1000;
+            if i % 97 == 0 {
+                let b = (k as f64 + 0.37) * 1e299;
+                bigs.push(b);
+                p.add(b);
+            } else {
+                small += k;
+                p.add(k as f64 / 16.0);
+            }
+        }
+        for b in bigs.iter().rev() {
+            p.add(-b);
+        }
+        assert_eq!(p.value(), small as f64 / 16.0);
+    }
+
     /// The pane fold of integer means is the exact sum, at the types'
     /// limits too (where an i64 sum wraps).
     #[test]

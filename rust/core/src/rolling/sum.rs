@@ -9,7 +9,11 @@
 //! exact sum of the window before it (the first from an empty window at row
 //! 0), so error accumulates over one segment only; four at a time: the four
 //! chains interleave, and on x86-64 with AVX2 (detected at run time) they
-//! are the four lanes of one vector.
+//! are the four lanes of one vector. `c` itself rounds at the largest
+//! magnitude the run has held (values near 1e300 that have left the window
+//! take the small values' sum with them), so each run tracks its largest
+//! `|c|` and smallest `|s + c|`, and the rows whose bound is not small next
+//! to their sum are redone from Shewchuk's exact partials ([`certify`]).
 //!
 //! Non-finite values: any inf / NaN a segment reads makes its TwoSum
 //! errors, hence `c`, NaN; such a job is redone by the same kernel on its
