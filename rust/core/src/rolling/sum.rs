@@ -31,15 +31,13 @@ use crate::engine::{Column, ToArrow};
 use crate::ops::arith::two_sum;
 use crate::ops::{FSum, Num, Partials, SumAcc};
 
-/// Row `i`'s value, or 0 where `va` says it is missing (its slot may hold
-/// anything, NaN included: selected, not multiplied).
+/// Row `i`'s value, or 0 where bit 0 of `ok` says it is missing (its slot
+/// may hold anything, NaN included: its bits cleared, not multiplied).
+/// No branch, so lanes of these vectorise (the start windows' eight were
+/// scalar with one: a third of the masked mean's time at window 2^20).
 #[inline(always)]
 fn value<T: Num>(v: T, ok: u64) -> f64 {
-    if ok & 1 == 1 {
-        v.to_f64()
-    } else {
-        0.0
-    }
+    f64::from_bits(v.to_f64().to_bits() & 0u64.wrapping_sub(ok & 1))
 }
 
 /// Exact-ish sum of the valid rows of `xs` (rows `r0..` of the column `va`
@@ -60,11 +58,7 @@ fn exact_sum_valid<T: Num, Va: Valid>(xs: &[T], va: Va, r0: usize) -> ((f64, f64
         let b = if Va::ALL { u64::MAX } else { va.bits(r) };
         n += (b & 0xFF).count_ones() as u64;
         for k in 0..L {
-            // The missing rows' bits cleared (0.0), as `value`, but
-            // without a branch: the eight lanes vectorise (they were
-            // scalar, a third of the masked mean's time at window 2^20).
-            let keep = 0u64.wrapping_sub((b >> k) & 1);
-            let (t, e) = two_sum(s[k], f64::from_bits(ch[k].to_f64().to_bits() & keep));
+            let (t, e) = two_sum(s[k], value(ch[k], b >> k));
             s[k] = t;
             c[k] += e;
             // (a compare, not `f64::max`, whose NaN rule kept this scalar)
@@ -464,7 +458,7 @@ fn exact_rows<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, r0: usize, r1: 
         match at {
             Some(a) if i - a <= window => {
                 for j in a + 1..=i {
-                    let ((v, w), (o, wo)) = (row(x, va, j), if j >= window { row(x, va, j - window) } else { (0.0, 0.0) });
+                    let ((v, w), (o, wo)) = (row(x, va, j), evicted(x, va, j, window));
                     acc.add(v);
                     acc.add(-o);
                     n += w - wo;
@@ -561,6 +555,17 @@ fn start_state<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, r: usize) -> (
     exact_sum_valid(xs, va, a)
 }
 
+/// The row `i` evicts from its window: row `i - window`, or none (0, 0)
+/// in the column's first window.
+#[inline(always)]
+fn evicted<T: Num, Va: Valid>(x: &[T], va: Va, i: usize, window: usize) -> (f64, f64) {
+    if i >= window {
+        row(x, va, i - window)
+    } else {
+        (0.0, 0.0)
+    }
+}
+
 /// Row `i`'s value (0 where missing) and weight (1 or 0).
 #[inline(always)]
 fn row<T: Num, Va: Valid>(x: &[T], va: Va, i: usize) -> (f64, f64) {
@@ -607,7 +612,7 @@ fn group_portable<T: Num, Va: Valid>(
         }
         for k in 0..4 {
             let i = b0 + k * seg + j;
-            let (old, wo) = if i >= window { row(x, va, i - window) } else { (0.0, 0.0) };
+            let (old, wo) = evicted(x, va, i, window);
             let (new, wn) = row(x, va, i);
             let (d, e1) = two_sum(new, -old);
             let (t, e2) = two_sum(s[k], d);
@@ -749,7 +754,7 @@ mod avx2 {
         } else if i + 4 <= window {
             (_mm256_setzero_pd(), _mm256_setzero_pd())
         } else {
-            let v: [(f64, f64); 4] = std::array::from_fn(|t| if i + t >= window { super::row(x, va, i + t - window) } else { (0.0, 0.0) });
+            let v: [(f64, f64); 4] = std::array::from_fn(|t| super::evicted(x, va, i + t, window));
             (_mm256_loadu_pd(v.map(|p| p.0).as_ptr()), _mm256_loadu_pd(v.map(|p| p.1).as_ptr()))
         }
     }
