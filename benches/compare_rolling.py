@@ -15,9 +15,12 @@ the exactness claim of the sum kernel against math.fsum on a stream mixing
 10% of its rows missing at random and with runs of 10,000 missing rows (a
 sensor down; 1% of the rows), each three ways: Arrow nulls, NaN with
 ``nan="skip"`` and NaN with ``nan="propagate"``, beside the clean column in
-the same rounds; bottleneck gets the data with NaN (its missing value),
+the same rounds (and the clean column with ``nan="skip"``, the pandas
+accessor's default); bottleneck gets the data with NaN (its missing value),
 polars the nulls. Checked first: nulls against bottleneck and polars,
-``nan="skip"`` against the nulls' result bit for bit, ``nan="propagate"``
+``nan="skip"`` against the nulls' result (bit for bit but mean / var / std,
+whose jobs without NaN run unmasked: to 1e-13), ``nan="skip"`` on the clean
+column against ``nan="propagate"`` bit for bit, ``nan="propagate"``
 against bottleneck's result with NaN wherever the window holds a NaN
 (max / sum / mean / var / std; min is NaN only where every value is).
 """
@@ -199,8 +202,8 @@ def missing_main(a, x) -> None:
     rng = np.random.default_rng(7)
     clean = pa.array(x)
     print("| agg | window | missing | clean Mrows/s | nulls / clean | skip / clean | propagate / clean "
-          "| nulls vs bottleneck | skip vs bottleneck | propagate vs bottleneck | nulls vs polars |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| skip, no NaN / clean | nulls vs bottleneck | skip vs bottleneck | propagate vs bottleneck | nulls vs polars |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for kind in MISSING:
         miss = holes(len(x), kind, rng)
         xn = np.where(miss, np.nan, x)
@@ -229,6 +232,8 @@ def missing_main(a, x) -> None:
                     "nulls": lambda: sw.rolling(nulls, w, agg),
                     "skip": lambda: sw.rolling(withnan, w, agg, nan="skip"),
                     "propagate": lambda: sw.rolling(withnan, w, agg, nan="propagate"),
+                    # The pandas accessor's default on a column without NaN.
+                    "skip0": lambda: sw.rolling(clean, w, agg, nan="skip"),
                     "bottleneck": bnf,
                     "polars": plf,
                 }
@@ -252,7 +257,9 @@ def missing_main(a, x) -> None:
                     tol["rtol"] = 1e-6
                 check(case, got, want, "bottleneck", **tol)
                 check(case, got, plf(), "polars", **(tolerance(agg, "polars", x, w) if agg != "range" else {"rtol": 0.0}))
-                check(case + ', nan="skip"', calls["skip"](), got, "slidewise on nulls", rtol=0.0)
+                # Jobs without NaN run unmasked: mean / var / std within ulps.
+                check(case + ', nan="skip"', calls["skip"](), got, "slidewise on nulls", rtol=1e-13)
+                check(f"rolling {agg}, window {w:,}, no NaN, nan=\"skip\"", calls["skip0"](), calls["clean"](), "slidewise, nan=\"propagate\"", rtol=0.0)
                 if agg != "median":  # NaN is a value there (above +inf), bottleneck's median skips it
                     prop_want = want if agg == "min" else np.where(valid_in_window(miss, w) > 0, np.nan, want)
                     check(case + ', nan="propagate"', calls["propagate"](), prop_want, "bottleneck, NaN where the window holds one", **tol)
@@ -260,7 +267,7 @@ def missing_main(a, x) -> None:
                 del got, want
                 t = timed(calls, a.repeat)
                 r = {k: len(x) / v / 1e6 for k, v in t.items()}
-                share = [f"{r[k] / r['clean']:.2f}x" for k in ("nulls", "skip", "propagate")]
+                share = [f"{r[k] / r['clean']:.2f}x" for k in ("nulls", "skip", "propagate", "skip0")]
                 vs = [f"{r[k] / r['bottleneck']:.1f}x" for k in ("nulls", "skip", "propagate")]
                 print(f"| {agg} | {w:,} | {kind} | {r['clean']:.0f} | " + " | ".join(share + vs)
                       + f" | {r['nulls'] / r['polars']:.1f}x |", flush=True)

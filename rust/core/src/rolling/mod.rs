@@ -242,7 +242,7 @@ pub fn rolling_skip_nan_dyn(
             AggKind::Max => Some(extreme::rolling_extreme_skip::<T, true>(col, window, mp, th)),
             AggKind::Min => Some(extreme::rolling_extreme_skip::<T, false>(col, window, mp, th)),
             AggKind::Range => Some(extreme::rolling_range_skip::<T>(col, window, mp, th)),
-            AggKind::Sum | AggKind::Mean => sum::rolling_skip_nan::<T>(col, window, mp, agg == AggKind::Mean, split),
+            AggKind::Sum | AggKind::Mean => Some(sum::rolling_skip_nan::<T>(col, window, mp, agg == AggKind::Mean, split)),
             AggKind::Var => var(1, false),
             AggKind::Std => var(1, true),
             AggKind::VarPop => var(0, false),
@@ -581,12 +581,10 @@ fn validity(n: usize, window: usize, need: usize, counts: Option<&[u32]>) -> Opt
 }
 
 /// A valid-or-not NaN among the first 65,536 rows of `values` or in a
-/// 64-row word every 8,192 rows after: whether the `nan="skip"` sums and
-/// variances mask NaN as they go (else the NaN-to-null pass over threads decides,
-/// [`valid::nan_as_null`]: on a column without NaN, a search for a first
-/// one on one thread would cost more than the pass). The words after find
-/// a sensor down for 8,256 rows or more anywhere (issue 36's runs of
-/// 10,000: the pass took mean at window 2^16 to 0.49x of its clean speed).
+/// 64-row word every 8,192 rows after (a sensor down for 8,256 rows or
+/// more anywhere): whether the `nan="skip"` sums and variances mask every
+/// job (the column holds NaN) or run each unmasked until it meets one
+/// ([`sum::float_sums_skip`], [`valid::Words`]).
 fn nan_seen<T: Copy + PartialEq + 'static>(values: &[T]) -> bool {
     let head = values.len().min(1 << 16);
     values[..head].chunks(64).any(|c| valid::nan_bits(c) != 0)

@@ -84,27 +84,28 @@ pub(super) fn rolling_var<T: FastNum>(col: &Column<T>, window: usize, min_period
 /// missing, as its null rows are, each job masking them as its rows come
 /// into cache ([`fast_rows`]) instead of a NaN-to-null pass over the
 /// column first; the jobs and masks of the nulls path, so the same bits.
-/// `None` (the caller takes the pass) for other types, windows of one,
-/// where a square could overflow, or where no NaN shows where
-/// [`super::nan_seen`] looks (a column without NaN runs the unmasked
-/// kernel after the pass: faster than masks of all ones, and the bits of
-/// `nan="propagate"`).
+/// A job without NaN runs as `nan="propagate"` runs it, unmasked (within
+/// a few ulps of the masked kernel): a column without NaN gets its bits
+/// at its speed. `None` (the caller
+/// takes the pass) for other types, windows of one, or where a square
+/// could overflow.
 pub(super) fn rolling_var_skip<T: Num>(col: &Column<T>, window: usize, min_periods: usize, ddof: usize, sqrt: bool, threads: usize) -> Option<ArrayRef> {
     let (x, n) = (as_f64(col.values)?, col.len());
-    if window <= 1 || !super::nan_seen(x) {
+    if window <= 1 {
         return None;
     }
+    let first = !super::nan_seen(x);
     let mut out = super::buffer_to_fill(n);
     let words = Words::zeroed(n);
     let ok = match col.nulls {
-        None => var_into_split(x, All, Words(&words), window, ddof as f64, sqrt, &mut out, threads),
-        Some(nb) => var_into_split(x, Bitmap::new(nb), Words(&words), window, ddof as f64, sqrt, &mut out, threads),
+        None => var_into_split(x, All, Words(&words, first), window, ddof as f64, sqrt, &mut out, threads),
+        Some(nb) => var_into_split(x, Bitmap::new(nb), Words(&words, first), window, ddof as f64, sqrt, &mut out, threads),
     };
     if !ok {
         return None;
     }
     super::assert_filled(&out);
-    let nulls = super::out_nulls(Some(&Words::into_nulls(words, n)), n, window, min_periods.max(ddof + 1));
+    let nulls = super::out_nulls(Words::into_masked(words, n, col.nulls).as_ref().or(col.nulls), n, window, min_periods.max(ddof + 1));
     Some(f64::to_arrow(out, nulls))
 }
 
@@ -1246,9 +1247,16 @@ fn fast_rows<V: Lane, V1: Lane, Va: Valid, K: Sink>(x: &[f64], va: Va, sink: K, 
             continue;
         }
         if K::SKIP {
-            // `nan="skip"`: the job's own mask (its NaN rows missing), built
-            // as its rows come into cache, then put in the column's.
+            // `nan="skip"`: the job as it is first, as `nan="propagate"`
+            // runs it (the probe of its first rows, then the kernel's own
+            // check, stop at an inf / NaN): a column without NaN costs no
+            // mask. Else the job's own mask (its NaN rows missing), built
+            // as its rows come into cache; either put in the column's.
             let (lo, hi) = (a.saturating_sub(window), a + k * blen);
+            if sink.as_is() && !super::valid::any_non_finite(x, va, lo, hi) && fast_job::<V, V1, Va>(x, va, window, a, blen, k, ddof, sqrt, out, r0, true)?.is_empty() {
+                sink.put(va, a, hi);
+                continue;
+            }
             let mask = skip_mask(x, va, lo, hi);
             let local = Bitmap::local(&mask, lo);
             bad += rows_job::<V, V1, Bitmap>(x, local, window, a, blen, k, ddof, sqrt, out, r0, &mut hint)?;
