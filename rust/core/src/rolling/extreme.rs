@@ -956,18 +956,18 @@ fn range_of<T: FastNum>(hi: &[T], lo: &[T], nulls: Option<arrow_buffer::NullBuff
 /// the sums make).
 pub(super) fn rolling_extreme_skip<T: FastNum, const MAX: bool>(col: &Column<T>, window: usize, min_periods: usize, threads: usize) -> ArrayRef {
     let (out, nb) = extreme_skip_split::<T, MAX>(col, window, threads);
-    T::to_arrow(out, super::out_nulls(nb.as_ref().or(col.nulls), col.len(), window, min_periods.max(1)))
+    T::to_arrow(out, super::out_nulls(nb.as_ref(), col.len(), window, min_periods.max(1)))
 }
 
 /// `nan="skip"` range: [`rolling_extreme_skip`]'s max and min.
 pub(super) fn rolling_range_skip<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize, threads: usize) -> ArrayRef {
     let (hi, nb) = extreme_skip_split::<T, true>(col, window, threads);
     let (lo, _) = extreme_skip_split::<T, false>(col, window, threads);
-    range_of::<T>(&hi, &lo, super::out_nulls(nb.as_ref().or(col.nulls), col.len(), window, min_periods.max(1)))
+    range_of::<T>(&hi, &lo, super::out_nulls(nb.as_ref(), col.len(), window, min_periods.max(1)))
 }
 
 /// [`extreme_values_split`] with `nan="skip"`: the values and the
-/// column's validity with its NaN rows cleared (`None`: it had none).
+/// validity its output derives from ([`Words::validity`]).
 fn extreme_skip_split<T: FastNum, const MAX: bool>(col: &Column<T>, window: usize, threads: usize) -> (Vec<T>, Option<arrow_buffer::NullBuffer>) {
     let (x, n) = (col.values, col.len());
     let level = detected();
@@ -983,7 +983,7 @@ fn extreme_skip_split<T: FastNum, const MAX: bool>(col: &Column<T>, window: usiz
         }
     }
     super::assert_filled(&out);
-    (out, Words::into_masked(words, n, col.nulls))
+    (out, Words::validity(words, n, col.nulls))
 }
 
 #[cfg(test)]

@@ -86,9 +86,8 @@ pub(super) fn rolling_var<T: FastNum>(col: &Column<T>, window: usize, min_period
 /// column first; the jobs and masks of the nulls path, so the same bits.
 /// A job without NaN runs as `nan="propagate"` runs it, unmasked (within
 /// a few ulps of the masked kernel): a column without NaN gets its bits
-/// at its speed. `None` (the caller
-/// takes the pass) for other types, windows of one, or where a square
-/// could overflow.
+/// at its speed. `None` (the caller takes the pass) for other types,
+/// windows of one, or where a square could overflow.
 pub(super) fn rolling_var_skip<T: Num>(col: &Column<T>, window: usize, min_periods: usize, ddof: usize, sqrt: bool, threads: usize) -> Option<ArrayRef> {
     let (x, n) = (as_f64(col.values)?, col.len());
     if window <= 1 {
@@ -105,7 +104,7 @@ pub(super) fn rolling_var_skip<T: Num>(col: &Column<T>, window: usize, min_perio
         return None;
     }
     super::assert_filled(&out);
-    let nulls = super::out_nulls(Words::into_masked(words, n, col.nulls).as_ref().or(col.nulls), n, window, min_periods.max(ddof + 1));
+    let nulls = super::out_nulls(Words::validity(words, n, col.nulls).as_ref(), n, window, min_periods.max(ddof + 1));
     Some(f64::to_arrow(out, nulls))
 }
 
@@ -1253,7 +1252,7 @@ fn fast_rows<V: Lane, V1: Lane, Va: Valid, K: Sink>(x: &[f64], va: Va, sink: K, 
             // mask. Else the job's own mask (its NaN rows missing), built
             // as its rows come into cache; either put in the column's.
             let (lo, hi) = (a.saturating_sub(window), a + k * blen);
-            if sink.as_is() && !super::valid::any_non_finite(x, va, lo, hi) && fast_job::<V, V1, Va>(x, va, window, a, blen, k, ddof, sqrt, out, r0, true)?.is_empty() {
+            if sink.as_is() && first_job::<V, V1, Va>(x, va, window, a, blen, k, ddof, sqrt, out, r0)?.is_some_and(|b| b.is_empty()) {
                 sink.put(va, a, hi);
                 continue;
             }
@@ -1274,8 +1273,7 @@ fn fast_rows<V: Lane, V1: Lane, Va: Valid, K: Sink>(x: &[f64], va: Va, sink: K, 
 #[allow(clippy::too_many_arguments)]
 fn rows_job<V: Lane, V1: Lane, Va: Valid>(x: &[f64], va: Va, window: usize, a: usize, blen: usize, k: usize, ddof: f64, sqrt: bool, out: &mut [f64], r0: usize, hint: &mut bool) -> Option<usize> {
     let hi = a + k * blen;
-    *hint = *hint || super::valid::any_non_finite(x, va, a.saturating_sub(window), hi);
-    let first = if *hint { None } else { Some(fast_job::<V, V1, Va>(x, va, window, a, blen, k, ddof, sqrt, out, r0, true)?) };
+    let first = if *hint { None } else { first_job::<V, V1, Va>(x, va, window, a, blen, k, ddof, sqrt, out, r0)? };
     if first.as_ref().is_some_and(|b| b.is_empty()) {
         return Some(0);
     }
@@ -1316,6 +1314,19 @@ fn rows_job<V: Lane, V1: Lane, Va: Valid>(x: &[f64], va: Va, window: usize, a: u
     }
     m.apply(a, hi, &mut out[a - r0..hi - r0]);
     Some(failed.len())
+}
+
+/// A job's unmasked attempt, which stops at the first inf / NaN its sums
+/// meet ([`fast_job`] with `bail`): the blocks that failed, or `Some(None)`
+/// where the probe of its first rows finds one (the attempt would stop at
+/// once; only the speed depends on it); `None` as [`fast_job`].
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn first_job<V: Lane, V1: Lane, Va: Valid>(x: &[f64], va: Va, window: usize, a: usize, blen: usize, k: usize, ddof: f64, sqrt: bool, out: &mut [f64], o0: usize) -> Option<Option<Vec<(usize, usize)>>> {
+    if super::valid::any_non_finite(x, va, a.saturating_sub(window), a + k * blen) {
+        return Some(None);
+    }
+    fast_job::<V, V1, Va>(x, va, window, a, blen, k, ddof, sqrt, out, o0, true).map(Some)
 }
 
 /// One job of the fast path's plan (`k` blocks of `blen` rows from `a`)

@@ -163,44 +163,42 @@ fn jobs_into(
 
 /// `nan="skip"` sums of a float column: its NaN rows missing, as its null
 /// rows are, without a NaN-to-null pass over the column first (issue 36:
-/// that pass read the column from memory once more). With `plain_first`
-/// (no NaN where [`super::nan_seen`] looks) each job first runs on the
+/// that pass read the column from memory once more). With `plain` (no
+/// NaN where [`super::nan_seen`] looks) each job first runs on the
 /// column as it is, as `nan="propagate"` does: its kernel stops at the
 /// first inf / NaN it reads ([`as_is`]), so a job without one (every job
 /// of a column without NaN: the pandas accessor's default, which paid
 /// the pass and ran at 0.6x of the clean speed) costs no mask; a column
-/// seen to hold NaN does not try (with runs of NaN in most long jobs, each
-/// ran up to its first NaN twice: 0.75x of the masks' speed at window
-/// 2^20). A job that meets one, or every job then, builds the validity of its rows and of the window
-/// before them (`valid AND NOT isnan`, a 64-row word at a time), which
-/// brings them into cache for its kernel; its kernel reads that as any
-/// bitmap. Each job writes its words of the column's validity, from
-/// which the caller derives the output's: `None` where no job masked a
-/// NaN (the column's own validity stands). The jobs and masks of the
-/// nulls path: the same bits; `plain`: how the jobs run as they are
-/// store (a mean without nulls as `nan="propagate"` has it, times
-/// `1 / window`: its bits where the column has no NaN).
+/// seen to hold NaN does not try (with runs of NaN in most long jobs,
+/// each ran up to its first NaN twice: 0.75x of the masks' speed at
+/// window 2^20). A job that meets one, or every job then, builds the
+/// validity of its rows and of the window before them (`valid AND NOT
+/// isnan`, a 64-row word at a time), which brings them into cache for its
+/// kernel; its kernel reads that as any bitmap. Each job writes its words
+/// of the column's validity, from which the caller derives the output's
+/// ([`Words::validity`]). The jobs and masks of the nulls path: the same
+/// bits; `plain`: how the jobs run as they are store (a mean without
+/// nulls as `nan="propagate"` has it, times `1 / window`: its bits where
+/// the column has no NaN), `None`: none does.
 pub(super) fn float_sums_skip<T: Num>(
     x: &[T],
     nulls: Option<&NullBuffer>,
     window: usize,
     how: Out,
-    plain: Out,
-    plain_first: bool,
+    plain: Option<Out>,
     threads: usize,
     min_rows: usize,
 ) -> (Vec<f64>, Option<NullBuffer>) {
     let n = x.len();
     let words = Words::zeroed(n);
-    let sink = Words(&words, plain_first);
+    let sink = Words(&words, plain.is_some());
     let each = |job: &Job, stream: bool, o: &mut [f64], hint: &mut bool| {
-        let done = sink.as_is()
-            && match nulls {
-                Some(nb) => as_is(x, Bitmap::new(nb), window, job, plain, stream, o, sink),
-                None => as_is(x, All, window, job, plain, stream, o, sink),
-            };
+        let done = plain.is_some_and(|p| match nulls {
+            Some(nb) => as_is(x, Bitmap::new(nb), window, job, p, stream, o, sink),
+            None => as_is(x, All, window, job, p, stream, o, sink),
+        });
         if done {
-            if plain != how {
+            if plain != Some(how) {
                 rescale_partial(job.r0, o, window);
             }
             return;
@@ -215,16 +213,15 @@ pub(super) fn float_sums_skip<T: Num>(
         sink.put(va, job.r0, job.r1);
     };
     let out = jobs_into(n, window, threads, min_rows, each, |_, _| {});
-    (out, Words::into_masked(words, n, nulls))
+    (out, Words::validity(words, n, nulls))
 }
 
 /// A `nan="skip"` job run on the column as it is ([`float_sums_skip`]):
 /// true, its rows stored and its validity put, if it read no inf / NaN
-/// (the probe of its first rows, then the kernel's own check); false, its
-/// rows garbage, else.
+/// ([`first_attempt`]); false, its rows garbage, else.
 #[allow(clippy::too_many_arguments)]
 fn as_is<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, job: &Job, how: Out, stream: bool, out: &mut [f64], sink: Words) -> bool {
-    let ok = !any_non_finite(x, va, job.r0.saturating_sub(window), job.r1) && attempt(x, va, All, window, job, how, stream, true, out).is_empty();
+    let ok = first_attempt(x, va, window, job, how, stream, out).is_some_and(|bad| bad.is_empty());
     if ok {
         sink.put(va, job.r0, job.r1);
     }
@@ -318,10 +315,7 @@ fn plan(window: usize, r0: usize, r1: usize, long: bool, jobs: &mut Vec<Job>) {
 /// that overflow go to [`counted_block`].
 #[allow(clippy::too_many_arguments)]
 fn run_job<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, job: &Job, how: Out, stream: bool, out: &mut [f64], hint: &mut bool) {
-    // A non-finite value among the job's first rows would stop the
-    // attempt: scan at once (only the speed depends on it).
-    *hint = *hint || any_non_finite(x, va, job.r0.saturating_sub(window), job.r1);
-    let first = (!*hint).then(|| attempt(x, va, All, window, job, how, stream, true, out));
+    let first = if *hint { None } else { first_attempt(x, va, window, job, how, stream, out) };
     if first.as_ref().is_some_and(|bad| bad.is_empty()) {
         return;
     }
@@ -368,6 +362,14 @@ fn run_job<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, job: &Job, how: Ou
     if let Some(m) = marks {
         m.infinities(job.r0, job.r1, out);
     }
+}
+
+/// A job's unmasked attempt, which stops at the first inf / NaN its
+/// kernel reads ([`attempt`]): the segments that did not stay finite, or
+/// `None` where the probe of its first rows finds one (the attempt would
+/// stop at once; only the speed depends on it).
+fn first_attempt<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, job: &Job, how: Out, stream: bool, out: &mut [f64]) -> Option<Vec<(usize, usize)>> {
+    (!any_non_finite(x, va, job.r0.saturating_sub(window), job.r1)).then(|| attempt(x, va, All, window, job, how, stream, true, out))
 }
 
 /// [`run_job`]'s kernels over the rows `va` says are valid, each row's
@@ -1152,10 +1154,9 @@ pub(super) fn rolling_mean<T: FastNum>(col: &Column<T>, window: usize, min_perio
 pub(super) fn rolling_skip_nan<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize, mean: bool, split: Split) -> ArrayRef {
     let n = col.len();
     let how = if mean { Out::PerValid } else { Out::Scale(1.0) };
-    let first = !super::nan_seen(col.values);
-    let plain = if mean && col.nulls.is_none() && first { Out::Scale(1.0 / window as f64) } else { how };
-    let (out, nb) = float_sums_skip(col.values, col.nulls, window, how, plain, first, split.threads(n), split.min_rows);
-    f64::to_arrow(out, super::out_nulls(nb.as_ref().or(col.nulls), n, window, min_periods.max(1)))
+    let plain = (!super::nan_seen(col.values)).then_some(if mean && col.nulls.is_none() { Out::Scale(1.0 / window as f64) } else { how });
+    let (out, nb) = float_sums_skip(col.values, col.nulls, window, how, plain, split.threads(n), split.min_rows);
+    f64::to_arrow(out, super::out_nulls(nb.as_ref(), n, window, min_periods.max(1)))
 }
 
 /// [`rolling_mean`]'s values of `xs` alone (null slots zeroed, `counts`

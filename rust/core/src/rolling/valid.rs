@@ -603,13 +603,16 @@ impl Words<'_> {
         NullBuffer::new(BooleanBuffer::new(arrow_buffer::Buffer::from_vec(words), 0, n))
     }
 
-    /// [`Words::into_nulls`], or `None` where the words are the column's
-    /// own validity `nulls` (no NaN was masked: the words, `nulls AND NOT
-    /// isnan`, clear no more rows), so that its output's validity is the
-    /// one `nan="propagate"` gives.
-    pub(crate) fn into_masked(words: Vec<AtomicU64>, n: usize, nulls: Option<&NullBuffer>) -> Option<NullBuffer> {
+    /// The validity a `nan="skip"` output derives from: the words
+    /// ([`Words::into_nulls`]), or the column's own `nulls` where they
+    /// clear no more rows (no NaN was masked: the words are `nulls AND NOT
+    /// isnan`), so that it is the one `nan="propagate"` gives.
+    pub(crate) fn validity(words: Vec<AtomicU64>, n: usize, nulls: Option<&NullBuffer>) -> Option<NullBuffer> {
         let nb = Words::into_nulls(words, n);
-        (nb.null_count() != nulls.map_or(0, NullBuffer::null_count)).then_some(nb)
+        if nb.null_count() == nulls.map_or(0, NullBuffer::null_count) {
+            return nulls.cloned();
+        }
+        Some(nb)
     }
 }
 
