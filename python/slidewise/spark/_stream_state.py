@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ._kernels import _canon_key, _key_ids
+from ._kernels import _canon_key
 
 # The input's extra columns (no leading "__": Spark's stateful Python
 # operators rename such columns): the value's null flag (pandas has NaN for null and
@@ -324,24 +324,24 @@ _NO_TIME = -(1 << 62)  # no watermark seen
 def _group_ids(t: pa.Table, by: List[str]) -> Tuple[np.ndarray, int]:
     """(a dense id per row of ``t`` for its ``by`` tuple, the id count), as
     Spark groups (:func:`._kernels._canon_key`). The columns' dictionary
-    codes combined in mixed radix, made dense through a table when their
-    product is small (a bucket's keys by panes or window ends): no sort."""
+    codes combined in mixed radix, made dense through a table while their
+    product is small (a bucket's keys by panes or window ends: no sort),
+    else by numpy's unique (keys by row times, in sessions)."""
     import pyarrow.compute as pc
 
     n = t.num_rows
     if not n:
         return np.empty(0, np.int64), 0
-    codes, size = [], 1
+    ids, size, dense = np.zeros(n, np.int64), 1, True
     for c in by:
         d = pc.dictionary_encode(_canon_key(t.column(c)), null_encoding="encode")
-        codes.append((d.indices.to_numpy(zero_copy_only=False).astype(np.int64), len(d.dictionary)))
-        size *= len(d.dictionary)
-    if size > 4 * n + 65536:
-        ids = _key_ids([_canon_key(t.column(c)) for c in by])
-        return ids, int(ids.max()) + 1
-    ids = codes[0][0]
-    for i, m in codes[1:]:
-        ids = ids * m + i
+        i, m = d.indices.to_numpy(zero_copy_only=False).astype(np.int64), len(d.dictionary)
+        ids, size, dense = ids * m + i, size * m, size == 1  # (one column's codes are dense)
+        if size > 4 * n + 65536:  # made dense: no overflow, and the table below stays small
+            u, ids = np.unique(ids, return_inverse=True)
+            size, dense = len(u), True
+    if dense:
+        return ids, size
     seen = np.zeros(size, np.int64)
     seen[ids] = 1
     dense = np.cumsum(seen) - 1
@@ -434,9 +434,10 @@ def _encode_bucket(final: int, buckets: int, panes: pa.Table) -> bytes:
     import struct
 
     sink = pa.BufferOutputStream()
-    # zstd: a fifth of the bytes Spark hands back and forth and RocksDB
-    # writes each batch, for ~1 ms a bucket (the reader finds the codec)
-    opts = pa.ipc.IpcWriteOptions(compression="zstd" if pa.Codec.is_available("zstd") else None)
+    # lz4: a third of the bytes Spark hands back and forth and RocksDB
+    # writes each batch, for ~0.3 ms a bucket (zstd: a fifth, for ~1 ms);
+    # the reader finds the codec
+    opts = pa.ipc.IpcWriteOptions(compression="lz4" if pa.Codec.is_available("lz4") else None)
     with pa.ipc.new_stream(sink, panes.schema, options=opts) as w:
         w.write_table(panes)
     return _seal(_BUCKET_MAGIC, struct.pack("<qq", final, buckets) + sink.getvalue().to_pybytes())
@@ -520,30 +521,33 @@ def _pane_ends(p: np.ndarray, g: int, r: int, s: int, after: int, upto: int) -> 
     return lo, np.maximum(np.minimum((p * g + r) // s, upto // s) - lo + 1, 0)
 
 
-def _out_frame(keys: List[str], kcols: Dict[str, Any], qi, start, end, val: np.ndarray, null: np.ndarray,
+def _out_frame(keys: List[str], kcols: Dict[str, Any], qi, start, end, val: Any, null: Any,
                late_col: bool, time=None) -> pd.DataFrame:
     """Output rows of query ``qi`` (its index, or one per row), the keys
     per row (``kcols``: arrays), start and end in int64 us; with
     ``late_col`` the late rows' time column too (``time``: a late row's
     time; the rows are then late rows: ``qi`` -1, no window). pyspark turns
     a pandas NaN into null, so the value's state says which it is (0 a
-    number, 1 null, 2 NaN)."""
-    n = len(val)
-    nan = np.isnan(val) & ~null
+    number, 1 null, 2 NaN). ``val`` and ``null`` as lists (one array per
+    query): the wide form, a value and state column per query."""
+    wide = isinstance(val, list)
+    n = len(val[0]) if wide else len(val)
     zeros = np.zeros(n, np.int64)
     # strings as object dtype: pandas 3's Arrow-backed str columns, once
     # concatenated, hold chunked arrays, which trip pyspark's converter
     kser = {k: pd.Series(a, dtype=object) if getattr(a, "dtype", None) == object or not hasattr(a, "dtype") else a
             for k, a in kcols.items()}
-    f = pd.DataFrame({**{k: kser[k] for k in keys},
-                      _OUT_Q: np.broadcast_to(np.asarray(qi, np.int64), (n,)).copy(),
-                      _OUT_WS: zeros if start is None else np.asarray(start, np.int64),
-                      _OUT_WE: zeros if end is None else np.asarray(end, np.int64),
-                      _OUT_V: np.where(nan | null, 0.0, val),
-                      _OUT_NULL: np.where(null, 1, np.where(nan, 2, 0)).astype(np.int32)})
+    cols = {**{k: kser[k] for k in keys},
+            _OUT_Q: np.broadcast_to(np.asarray(qi, np.int64), (n,)).copy(),
+            _OUT_WS: zeros if start is None else np.asarray(start, np.int64),
+            _OUT_WE: zeros if end is None else np.asarray(end, np.int64)}
+    for i, (x, nx) in enumerate(zip(val, null) if wide else [(val, null)]):
+        nan = np.isnan(x) & ~nx
+        cols[f"{_OUT_V}{i}" if wide else _OUT_V] = np.where(nan | nx, 0.0, x)
+        cols[f"{_OUT_NULL}{i}" if wide else _OUT_NULL] = np.where(nx, 1, np.where(nan, 2, 0)).astype(np.int32)
     if late_col:
-        f[_OUT_T] = zeros if time is None else np.asarray(time, np.int64)
-    return f
+        cols[_OUT_T] = zeros if time is None else np.asarray(time, np.int64)
+    return pd.DataFrame(cols)  # (one constructor: a column set at a time costs pandas ~0.2 ms each)
 
 
 def _widen(f: pd.DataFrame, keys: List[str], nq: int) -> pd.DataFrame:
@@ -607,7 +611,7 @@ class _PaneProcessor(_Processor):
         import math
 
         super().__init__(proc)
-        self.buckets = proc.buckets
+        self.buckets, self.wide = proc.buckets, proc.wide  # wide: emits its rows wide itself (_emit)
         self.fields = _fields_for(self._aggs)
         self._mp = [q.min_periods for q in self.queries]
         self.g = 0
@@ -617,13 +621,33 @@ class _PaneProcessor(_Processor):
             self._groups.setdefault(span, []).append((qi, agg))
 
     def _emit(self, frames: List[Tuple[Any, ...]]) -> pd.DataFrame:
-        """One output frame of the windows ``frames`` (keys table, query
-        index, start, end, value, null; arrays): pandas' concat of a frame
-        each costs more than the arrays'."""
-        kt = pa.concat_tables([f[0] for f in frames], promote_options="permissive")
-        qi, start, end, val, null = (np.concatenate([f[i] for f in frames]) for i in range(1, 6))
+        """One output frame of the windows ``frames`` (keys table, start,
+        end, and per query of their span (index, value, null); arrays):
+        pandas' concat of a frame each costs more than the arrays'. With
+        ``wide`` a row per window (the queries of a wide call share one
+        span: one entry of ``frames`` holds them all), else per window and
+        query."""
+        if self.wide:
+            kt = pa.concat_tables([f[0] for f in frames], promote_options="permissive")
+            start, end = (np.concatenate([f[i] for f in frames]) for i in (1, 2))
+            val = [np.concatenate([f[3][i][1] for f in frames]) for i in range(len(self.queries))]
+            null = [np.concatenate([f[3][i][2] for f in frames]) for i in range(len(self.queries))]
+            qi: Any = 0
+        else:
+            parts = [(f[0], np.full(len(f[1]), q), f[1], f[2], v, nl) for f in frames for q, v, nl in f[3]]
+            kt = pa.concat_tables([f[0] for f in parts], promote_options="permissive")
+            qi, start, end, val, null = (np.concatenate([f[i] for f in parts]) for i in range(1, 6))
         return _out_frame(self.keys, {k: _arrow_col(kt.column(k)) for k in self.keys}, qi, start, end, val, null,
                           self.late)
+
+    def _late_frame(self, kcols: Dict[str, Any], t: np.ndarray, v: np.ndarray, m: np.ndarray) -> pd.DataFrame:
+        """Output rows of late rows (query -1); wide: the value as query 0's,
+        the other queries' null."""
+        if self.wide:
+            n, nq = len(t), len(self.queries)
+            return _out_frame(self.keys, kcols, -1, None, None, [v] + [np.zeros(n)] * (nq - 1),
+                              [m] + [np.ones(n, bool)] * (nq - 1), True, t)
+        return _out_frame(self.keys, kcols, -1, None, None, v, m, True, t)
 
     def _load_bucket(self) -> Tuple[int, Optional[pa.Table]]:
         got = self.state.getOption  # None when the bucket has no state
@@ -673,7 +697,7 @@ class _PaneProcessor(_Processor):
             late = self._late_after(t) < ok_from
             if late.any():
                 kcols = {k: np.asarray(a[late]) for k, a in zip(self.keys, kc)}
-                yield _out_frame(self.keys, kcols, -1, None, None, v[late], m[late], True, t[late])
+                yield self._late_frame(kcols, t[late], v[late], m[late])
                 t, v, m, kc = t[~late], v[~late], m[~late], [a[~late] for a in kc]
         keys = pa.table([pa.array(a, from_pandas=True) for a in kc], names=self.keys)
         yield from self._advance(final, panes, wm_ms, keys, t, v, m, ok_from)
@@ -712,9 +736,8 @@ class _PaneProcessor(_Processor):
                 if not some.all():
                     x, part = x.filter(pa.array(some)), {f: a[some] for f, a in part.items()}
                 e = x.column("e").to_numpy()
-                for qi, agg in qs:
-                    val, null = _window_values(agg, part, self._mp[qi])
-                    frames.append((x.select(self.keys), np.full(len(e), qi), e - r, e, val, null))
+                frames.append((x.select(self.keys), e - r, e,
+                               [(qi, *_window_values(agg, part, self._mp[qi])) for qi, agg in qs]))
         final = max(final, wm)
         # a pane stays while a window holding it ends after final
         alive = np.union1d(live, newp)
@@ -808,9 +831,8 @@ class _SessionPaneProcessor(_PaneProcessor):
             if done.any():
                 d = sess.filter(pa.array(done))
                 part = {f: _col(d, f) for f in fields}
-                for qi in qis:
-                    val, null = _window_values(self.queries[qi].agg, part, self._mp[qi])
-                    frames.append((d.select(self.keys), np.full(d.num_rows, qi), _col(d, "st"), end[done], val, null))
+                frames.append((d.select(self.keys), _col(d, "st"), end[done],
+                               [(qi, *_window_values(self.queries[qi].agg, part, self._mp[qi])) for qi in qis]))
             if not done.all():
                 left = sess.filter(pa.array(~done))
                 kept.append(left.append_column("q", pa.array(np.full(left.num_rows, g0, np.int64))).select(cols))
@@ -879,7 +901,7 @@ def engine(proc: Any) -> Callable[[Any, Any, Any], Iterator[pd.DataFrame]]:
     kinds = {"rows": _Processor, "panes": _PaneProcessor, "sessions": _SessionProcessor,
              "session-panes": _SessionPaneProcessor}
     work = kinds[proc.kind](proc)
-    if not proc.wide:
+    if not proc.wide or isinstance(work, _PaneProcessor):  # (which emits wide rows itself)
         return work
     nq = len(work.queries)
 
