@@ -404,9 +404,10 @@ def _col(t: pa.Table, c: str) -> np.ndarray:
 
 
 def _row_partials(keys: pa.Table, t: np.ndarray, v: np.ndarray, m: np.ndarray, g: int,
-                  fields: Tuple[str, ...] = _FIELDS) -> pa.Table:
+                  fields: Tuple[str, ...] = _FIELDS, combine: bool = True) -> pa.Table:
     """(keys..., p, fields): the partials per key and pane (``t // g``) of
-    rows (``v``: 0 where null, ``m``: null) in arrival order."""
+    rows (``v``: 0 where null, ``m``: null) in arrival order (``combine``
+    False: a row each)."""
     ok = ~m
     isnan = np.isnan(v) & ok
     real = np.where(ok & ~isnan, v, np.nan)
@@ -423,7 +424,7 @@ def _row_partials(keys: pa.Table, t: np.ndarray, v: np.ndarray, m: np.ndarray, g
     rows = keys
     for c, a in cols.items():
         rows = rows.append_column(c, pa.array(a))
-    return _combine(rows, keys.column_names + ["p"])
+    return _combine(rows, keys.column_names + ["p"]) if combine else rows
 
 
 def _encode_bucket(final: int, buckets: int, panes: pa.Table) -> bytes:
@@ -768,9 +769,10 @@ def _session_late_after(queries: List[Any], t: np.ndarray) -> np.ndarray:
 
 
 def _row_sessions(keys: pa.Table, t: np.ndarray, v: np.ndarray, m: np.ndarray, fields: Tuple[str, ...]) -> pa.Table:
-    """Rows as sessions of their own (keys..., fields, st, la): the rows of
-    one key and time combined (in arrival order)."""
-    new = _row_partials(keys, t, v, m, 1, fields)
+    """Rows as sessions of their own (keys..., fields, st, la), in arrival
+    order: _merge_sessions merges those of one key and time (their times
+    are within any gap), so they are not combined here first."""
+    new = _row_partials(keys, t, v, m, 1, fields, combine=False)
     p = _col(new, "p")
     return new.drop_columns(["p"]).append_column("st", pa.array(p)).append_column("la", pa.array(p))
 
