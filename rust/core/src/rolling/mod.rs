@@ -36,6 +36,7 @@ mod fenwick_rank;
 pub mod keyed;
 mod many;
 mod median_sort;
+mod minmax_filter;
 mod moments;
 pub mod order;
 mod order_stat;

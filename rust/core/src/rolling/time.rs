@@ -1,7 +1,8 @@
 //! Per-row time rolling as pandas' `rolling("5s")`: row `i` aggregates rows
 //! `j <= i` with `ts[j] > ts[i] - range`, a variable-size FIFO window run by
 //! a FIFO aggregator ([`super::shape::rolling_frames`], which also runs the
-//! other shapes: `closed=`, `center=`).
+//! other shapes: `closed=`, `center=`); under `auto`, max and min by
+//! Lemire's filter ([`super::minmax_filter`]), a deque of candidates.
 
 use arrow_array::{Array, ArrayRef};
 
@@ -34,5 +35,8 @@ pub fn rolling_time_dyn(
         return Err(crate::engine::time_order_error(i, None, times[i], p));
     }
     let frame = Frame::Time { ts: times, range, closed: shape.closed, center: shape.center };
+    if algo == Algorithm::Auto && super::minmax_filter::runs(agg) {
+        return super::minmax_filter::selective_frames_dyn(values, &frame, agg, min_periods);
+    }
     super::shape::rolling_frames_dyn(values, &frame, agg, min_periods, algo, 1)
 }

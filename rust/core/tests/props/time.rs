@@ -11,7 +11,7 @@ use crate::common::{run_stream, stream_spec, time_query, Cols};
 use proptest::prelude::*;
 use slidewise_core::engine::{AggKind, DType};
 use slidewise_core::fifo::Algorithm;
-use slidewise_core::rolling::{rolling_time_dyn, Shape};
+use slidewise_core::rolling::{rolling_time_dyn, rolling_time_keyed_dyn, Closed, Shape};
 use slidewise_core::stream::time::TimeSpec;
 use slidewise_core::stream::{self, Batch};
 
@@ -110,6 +110,68 @@ proptest! {
             let xs: Vec<f64> = (0..=i).filter(|&j| rows[j].0 > rows[i].0 - range).filter_map(|j| rows[j].1).collect();
             let want = (!xs.is_empty()).then(|| xs.iter().sum::<f64>());
             prop_assert_eq!(out.is_valid(i).then(|| out.value(i)), want, "row {}", i);
+        }
+    }
+}
+
+/// Rows for max / min: ties, NaN, both zeros, nulls; times as [`rows`].
+fn extreme_rows() -> impl Strategy<Value = Vec<(i64, Option<f64>)>> {
+    (rows(), prop::collection::vec(prop_oneof![6 => Just(0u8), 1 => Just(1), 1 => Just(2), 1 => Just(3)], 150)).prop_map(|(r, how)| {
+        r.into_iter()
+            .zip(how)
+            .map(|((t, x), h)| (t, x.map(|x| match h { 1 => f64::NAN, 2 => -0.0, 3 => 0.0, _ => (x / 8.0).round() })))
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// Time max / min under `auto` run Lemire's filter
+    /// (rolling/minmax_filter.rs); they equal the naive recomputation
+    /// (Recalc) and TwoStacks bit for bit, value and validity, for every
+    /// shape and `min_periods`, with ties, NaN, both zeros and nulls; keyed
+    /// (short keys batched into one call) as well.
+    #[test]
+    fn time_max_min_filter_equals_recalc(
+        rows in extreme_rows(),
+        range in 1i64..40,
+        closed in prop::sample::select(vec![Closed::Right, Closed::Left, Closed::Both, Closed::Neither]),
+        center in any::<bool>(),
+        mp in 0usize..4,
+        ints in any::<bool>(),
+        nkeys in 1i64..4,
+    ) {
+        let ts: ArrayRef = Arc::new(Int64Array::from(rows.iter().map(|r| r.0).collect::<Vec<_>>()));
+        let vs: ArrayRef = if ints {
+            Arc::new(Int64Array::from(rows.iter().map(|r| r.1.filter(|x| !x.is_nan()).map(|x| x as i64)).collect::<Vec<_>>()))
+        } else {
+            Arc::new(Float64Array::from(rows.iter().map(|r| r.1).collect::<Vec<_>>()))
+        };
+        let shape = Shape { closed, center, step: 1 };
+        let bits = |a: &ArrayRef| -> Vec<Option<u64>> {
+            (0..a.len()).map(|i| a.is_valid(i).then(|| match a.as_any().downcast_ref::<Float64Array>() {
+                Some(f) => f.value(i).to_bits(),
+                None => a.as_any().downcast_ref::<Int64Array>().unwrap().value(i) as u64,
+            })).collect()
+        };
+        for agg in [AggKind::Max, AggKind::Min] {
+            let got = rolling_time_dyn(vs.as_ref(), ts.as_ref(), range, agg, Some(mp), Algorithm::Auto, shape).unwrap();
+            for algo in [Algorithm::Recalc, Algorithm::TwoStacks] {
+                let want = rolling_time_dyn(vs.as_ref(), ts.as_ref(), range, agg, Some(mp), algo, shape).unwrap();
+                prop_assert_eq!(bits(&got), bits(&want), "{:?} vs {:?}", agg, algo);
+            }
+            // keyed: each key's rows (times non-decreasing within it) against the key alone
+            let keys: ArrayRef = Arc::new(Int64Array::from((0..rows.len() as i64).map(|i| (i * 7 + i / 3) % nkeys).collect::<Vec<_>>()));
+            let kgot = rolling_time_keyed_dyn(keys.as_ref(), vs.as_ref(), ts.as_ref(), range, agg, Some(mp), Algorithm::Auto, shape).unwrap();
+            let kb = bits(&kgot);
+            let kv = keys.as_any().downcast_ref::<Int64Array>().unwrap();
+            for k in 0..nkeys {
+                let idx: Vec<usize> = (0..rows.len()).filter(|&i| kv.value(i) == k).collect();
+                let take = |a: &ArrayRef| arrow_select::take::take(a.as_ref(), &arrow_array::UInt32Array::from(idx.iter().map(|&i| i as u32).collect::<Vec<_>>()), None).unwrap();
+                let alone = rolling_time_dyn(take(&vs).as_ref(), take(&ts).as_ref(), range, agg, Some(mp), Algorithm::Recalc, shape).unwrap();
+                prop_assert_eq!(idx.iter().map(|&i| kb[i]).collect::<Vec<_>>(), bits(&alone), "keyed {:?} key {}", agg, k);
+            }
         }
     }
 }
