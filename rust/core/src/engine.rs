@@ -433,7 +433,7 @@ impl<O: ToArrow> OutBuilder<O> {
     pub fn with_capacity(n: usize) -> Self {
         OutBuilder { values: Vec::with_capacity(n), valid: BooleanBufferBuilder::new(n), nulls: 0 }
     }
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, v: Option<O>) {
         match v {
             Some(v) => {

@@ -133,7 +133,7 @@ pub(crate) enum Frame<'a> {
 impl Frame<'_> {
     /// Bounds of row `i`'s window given the previous row's `(s, e)`: both
     /// only move forward, so the scans cost O(n) over the whole column.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn bounds(&self, i: usize, n: usize, s0: usize, e0: usize) -> (usize, usize) {
         match *self {
             Frame::Rows { a, b } => {
