@@ -353,6 +353,19 @@ fn same_bits(a: &dyn Array, b: &dyn Array) -> bool {
     a.to_data() == b.to_data()
 }
 
+/// [`same_bits`], or with `ulps > 0` each float row within `ulps` ulps of
+/// the other's (nulls in the same rows, NaN beside NaN).
+fn within_ulps(a: &dyn Array, b: &dyn Array, ulps: f64) -> bool {
+    match (a.as_any().downcast_ref::<Float64Array>(), b.as_any().downcast_ref::<Float64Array>()) {
+        (Some(x), Some(y)) if ulps > 0.0 => x.len() == y.len() && (0..x.len()).all(|i| {
+            let (p, q) = (x.value(i), y.value(i));
+            x.is_null(i) == y.is_null(i)
+                && (x.is_null(i) || p.to_bits() == q.to_bits() || (p.is_nan() && q.is_nan()) || (p - q).abs() <= ulps * f64::EPSILON * q.abs())
+        }),
+        _ => same_bits(a, b),
+    }
+}
+
 /// Forced thread splits on small columns (`min_rows: 0`), keys of up to
 /// `short_rows` rows batched `batch_rows` rows at a time.
 fn forced(threads: usize, short_rows: usize, batch_rows: usize) -> KeyedTuning {
@@ -492,7 +505,14 @@ proptest! {
         let run = || rolling_keyed_dyn(k.as_ref(), v.as_ref(), window, agg, mp, Algorithm::Auto, Shape::default());
         let one = with_tuning(plain(), run).unwrap();
         let many = with_tuning(forced(threads, short, batch), run).unwrap();
-        let first = (0..n).find(|&i| !same_bits(many.slice(i, 1).as_ref(), one.slice(i, 1).as_ref()));
+        // Values near 1e300 in a float sum's chain: a key's batched segment
+        // and its own call (jobs planned for its length) compensate along
+        // different chains, and certify (rolling/sum.rs) lets a row keep
+        // an error within its bound: found by CI's seed, a window of one
+        // 999999999.521698 read 1 ulp off in the key's own call. Within 4
+        // ulps there; bit for bit everywhere else.
+        let ulps = if holes == 3 && dtype < 2 && matches!(agg, AggKind::Sum | AggKind::Mean) { 4.0 } else { 0.0 };
+        let first = (0..n).find(|&i| !within_ulps(many.slice(i, 1).as_ref(), one.slice(i, 1).as_ref(), ulps));
         prop_assert!(first.is_none(), "{:?} dtype {} w {} mp {:?}, row {:?}: {:?} vs {:?}", agg, dtype, window, mp, first,
                      first.map(|i| many.slice(i, 1)), first.map(|i| one.slice(i, 1)));
         // the same keys under closed= / center= (each key's trailing
@@ -501,7 +521,7 @@ proptest! {
         let run = || rolling_keyed_dyn(k.as_ref(), v.as_ref(), window, agg, mp, Algorithm::Auto, shape);
         let one = with_tuning(plain(), run).unwrap();
         let many = with_tuning(forced(threads, short, batch), run).unwrap();
-        let first = (0..n).find(|&i| !same_bits(many.slice(i, 1).as_ref(), one.slice(i, 1).as_ref()));
+        let first = (0..n).find(|&i| !within_ulps(many.slice(i, 1).as_ref(), one.slice(i, 1).as_ref(), ulps));
         prop_assert!(first.is_none(), "{:?} {:?} dtype {} w {} mp {:?}, row {:?}: {:?} vs {:?}", shape, agg, dtype, window, mp, first,
                      first.map(|i| many.slice(i, 1)), first.map(|i| one.slice(i, 1)));
         // rolling_many: these windows restarted per key beside max's padded
@@ -512,7 +532,7 @@ proptest! {
         let run = || rolling_many_keyed_dyn(k.as_ref(), v.as_ref(), &ws, &aggs, mp, Algorithm::Auto).unwrap();
         let (one, many) = (with_tuning(plain(), run), with_tuning(forced(threads, short, batch), run));
         for (q, (a, b)) in many.iter().zip(&one).enumerate() {
-            prop_assert!(same_bits(a.as_ref(), b.as_ref()), "rolling_many output {}: {:?} vs {:?}", q, a, b);
+            prop_assert!(within_ulps(a.as_ref(), b.as_ref(), ulps), "rolling_many output {}: {:?} vs {:?}", q, a, b);
         }
         // time windows: each key's times non-decreasing, with gaps longer
         // than the window (where the frame loop starts afresh)
