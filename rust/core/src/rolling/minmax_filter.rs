@@ -19,7 +19,6 @@ use std::collections::VecDeque;
 
 use arrow_array::{Array, ArrayRef};
 
-use super::shape::Frame;
 use crate::engine::{AggKind, Column, DType, FromArrow, OutBuilder, ToArrow};
 use crate::monoid::AggOp;
 use crate::ops::{Max, Min};
@@ -31,8 +30,15 @@ pub(crate) fn runs(agg: AggKind) -> bool {
 }
 
 /// Max or min ([`runs`]) of each row's frame, as
-/// [`super::shape::rolling_frames_dyn`] computes it with any aggregator.
-pub(crate) fn selective_frames_dyn(values: &dyn Array, frame: &Frame, agg: AggKind, min_periods: Option<usize>) -> Result<ArrayRef> {
+/// [`super::shape::rolling_frames_dyn`] computes it with any aggregator:
+/// `bounds(i, s, e)` is row `i`'s frame `[start, end)` given the previous
+/// row's, both non-decreasing (a time frame's `Frame::bounds`).
+pub(crate) fn selective_frames_dyn(
+    values: &dyn Array,
+    bounds: impl Fn(usize, usize, usize) -> (usize, usize) + Copy,
+    agg: AggKind,
+    min_periods: Option<usize>,
+) -> Result<ArrayRef> {
     let dtype = DType::of(values.data_type())?;
     let wide = crate::engine::widen(values)?;
     let values = wide.as_deref().unwrap_or(values);
@@ -40,15 +46,15 @@ pub(crate) fn selective_frames_dyn(values: &dyn Array, frame: &Frame, agg: AggKi
     let out = crate::with_wide_dtype!(dtype.wide(), |T| {
         let col = <T as FromArrow>::column(values)?;
         match agg {
-            AggKind::Max => filter::<Max<T>>(&col, frame, mp),
-            AggKind::Min => filter::<Min<T>>(&col, frame, mp),
+            AggKind::Max => filter::<Max<T>>(&col, bounds, mp),
+            AggKind::Min => filter::<Min<T>>(&col, bounds, mp),
             _ => unreachable!("selective_frames_dyn runs max and min"),
         }
     });
     Ok(crate::engine::narrow(out, &crate::engine::out_type(agg, dtype)))
 }
 
-fn filter<M>(col: &Column<M::In>, frame: &Frame, min_periods: usize) -> ArrayRef
+fn filter<M>(col: &Column<M::In>, bounds: impl Fn(usize, usize, usize) -> (usize, usize), min_periods: usize) -> ArrayRef
 where
     M: AggOp,
     M::Agg: Copy,
@@ -59,7 +65,7 @@ where
     let mut out = OutBuilder::<M::Out>::with_capacity(n);
     let (mut lo, mut hi, mut valid) = (0usize, 0usize, 0usize);
     for i in 0..n {
-        let (s, e) = frame.bounds(i, n, lo, hi);
+        let (s, e) = bounds(i, lo, hi);
         if s >= hi {
             // a frame past everything held (or the first): start afresh there
             dq.clear();

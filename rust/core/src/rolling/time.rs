@@ -36,7 +36,8 @@ pub fn rolling_time_dyn(
     }
     let frame = Frame::Time { ts: times, range, closed: shape.closed, center: shape.center };
     if algo == Algorithm::Auto && super::minmax_filter::runs(agg) {
-        return super::minmax_filter::selective_frames_dyn(values, &frame, agg, min_periods);
+        let n = values.len();
+        return super::minmax_filter::selective_frames_dyn(values, |i, s, e| frame.bounds(i, n, s, e), agg, min_periods);
     }
     super::shape::rolling_frames_dyn(values, &frame, agg, min_periods, algo, 1)
 }
