@@ -60,20 +60,29 @@ impl Valid for Bitmap<'_> {
     #[inline(always)]
     fn bits(self, r: usize) -> u64 {
         // An unaligned little-endian load at the row's byte, shifted by its
-        // bit (at most 7): 57 bits of it are the rows' from `r` on.
+        // bit (at most 7): 57 bits of it are the rows' from `r` on. Near
+        // the end, the load is of the last 8 bytes, shifted down to the
+        // row's: no branch to a byte-wise copy (that was a call to memcpy
+        // inside every masked kernel's loop, so the compiler kept the
+        // loops' vector state on the stack across it: issue 36, a max's
+        // running maximum went through memory every 8 rows).
         let p = self.off.wrapping_add(r);
         let b = p >> 3;
-        let w = match self.bytes.get(b..b + 8) {
-            Some(s) => u64::from_le_bytes(s.try_into().unwrap()),
-            None => {
-                let mut t = [0u8; 8];
-                let s = &self.bytes[b.min(self.bytes.len())..];
-                t[..s.len()].copy_from_slice(s);
-                u64::from_le_bytes(t)
-            }
-        };
-        w >> (p & 7)
+        let len = self.bytes.len();
+        if len < 8 {
+            return short_word(self.bytes, b) >> (p & 7);
+        }
+        let b8 = b.min(len - 8);
+        let w = u64::from_le_bytes(self.bytes[b8..b8 + 8].try_into().unwrap());
+        w.checked_shr(8 * (b - b8) as u32).unwrap_or(0) >> (p & 7)
     }
+}
+
+/// The bytes of a bitmap shorter than 8 bytes from byte `b`, as a word.
+#[cold]
+#[inline(never)]
+fn short_word(bytes: &[u8], b: usize) -> u64 {
+    bytes.iter().skip(b).take(8).enumerate().fold(0, |w, (i, &x)| w | (x as u64) << (8 * i))
 }
 
 /// `nan="skip"`: the validity of a float column with its NaN values missing
