@@ -305,13 +305,17 @@ n = 10_000_000
 rng = np.random.default_rng(7)
 a = pa.array(rng.standard_normal(n), mask=rng.random(n) < 0.01)
 sw.rolling(a, 1024, sys.argv[1])  # the first call backs its blocks
+if sys.argv[2] == "others":
+    # Calls that free blocks of other sizes, which no later call asks for.
+    for k in range(12):
+        sw.rolling(pa.array(rng.standard_normal(200_000 + 64 * k)), 16, "max")
 faults = []
 for _ in range(3):
     f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     r = sw.rolling(a, 1024, sys.argv[1])
     faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
     del r
-print(min(faults))
+print(*faults)
 """
 
 
@@ -328,6 +332,21 @@ def test_a_repeated_call_with_nulls_first_touches_no_fresh_memory(agg):
     the threshold otherwise moves with what the process freed before, and
     the faults came and went with the heap's history."""
     env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "131072"}
-    out = subprocess.run([sys.executable, "-c", FAULTS, agg], capture_output=True, text=True, check=True, env=env)
-    # A page or two of small allocations may come and go; a bitmap is 305.
-    assert int(out.stdout) < 100, out.stdout
+    out = subprocess.run([sys.executable, "-c", FAULTS, agg, "alone"], capture_output=True, text=True, check=True, env=env)
+    # A page or two of small allocations may come and go; a bitmap is 305
+    # pages, the 80 MB output 40 (huge pages) or 20,000.
+    assert min(map(int, out.stdout.split())) < 20, out.stdout
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Linux page-fault counts")
+def test_blocks_of_other_sizes_do_not_push_out_a_calls_output():
+    """Twelve calls on shorter columns between two calls on a 10M-row one
+    free blocks of twelve sizes no later call asks for: the kept 80 MB
+    output must outlast them (the smallest kept block goes first when every
+    slot is taken), or the next call faults in 80 MB afresh. Dropping the
+    oldest instead ran a benchmark page's rolling mean at 0.12x of its
+    speed."""
+    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "131072"}
+    out = subprocess.run([sys.executable, "-c", FAULTS, "mean", "others"], capture_output=True, text=True, check=True, env=env)
+    # The first call after them.
+    assert int(out.stdout.split()[0]) < 20, out.stdout
