@@ -75,38 +75,33 @@ unsafe impl GlobalAlloc for Retain {
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
         if (LARGE..=KEEP_BYTES).contains(&l.size()) {
             // Keep it, making room (outside the lock: System.dealloc may
-            // take its own): past the byte budget, the oldest blocks go;
-            // with every slot taken, the smallest (oldest first). Blocks of
-            // sizes no later call asks for (bitmaps of other lengths, say)
-            // must not push out the last call's output, which the next
-            // call asks for again: dropping the oldest then cost a page
-            // run a rolling mean at 0.12x of its speed (80 MB faulted in).
+            // take its own) by freeing the smallest kept blocks (the oldest
+            // first); or free it, where room would take blocks as large.
+            // A block costs its pages to fault in again, so blocks of sizes
+            // no later call asks for (bitmaps, shorter columns' outputs)
+            // must not push out the last call's output, which the next call
+            // asks for again: dropping the oldest instead ran a page's
+            // rolling means at 0.12x of their speed (80 MB faulted in).
             let mut out: [Slot; SLOTS] = [(0, 0, 0, 0); SLOTS];
-            let mut keep = true;
+            let keep;
             {
                 let mut g = kept();
                 let (k, keeps) = &mut *g;
-                let mut total: usize = k.iter().map(|e| e.1).sum();
-                let mut n = 0;
-                loop {
-                    let full = k.iter().all(|e| e.0 != 0);
-                    let over = total + l.size() > KEEP_BYTES;
-                    if !full && !over {
-                        break;
-                    }
-                    let taken = (0..SLOTS).filter(|&i| k[i].0 != 0);
-                    let i = if over { taken.min_by_key(|&i| k[i].3) } else { taken.min_by_key(|&i| (k[i].1, k[i].3)) }.expect("a kept block");
-                    if !over && k[i].1 >= l.size() {
-                        // Every kept block is at least as large: the freed
-                        // one goes back instead.
-                        keep = false;
-                        break;
-                    }
-                    total -= k[i].1;
-                    out[n] = std::mem::replace(&mut k[i], (0, 0, 0, 0));
-                    n += 1;
-                }
+                let total: usize = k.iter().map(|e| e.1).sum();
+                // What freeing every smaller kept block would leave.
+                let smaller = k.iter().filter(|e| e.0 != 0 && e.1 < l.size());
+                let (sb, sn) = smaller.fold((0, 0), |(b, n), e| (b + e.1, n + 1));
+                let free = k.iter().filter(|e| e.0 == 0).count();
+                keep = total - sb + l.size() <= KEEP_BYTES && free + sn > 0;
                 if keep {
+                    let mut total = total;
+                    let mut n = 0;
+                    while total + l.size() > KEEP_BYTES || k.iter().all(|e| e.0 != 0) {
+                        let i = (0..SLOTS).filter(|&i| k[i].0 != 0).min_by_key(|&i| (k[i].1, k[i].3)).expect("a smaller kept block");
+                        total -= k[i].1;
+                        out[n] = std::mem::replace(&mut k[i], (0, 0, 0, 0));
+                        n += 1;
+                    }
                     *keeps += 1;
                     let slot = k.iter_mut().find(|e| e.0 == 0).expect("a free slot");
                     *slot = (p as usize, l.size(), l.align(), *keeps);
