@@ -702,21 +702,21 @@ mod avx2 {
 
     static LANES: [[u64; 4]; 16] = lane_table();
 
-    /// `CUM[b][t]`: how many of bits `0..=t` of `b` are set.
-    static CUM: [[f64; 4]; 16] = {
-        let mut t = [[0.0; 4]; 16];
-        let mut b = 0;
-        while b < 16 {
-            let mut c = 0.0;
-            let mut l = 0;
+    /// `NET[i << 4 | x][t]`: how many of bits `0..=t` of `i` are set, less
+    /// those of `x`: the valid rows in less the valid rows out, by row of a
+    /// segment's four (one load a segment; two loads and a subtraction of
+    /// per-mask prefix counts before, the same whole numbers).
+    static NET: [[f64; 4]; 256] = {
+        let mut t = [[0.0; 4]; 256];
+        let mut m = 0;
+        while m < 256 {
+            let (mut c, mut l) = (0.0, 0);
             while l < 4 {
-                if (b >> l) & 1 == 1 {
-                    c += 1.0;
-                }
-                t[b][l] = c;
+                c += ((m >> (4 + l)) & 1) as f64 - ((m >> l) & 1) as f64;
+                t[m][l] = c;
                 l += 1;
             }
-            b += 1;
+            m += 1;
         }
         t
     };
@@ -906,14 +906,14 @@ mod avx2 {
             if DIV {
                 // Segment k's four rows over their valid rows: its count
                 // before the tile plus the running counts of the rows in
-                // and out (a table of the four bits' prefix counts), after
+                // and out ([`NET`] of their bits), after
                 // the transpose: no weights loaded, masked or transposed
                 // (they were a third of the masked mean's shuffles).
                 for k in 0..4 {
-                    let (bi, bx) = ((bn[k] & 15) as usize, (bo[k] & 15) as usize);
-                    let n = _mm256_add_pd(_mm256_set1_pd(cnt[k]), _mm256_sub_pd(_mm256_loadu_pd(CUM[bi].as_ptr()), _mm256_loadu_pd(CUM[bx].as_ptr())));
+                    let d = &NET[((bn[k] & 15) << 4 | (bo[k] & 15)) as usize];
+                    let n = _mm256_add_pd(_mm256_set1_pd(cnt[k]), _mm256_loadu_pd(d.as_ptr()));
                     r[k] = _mm256_div_pd(r[k], n);
-                    cnt[k] += CUM[bi][3] - CUM[bx][3];
+                    cnt[k] += d[3];
                 }
             }
             if !Kp::ALL {
