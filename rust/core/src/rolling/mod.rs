@@ -618,12 +618,9 @@ fn append_validity(b: &mut BooleanBufferBuilder, n: usize, window: usize, need: 
             b.append_n(bad, false);
             b.append_n(n - bad, true);
         }
-        // 64 rows a word, appended packed (a builder's append per row was
-        // as long as keyed rolling's kernel, issue 36).
-        Some(c) => c[..n].chunks(64).for_each(|c| {
-            let w = c.iter().enumerate().fold(0u64, |w, (j, &k)| w | ((k as usize >= need) as u64) << j);
-            b.append_packed_range(0..c.len(), &w.to_le_bytes());
-        }),
+        // Packed 64 rows a word, as `validity` builds them (a builder's
+        // append per row was as long as keyed rolling's kernel, issue 36).
+        Some(c) => b.append_buffer(&BooleanBuffer::collect_bool(n, |i| c[i] as usize >= need)),
     }
 }
 
