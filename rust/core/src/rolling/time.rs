@@ -1,8 +1,10 @@
 //! Per-row time rolling as pandas' `rolling("5s")`: row `i` aggregates rows
 //! `j <= i` with `ts[j] > ts[i] - range`, a variable-size FIFO window run by
 //! a FIFO aggregator ([`super::shape::rolling_frames`], which also runs the
-//! other shapes: `closed=`, `center=`); under `auto`, max and min by
-//! Lemire's filter ([`super::minmax_filter`]), a deque of candidates.
+//! other shapes: `closed=`, `center=`); under `auto`, sums, means and
+//! counts as differences of prefix sums ([`super::prefix::frame_sums`]),
+//! max and min by Lemire's filter ([`super::minmax_filter`]), a deque of
+//! candidates.
 
 use arrow_array::{Array, ArrayRef};
 
@@ -35,6 +37,11 @@ pub fn rolling_time_dyn(
         return Err(crate::engine::time_order_error(i, None, times[i], p));
     }
     let frame = Frame::Time { ts: times, range, closed: shape.closed, center: shape.center };
+    if algo == Algorithm::Auto {
+        if let Some(out) = super::prefix::frame_sums(values, &frame, agg, min_periods.unwrap_or(0)) {
+            return Ok(out);
+        }
+    }
     if algo == Algorithm::Auto && super::minmax_filter::runs(agg) {
         let n = values.len();
         return super::minmax_filter::selective_frames_dyn(values, |i, s, e| frame.bounds(i, n, s, e), agg, min_periods);
