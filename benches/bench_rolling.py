@@ -166,6 +166,42 @@ class RollingMissing:
         self.run()
 
 
+class TimeWindows:
+    """Time windows (``rolling(x, "60s", timestamps=ts)``, issue 36's
+    callers): 2M rows about a second apart, clean and with 1% nulls,
+    against polars' ``rolling_*_by(ts, "60s")`` on the same nulls (count:
+    polars' count of the window's non-null values, ``rolling_sum_by`` of
+    the validity). Each setup checks slidewise against polars first."""
+
+    params = (["sum", "mean", "count", "std", "max"], ["clean", "1%"], ["slidewise", "polars"])
+    param_names = ["agg", "missing", "library"]
+    timeout = 300
+
+    def setup(self, agg, missing, library):
+        import polars as pl
+        import pyarrow as pa
+        import slidewise as sw
+
+        rng = np.random.default_rng(36)
+        x = _data()
+        miss = rng.random(len(x)) < 0.01 if missing == "1%" else None
+        ts = pa.array(np.cumsum(rng.integers(1, 2000, len(x))) * 1000, pa.timestamp("us"))
+        col = pa.array(x, mask=miss)
+        df = pl.DataFrame({"v": pl.Series(col), "ts": pl.Series(ts)})
+        if agg == "count":
+            expr = pl.col("v").is_not_null().cast(pl.Int64).rolling_sum_by("ts", window_size="60s")
+        else:
+            expr = getattr(pl.col("v"), f"rolling_{agg}_by")("ts", window_size="60s")
+        mine = lambda: sw.rolling(col, "60s", agg, timestamps=ts)  # noqa: E731
+        theirs = lambda: df.select(expr).to_series()  # noqa: E731
+        check(f"TimeWindows({agg}, {missing})", mine(), theirs(), "polars",
+              rtol=0.0 if agg in ("max", "count") else 1e-9)
+        self.run = mine if library == "slidewise" else theirs
+
+    def time_rolling(self, agg, missing, library):
+        self.run()
+
+
 class RollingThreads:
     """slidewise alone with SLIDEWISE_THREADS=1 and =2 (rolling() splits a
     call's rows over threads from 2^20 rows; each thread count gives the
