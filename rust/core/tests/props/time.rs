@@ -114,6 +114,34 @@ proptest! {
     }
 }
 
+/// Output rows as bits (float64) or values (int64); `None` where null.
+fn out_bits(a: &ArrayRef) -> Vec<Option<u64>> {
+    (0..a.len())
+        .map(|i| a.is_valid(i).then(|| match a.as_any().downcast_ref::<Float64Array>() {
+            Some(f) => f.value(i).to_bits(),
+            None => a.as_any().downcast_ref::<Int64Array>().unwrap().value(i) as u64,
+        }))
+        .collect()
+}
+
+/// Keyed time rolling under `auto` (keys `(i * 7 + i / 3) % nkeys`,
+/// interleaved; short keys run in one call) gives each key's rows the bits
+/// of `alone` over that key's rows alone.
+#[allow(clippy::too_many_arguments)]
+fn keyed_equals_each_key(vs: &ArrayRef, ts: &ArrayRef, nkeys: i64, range: i64, agg: AggKind, mp: usize, shape: Shape,
+                         alone: Algorithm) -> Result<(), TestCaseError> {
+    let key = |i: usize| (i as i64 * 7 + i as i64 / 3) % nkeys;
+    let keys: ArrayRef = Arc::new(Int64Array::from((0..vs.len()).map(key).collect::<Vec<_>>()));
+    let got = out_bits(&rolling_time_keyed_dyn(keys.as_ref(), vs.as_ref(), ts.as_ref(), range, agg, Some(mp), Algorithm::Auto, shape).unwrap());
+    for k in 0..nkeys {
+        let idx: Vec<u32> = (0..vs.len()).filter(|&i| key(i) == k).map(|i| i as u32).collect();
+        let take = |a: &ArrayRef| arrow_select::take::take(a.as_ref(), &arrow_array::UInt32Array::from(idx.clone()), None).unwrap();
+        let each = rolling_time_dyn(take(vs).as_ref(), take(ts).as_ref(), range, agg, Some(mp), alone, shape).unwrap();
+        prop_assert_eq!(idx.iter().map(|&i| got[i as usize]).collect::<Vec<_>>(), out_bits(&each), "keyed {:?} key {}", agg, k);
+    }
+    Ok(())
+}
+
 /// Rows for max / min: ties, NaN, both zeros, nulls; times as [`rows`].
 fn extreme_rows() -> impl Strategy<Value = Vec<(i64, Option<f64>)>> {
     (rows(), prop::collection::vec(prop_oneof![6 => Just(0u8), 1 => Just(1), 1 => Just(2), 1 => Just(3)], 150)).prop_map(|(r, how)| {
@@ -149,29 +177,13 @@ proptest! {
             Arc::new(Float64Array::from(rows.iter().map(|r| r.1).collect::<Vec<_>>()))
         };
         let shape = Shape { closed, center, step: 1 };
-        let bits = |a: &ArrayRef| -> Vec<Option<u64>> {
-            (0..a.len()).map(|i| a.is_valid(i).then(|| match a.as_any().downcast_ref::<Float64Array>() {
-                Some(f) => f.value(i).to_bits(),
-                None => a.as_any().downcast_ref::<Int64Array>().unwrap().value(i) as u64,
-            })).collect()
-        };
         for agg in [AggKind::Max, AggKind::Min] {
             let got = rolling_time_dyn(vs.as_ref(), ts.as_ref(), range, agg, Some(mp), Algorithm::Auto, shape).unwrap();
             for algo in [Algorithm::Recalc, Algorithm::TwoStacks] {
                 let want = rolling_time_dyn(vs.as_ref(), ts.as_ref(), range, agg, Some(mp), algo, shape).unwrap();
-                prop_assert_eq!(bits(&got), bits(&want), "{:?} vs {:?}", agg, algo);
+                prop_assert_eq!(out_bits(&got), out_bits(&want), "{:?} vs {:?}", agg, algo);
             }
-            // keyed: each key's rows (times non-decreasing within it) against the key alone
-            let keys: ArrayRef = Arc::new(Int64Array::from((0..rows.len() as i64).map(|i| (i * 7 + i / 3) % nkeys).collect::<Vec<_>>()));
-            let kgot = rolling_time_keyed_dyn(keys.as_ref(), vs.as_ref(), ts.as_ref(), range, agg, Some(mp), Algorithm::Auto, shape).unwrap();
-            let kb = bits(&kgot);
-            let kv = keys.as_any().downcast_ref::<Int64Array>().unwrap();
-            for k in 0..nkeys {
-                let idx: Vec<usize> = (0..rows.len()).filter(|&i| kv.value(i) == k).collect();
-                let take = |a: &ArrayRef| arrow_select::take::take(a.as_ref(), &arrow_array::UInt32Array::from(idx.iter().map(|&i| i as u32).collect::<Vec<_>>()), None).unwrap();
-                let alone = rolling_time_dyn(take(&vs).as_ref(), take(&ts).as_ref(), range, agg, Some(mp), Algorithm::Recalc, shape).unwrap();
-                prop_assert_eq!(idx.iter().map(|&i| kb[i]).collect::<Vec<_>>(), bits(&alone), "keyed {:?} key {}", agg, k);
-            }
+            keyed_equals_each_key(&vs, &ts, nkeys, range, agg, mp, shape, Algorithm::Recalc)?;
         }
     }
 }
@@ -224,8 +236,6 @@ proptest! {
                 None => a.as_any().downcast_ref::<Int64Array>().unwrap().value(i) as f64,
             })).collect()
         };
-        let keys: ArrayRef = Arc::new(Int64Array::from((0..rows.len() as i64).map(|i| (i * 7 + i / 3) % nkeys).collect::<Vec<_>>()));
-        let kv = keys.as_any().downcast_ref::<Int64Array>().unwrap();
         for agg in [AggKind::Sum, AggKind::Mean, AggKind::Count] {
             let got = vals(&rolling_time_dyn(vs.as_ref(), ts.as_ref(), range, agg, Some(mp), Algorithm::Auto, shape).unwrap());
             let want = vals(&rolling_time_dyn(vs.as_ref(), ts.as_ref(), range, agg, Some(mp), Algorithm::Recalc, shape).unwrap());
@@ -237,14 +247,7 @@ proptest! {
                     prop_assert!(ok, "{:?} row {}: {} vs {}", agg, i, g, w);
                 }
             }
-            let kgot = vals(&rolling_time_keyed_dyn(keys.as_ref(), vs.as_ref(), ts.as_ref(), range, agg, Some(mp), Algorithm::Auto, shape).unwrap());
-            for k in 0..nkeys {
-                let idx: Vec<usize> = (0..rows.len()).filter(|&i| kv.value(i) == k).collect();
-                let take = |a: &ArrayRef| arrow_select::take::take(a.as_ref(), &arrow_array::UInt32Array::from(idx.iter().map(|&i| i as u32).collect::<Vec<_>>()), None).unwrap();
-                let alone = vals(&rolling_time_dyn(take(&vs).as_ref(), take(&ts).as_ref(), range, agg, Some(mp), Algorithm::Auto, shape).unwrap());
-                let bits = |v: Vec<Option<f64>>| v.into_iter().map(|x| x.map(f64::to_bits)).collect::<Vec<_>>();
-                prop_assert_eq!(bits(idx.iter().map(|&i| kgot[i]).collect()), bits(alone), "keyed {:?} key {}", agg, k);
-            }
+            keyed_equals_each_key(&vs, &ts, nkeys, range, agg, mp, shape, Algorithm::Auto)?;
         }
     }
 }
