@@ -25,7 +25,7 @@ use arrow_array::{Array, ArrayRef};
 use arrow_buffer::{BooleanBuffer, NullBuffer};
 
 use super::shape::Frame;
-use super::valid::{non_finite_bits, word_at, All, Bitmap, Valid};
+use super::valid::{non_finite_bits, nulls_of_words, word_at, All, Bitmap, Valid};
 use super::{buffer, validity};
 use crate::engine::{AggKind, Column, ToArrow};
 use crate::ops::arith::two_sum;
@@ -333,7 +333,7 @@ fn frame_counts<Va: Valid>(va: Va, n: usize, frame: &Frame, min_periods: usize) 
         c as usize >= min_periods
     });
     super::assert_filled(&out);
-    i64::to_arrow(out, words_nulls(ok, n))
+    i64::to_arrow(out, nulls_of_words(ok, n))
 }
 
 fn frame_means<Va: Valid>(va: Va, x: &[f64], frame: &Frame, mean: bool, need: usize) -> Option<ArrayRef> {
@@ -341,8 +341,9 @@ fn frame_means<Va: Valid>(va: Va, x: &[f64], frame: &Frame, mean: bool, need: us
     // prefix (at most the column) may overflow.
     let (mut top, mut odd) = (0u64, false);
     for (q, c) in x.chunks(64).enumerate() {
-        let ok = word_at(va, 64 * q, c.len()) & !non_finite_bits(c);
-        odd |= ok != word_at(va, 64 * q, c.len());
+        let valid = word_at(va, 64 * q, c.len());
+        let ok = valid & !non_finite_bits(c);
+        odd |= ok != valid;
         // |v| of a finite value orders as its bits do: an integer max, which
         // vectorises (a float compare-and-select kept the maximum in memory,
         // a fifth of a sum's time)
@@ -363,12 +364,7 @@ fn frame_means<Va: Valid>(va: Va, x: &[f64], frame: &Frame, mean: bool, need: us
         true => each_frame::<Va, true, true>(va, x, n, frame, emit),
     };
     super::assert_filled(&out);
-    Some(f64::to_arrow(out, words_nulls(ok, n)))
-}
-
-fn words_nulls(words: Vec<u64>, n: usize) -> Option<NullBuffer> {
-    let b = NullBuffer::new(BooleanBuffer::new(arrow_buffer::Buffer::from_vec(words), 0, n));
-    (b.null_count() > 0).then_some(b)
+    Some(f64::to_arrow(out, nulls_of_words(ok, n)))
 }
 
 /// Rows whose frames are found before their prefix is extended and read.

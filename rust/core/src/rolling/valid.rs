@@ -233,8 +233,13 @@ pub(crate) fn any_in_window(nb: &NullBuffer, window: usize) -> Option<NullBuffer
     let n = nb.len();
     let chunks = nb.inner().bit_chunks();
     let words: Vec<u64> = chunks.iter().chain(std::iter::once(chunks.remainder_bits())).take(n.div_ceil(64)).collect();
-    let w = in_window(&words, n, window);
-    let b = NullBuffer::new(BooleanBuffer::new(arrow_buffer::Buffer::from_vec(w), 0, n));
+    nulls_of_words(in_window(&words, n, window), n)
+}
+
+/// Validity words (bit `i` of word `i / 64` for row `i`) as the validity
+/// of `n` rows; `None` when every row is valid.
+pub(crate) fn nulls_of_words(words: Vec<u64>, n: usize) -> Option<NullBuffer> {
+    let b = NullBuffer::new(BooleanBuffer::new(arrow_buffer::Buffer::from_vec(words), 0, n));
     (b.null_count() > 0).then_some(b)
 }
 
@@ -543,8 +548,7 @@ pub(crate) fn at_least_in_window(nb: &NullBuffer, window: usize, need: usize) ->
         };
         out.push(w);
     }
-    let b = NullBuffer::new(BooleanBuffer::new(arrow_buffer::Buffer::from_vec(out), 0, n));
-    (b.null_count() > 0).then_some(b)
+    nulls_of_words(out, n)
 }
 
 /// The validity of rows `[r, r + n)` (`n <= 64`) as one word, bit `j` for
