@@ -554,17 +554,19 @@ fn group<T: Num, Va: Valid, Kp: Valid>(
     #[cfg(target_arch = "x86_64")]
     {
         if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>() && std::is_x86_feature_detected!("avx2") {
-            // SAFETY: T is f64 (same type, checked above), AVX2 is present,
-            // and the bounds the kernel relies on are asserted above.
+            // SAFETY: T is f64 (same type, checked above), AVX2 is present
+            // (and AVX-512 F / VL where `wide`), and the bounds the kernel
+            // relies on are asserted above.
             let xf = unsafe { std::slice::from_raw_parts(x.as_ptr() as *const f64, x.len()) };
+            let wide = matches!(crate::ops::reduce::detected(), crate::ops::reduce::Level::Avx512) && std::is_x86_feature_detected!("avx512vl");
             let (ok, cm, rm) = unsafe {
                 match (mode, how) {
-                    (SLIDE, Out::Scale(sc)) => avx2::group::<SLIDE, false, Va, Kp>(xf, va, keep, window, b0, seg, st, bail, sc, stream, out),
-                    (INSERT, Out::Scale(sc)) => avx2::group::<INSERT, false, Va, Kp>(xf, va, keep, window, b0, seg, st, bail, sc, stream, out),
-                    (_, Out::Scale(sc)) => avx2::group::<PAD0, false, Va, Kp>(xf, va, keep, window, b0, seg, st, bail, sc, stream, out),
-                    (SLIDE, Out::PerValid) => avx2::group::<SLIDE, true, Va, Kp>(xf, va, keep, window, b0, seg, st, bail, 1.0, stream, out),
-                    (INSERT, Out::PerValid) => avx2::group::<INSERT, true, Va, Kp>(xf, va, keep, window, b0, seg, st, bail, 1.0, stream, out),
-                    (_, Out::PerValid) => avx2::group::<PAD0, true, Va, Kp>(xf, va, keep, window, b0, seg, st, bail, 1.0, stream, out),
+                    (SLIDE, Out::Scale(sc)) => avx2::group::<SLIDE, false, Va, Kp>(wide, xf, va, keep, window, b0, seg, st, bail, sc, stream, out),
+                    (INSERT, Out::Scale(sc)) => avx2::group::<INSERT, false, Va, Kp>(wide, xf, va, keep, window, b0, seg, st, bail, sc, stream, out),
+                    (_, Out::Scale(sc)) => avx2::group::<PAD0, false, Va, Kp>(wide, xf, va, keep, window, b0, seg, st, bail, sc, stream, out),
+                    (SLIDE, Out::PerValid) => avx2::group::<SLIDE, true, Va, Kp>(wide, xf, va, keep, window, b0, seg, st, bail, 1.0, stream, out),
+                    (INSERT, Out::PerValid) => avx2::group::<INSERT, true, Va, Kp>(wide, xf, va, keep, window, b0, seg, st, bail, 1.0, stream, out),
+                    (_, Out::PerValid) => avx2::group::<PAD0, true, Va, Kp>(wide, xf, va, keep, window, b0, seg, st, bail, 1.0, stream, out),
                 }
             };
             return [0, 1, 2, 3].map(|k| Run { finite: ok[k] && fin[k], cm: cm[k], rm: rm[k] });
@@ -806,10 +808,51 @@ mod avx2 {
     /// Bounds are the caller's (`super::group` asserts them). `DIV`: each
     /// row's sum divided by its valid rows (counted in a fifth chain),
     /// else times `scale`. Per segment: whether it stayed finite, the
-    /// largest `|c|` and the smallest `|s + c|` (`super::certify`).
+    /// largest `|c|` and the smallest `|s + c|` (`super::certify`). `wide`: the CPU has AVX-512 (VL), so the same
+    /// code compiles with 32 vector registers, not 16: the tile, its
+    /// evicted rows and the chains no longer spill to the stack (the
+    /// masked mean spilled most).
     #[allow(clippy::too_many_arguments)]
-    #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn group<const MODE: u8, const DIV: bool, Va: Valid, Kp: Valid>(
+        wide: bool,
+        x: &[f64],
+        va: Va,
+        keep: Kp,
+        window: usize,
+        b0: usize,
+        seg: usize,
+        st: [(f64, f64, f64); 4],
+        bail: bool,
+        scale: f64,
+        stream: bool,
+        out: &mut [f64],
+    ) -> ([bool; 4], [f64; 4], [f64; 4]) {
+        #[allow(clippy::too_many_arguments)]
+        #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+        unsafe fn w<const MODE: u8, const DIV: bool, Va: Valid, Kp: Valid>(
+            x: &[f64], va: Va, keep: Kp, window: usize, b0: usize, seg: usize, st: [(f64, f64, f64); 4],
+            bail: bool, scale: f64, stream: bool, out: &mut [f64],
+        ) -> ([bool; 4], [f64; 4], [f64; 4]) {
+            body::<MODE, DIV, Va, Kp>(x, va, keep, window, b0, seg, st, bail, scale, stream, out)
+        }
+        #[allow(clippy::too_many_arguments)]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn n<const MODE: u8, const DIV: bool, Va: Valid, Kp: Valid>(
+            x: &[f64], va: Va, keep: Kp, window: usize, b0: usize, seg: usize, st: [(f64, f64, f64); 4],
+            bail: bool, scale: f64, stream: bool, out: &mut [f64],
+        ) -> ([bool; 4], [f64; 4], [f64; 4]) {
+            body::<MODE, DIV, Va, Kp>(x, va, keep, window, b0, seg, st, bail, scale, stream, out)
+        }
+        if wide {
+            w::<MODE, DIV, Va, Kp>(x, va, keep, window, b0, seg, st, bail, scale, stream, out)
+        } else {
+            n::<MODE, DIV, Va, Kp>(x, va, keep, window, b0, seg, st, bail, scale, stream, out)
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    unsafe fn body<const MODE: u8, const DIV: bool, Va: Valid, Kp: Valid>(
         x: &[f64],
         va: Va,
         keep: Kp,
