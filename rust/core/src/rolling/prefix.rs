@@ -324,7 +324,7 @@ pub(super) fn frame_sums(values: &dyn Array, frame: &Frame, agg: AggKind, min_pe
 }
 
 /// Output rows a prefix covers before it may restart (not at a gap).
-const FRAME_CHUNK: usize = 4096;
+pub(super) const FRAME_CHUNK: usize = 4096;
 
 fn frame_counts<Va: Valid>(va: Va, n: usize, frame: &Frame, min_periods: usize) -> ArrayRef {
     let mut out = super::buffer_to_fill::<i64>(n); // emit writes every row

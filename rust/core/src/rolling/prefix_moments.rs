@@ -1,8 +1,9 @@
 //! Many rolling var / std (sample and population) of one column in one
-//! shared pass (`rolling_many`): compensated prefix sums of shifted values
-//! and their squares, every window a difference, checked row by row
-//! against an error bound; the rows the bound cannot vouch for are redone
-//! by the exact kernel ([`super::moments::var_into`]).
+//! shared pass (`rolling_many`), and time windows' var / std
+//! ([`frame_vars`]): compensated prefix sums of shifted values and their
+//! squares, every window a difference, checked row by row against an error
+//! bound; the rows the bound cannot vouch for are redone by the exact
+//! kernel ([`super::moments::var_into`]).
 //!
 //! Per chunk of output rows `[a, b)` plus the longest window's halo, with
 //! `c` the chunk's mean (any value near the data will do; the mean keeps
@@ -41,8 +42,10 @@ use arrow_array::ArrayRef;
 
 use super::prefix::{columns, populate, prefix_counts, split_rows};
 use super::moments::{as_f64, finite_filled, m2_of, Lane, S};
+use super::shape::Frame;
+use super::valid::{non_finite_bits, nulls_of_words, word_at, All, Bitmap, Valid};
 use super::{buffer, FastNum};
-use crate::engine::Column;
+use crate::engine::{AggKind, Column, ToArrow};
 use crate::ops::reduce::{detected, Level};
 
 /// Relative error the shared pass may leave in `M2` (as the exact kernel's
@@ -411,4 +414,207 @@ fn prefix<const FMA: bool, const NULLS: bool>(x: &[f64], wt: &[f64], p: &mut Pre
     }
     // A NaN or inf leaves the sums non-finite for good.
     (s1 + c1 + s2 + c2 + ymax).is_finite().then_some(Bound { y: ymax, p1, p2: s2, c1: c1max, c2: c2max })
+}
+
+/// Time windows (any `closed=` / `center=`) of var / std, sample or
+/// population (issue 36: they ran the FIFO loop over each row's frame, 0.9x
+/// polars' `rolling_var_by`): row `i`'s frame `[s, e)` from `frame`, its
+/// `M2` a difference of the chunk's prefix sums above (shift, bound and
+/// exact fallback as for `rolling_many`; a failing row is redone alone, by
+/// [`super::moments::var_into`] over its frame). Chunks restart where
+/// prefix.rs `frame_sums` restarts its prefix (a gap; `FRAME_CHUNK` rows
+/// once the window is at most a quarter of them), so every bit of a row
+/// depends only on the rows since the last gap: keyed time rolling gives
+/// the bits of one call per key. As the FIFO's `Moments`: null where the
+/// frame holds fewer than `min_periods` valid rows, or `ddof` or fewer;
+/// NaN where one of them is NaN or infinite (those weigh 0 in the sums,
+/// so they change no other frame's bits). `None` (the caller runs the
+/// FIFO loop) for other aggregations, columns other than float64, and a
+/// finite value from 2^497 (squares could overflow).
+pub(super) fn frame_vars(values: &dyn arrow_array::Array, frame: &Frame, agg: AggKind, min_periods: usize) -> Option<ArrayRef> {
+    use arrow_array::cast::AsArray;
+    let (ddof, sqrt) = match agg {
+        AggKind::Var => (1.0, false),
+        AggKind::Std => (1.0, true),
+        AggKind::VarPop => (0.0, false),
+        AggKind::StdPop => (0.0, true),
+        _ => return None,
+    };
+    let x = values.as_primitive_opt::<arrow_array::types::Float64Type>()?.values().as_ref();
+    if !fits(x) {
+        return None;
+    }
+    let n = x.len();
+    let nulls = values.logical_nulls();
+    let mut out = super::buffer_to_fill::<f64>(n); // every row is written
+    let how = FrameVars { frame, ddof, sqrt, min_periods };
+    let words = match &nulls {
+        None => how.run_at(detected(), All, x, &mut out),
+        Some(nb) => how.run_at(detected(), Bitmap::new(nb), x, &mut out),
+    };
+    super::assert_filled(&out);
+    Some(<f64 as ToArrow>::to_arrow(out, nulls_of_words(words, n)))
+}
+
+struct FrameVars<'a> {
+    frame: &'a Frame<'a>,
+    ddof: f64,
+    sqrt: bool,
+    min_periods: usize,
+}
+
+/// A chunk's rows read, as the prefix sums take them: finite values with
+/// weight 1, the others (null, NaN, inf) weight 0 under the last finite
+/// value before them; running counts of valid rows and of valid
+/// non-finite ones.
+#[derive(Default)]
+struct Rows {
+    xf: Vec<f64>,
+    wt: Vec<f64>,
+    cnt: Vec<u32>,
+    bad: Vec<u32>,
+}
+
+impl Rows {
+    /// Rows `[h0, h1)` of `x` (validity `va`) as the weighted prefix sums
+    /// read them.
+    fn fill<Va: Valid>(&mut self, va: Va, x: &[f64], h0: usize, h1: usize) {
+        let len = h1 - h0;
+        for v in [&mut self.xf, &mut self.wt] {
+            v.clear();
+            v.resize(len, 0.0);
+        }
+        for v in [&mut self.cnt, &mut self.bad] {
+            v.clear();
+            v.resize(len + 1, 0);
+        }
+        // Leading non-finite rows take the chunk's first finite value (a
+        // filler near the data keeps the exact kernel's shift near it).
+        let mut last = (h0..h1).find(|&t| va.bits(t) & 1 != 0 && x[t].is_finite()).map_or(0.0, |t| x[t]);
+        let (mut cnt, mut bad) = (0u32, 0u32);
+        for t in (h0..h1).step_by(64) {
+            let m = (h1 - t).min(64);
+            let bits = word_at(va, t, m);
+            let fin = bits & !non_finite_bits(&x[t..t + m]);
+            for q in 0..m {
+                let at = t + q - h0;
+                if fin >> q & 1 != 0 {
+                    last = x[t + q];
+                    self.wt[at] = 1.0;
+                }
+                self.xf[at] = last;
+                cnt += (bits >> q & 1) as u32;
+                bad += ((bits & !fin) >> q & 1) as u32;
+                (self.cnt[at + 1], self.bad[at + 1]) = (cnt, bad);
+            }
+        }
+    }
+}
+
+impl FrameVars<'_> {
+    /// [`FrameVars::run`] compiled for the CPU's widest level.
+    fn run_at<Va: Valid>(&self, level: Level, va: Va, x: &[f64], out: &mut [f64]) -> Vec<u64> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            #[target_feature(enable = "avx512f,avx2,fma")]
+            unsafe fn avx512<Va: Valid>(f: &FrameVars, va: Va, x: &[f64], o: &mut [f64]) -> Vec<u64> {
+                f.run::<Va, true>(va, x, o)
+            }
+            #[target_feature(enable = "avx2,fma")]
+            unsafe fn avx2<Va: Valid>(f: &FrameVars, va: Va, x: &[f64], o: &mut [f64]) -> Vec<u64> {
+                f.run::<Va, true>(va, x, o)
+            }
+            let fma = std::arch::is_x86_feature_detected!("fma");
+            // SAFETY: `detected()` found the CPU feature of the level, and
+            // FMA is checked here.
+            match level {
+                Level::Avx512 if fma => return unsafe { avx512(self, va, x, out) },
+                Level::Avx2 | Level::Avx512 if fma => return unsafe { avx2(self, va, x, out) },
+                _ => {}
+            }
+        }
+        let _ = level;
+        self.run::<Va, false>(va, x, out)
+    }
+
+    /// Every row into `out`; whether each is valid, as bitmap words.
+    #[inline(always)]
+    fn run<Va: Valid, const FMA: bool>(&self, va: Va, x: &[f64], out: &mut [f64]) -> Vec<u64> {
+        let n = x.len();
+        let mut words = vec![0u64; n.div_ceil(64)];
+        let (mut rows, mut p) = (Rows::default(), Prefix::default());
+        let (mut sb, mut eb) = (Vec::new(), Vec::new()); // the chunk's frames
+        let (mut s, mut e, mut a) = (0usize, 0usize, 0usize);
+        for i in 0..n {
+            let pe = e;
+            (s, e) = self.frame.bounds(i, n, s, e);
+            if s >= pe || (i - a >= super::prefix::FRAME_CHUNK && 4 * (pe - s) <= i - a) {
+                if i > a {
+                    self.chunk::<Va, FMA>(va, x, a, &sb, &eb, &mut rows, &mut p, &mut out[a..i], &mut words);
+                }
+                a = i;
+                sb.clear();
+                eb.clear();
+            }
+            sb.push(s);
+            eb.push(e);
+        }
+        if n > a {
+            self.chunk::<Va, FMA>(va, x, a, &sb, &eb, &mut rows, &mut p, &mut out[a..], &mut words);
+        }
+        words
+    }
+
+    /// Rows `a..` (frames `sb`, `eb`) into `out`, their validity into `words`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn chunk<Va: Valid, const FMA: bool>(&self, va: Va, x: &[f64], a: usize, sb: &[usize], eb: &[usize], r: &mut Rows, p: &mut Prefix, out: &mut [f64], words: &mut [u64]) {
+        // Frames' starts and ends never decrease: the chunk reads [h0, h1).
+        let (h0, h1) = (sb[0], eb[eb.len() - 1]);
+        // Every row valid and finite (clean data): the values in place, a
+        // frame's rows its count (no copy, weights or counts: a sixth of
+        // the time). Whether a chunk is so depends on its rows alone, so a
+        // key's bits stay those of one call on it.
+        let clean = (h0..h1).step_by(64).all(|t| {
+            let m = (h1 - t).min(64);
+            word_at(va, t, m) & !non_finite_bits(&x[t..t + m]) == u64::MAX >> (64 - m)
+        });
+        let bound = if clean {
+            prefix::<FMA, false>(&x[h0..h1], &[], p)
+        } else {
+            r.fill(va, x, h0, h1);
+            prefix::<FMA, true>(&r.xf, &r.wt, p)
+        };
+        for (q, o) in out.iter_mut().enumerate() {
+            let (js, je) = (sb[q] - h0, eb[q] - h0);
+            let valid = if clean { (je - js) as u32 } else { r.cnt[je] - r.cnt[js] };
+            if (valid as usize) < self.min_periods || valid as f64 <= self.ddof {
+                *o = 0.0;
+                continue;
+            }
+            let i = a + q;
+            words[i / 64] |= 1u64 << (i % 64);
+            if !clean && r.bad[je] > r.bad[js] {
+                *o = f64::NAN;
+                continue;
+            }
+            let nf = valid as f64;
+            if nf <= 1.0 {
+                *o = out_of(0.0, 1.0 / (nf - self.ddof), self.sqrt);
+                continue;
+            }
+            let m2 = m2_diff::<FMA>(p.h1[je], p.h1[js], p.l1[je], p.l1[js], p.h2[je], p.h2[js], p.l2[je], p.l2[js], nf, 1.0 / nf);
+            *o = match bound {
+                Some(bd) if m2 >= bd.threshold(je - js) => out_of(m2, 1.0 / (nf - self.ddof), self.sqrt),
+                // Not vouched for: the frame alone, exactly.
+                _ => {
+                    let mut tmp = vec![0.0; je - js];
+                    let (xs, wt) = if clean { (&x[h0 + js..h0 + je], None) } else { (&r.xf[js..je], Some(&r.wt[js..je])) };
+                    let fits = super::moments::var_into(xs, wt, je - js, self.ddof, self.sqrt, &mut tmp);
+                    debug_assert!(fits); // the column was checked (`frame_vars`)
+                    tmp[je - js - 1]
+                }
+            };
+        }
+    }
 }

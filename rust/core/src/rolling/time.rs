@@ -3,6 +3,8 @@
 //! a FIFO aggregator ([`super::shape::rolling_frames`], which also runs the
 //! other shapes: `closed=`, `center=`); under `auto`, sums, means and
 //! counts as differences of prefix sums ([`super::prefix::frame_sums`]),
+//! var and std as differences of prefix moments
+//! ([`super::prefix_moments::frame_vars`]),
 //! max and min by Lemire's filter ([`super::minmax_filter`]), a deque of
 //! candidates.
 
@@ -39,6 +41,9 @@ pub fn rolling_time_dyn(
     let frame = Frame::Time { ts: times, range, closed: shape.closed, center: shape.center };
     if algo == Algorithm::Auto {
         if let Some(out) = super::prefix::frame_sums(values, &frame, agg, min_periods.unwrap_or(0)) {
+            return Ok(out);
+        }
+        if let Some(out) = super::prefix_moments::frame_vars(values, &frame, agg, min_periods.unwrap_or(0)) {
             return Ok(out);
         }
     }

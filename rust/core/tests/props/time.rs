@@ -253,6 +253,48 @@ proptest! {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// Time var / std, sample and population, under `auto` run as prefix
+    /// moment differences (rolling/prefix_moments.rs `frame_vars`): they
+    /// equal the naive recomputation (Recalc, Chan's merges) for every
+    /// shape and `min_periods`, with nulls (7.5 under each), values of very
+    /// different sizes and now and then an inf or NaN: validity exactly,
+    /// values to 1e-12 relative (the prefix's bound promises 2e-13 of
+    /// `M2`; the rows it cannot vouch for are redone exactly). Keyed, each
+    /// key gives the bits of `auto` over the key alone.
+    #[test]
+    fn time_vars_by_prefix_equal_recalc(
+        rows in sum_rows(),
+        range in 1i64..40,
+        closed in prop::sample::select(vec![Closed::Right, Closed::Left, Closed::Both, Closed::Neither]),
+        center in any::<bool>(),
+        mp in 0usize..4,
+        nkeys in 1i64..4,
+    ) {
+        let ts: ArrayRef = Arc::new(Int64Array::from(rows.iter().map(|r| r.0).collect::<Vec<_>>()));
+        let under: Vec<f64> = rows.iter().map(|r| r.1.unwrap_or(7.5)).collect();
+        let nulls = arrow_buffer::NullBuffer::from(rows.iter().map(|r| r.1.is_some()).collect::<Vec<_>>());
+        let vs: ArrayRef = Arc::new(Float64Array::new(under.into(), Some(nulls)));
+        let shape = Shape { closed, center, step: 1 };
+        for agg in [AggKind::Var, AggKind::Std, AggKind::VarPop, AggKind::StdPop] {
+            let run = |algo| rolling_time_dyn(vs.as_ref(), ts.as_ref(), range, agg, Some(mp), algo, shape).unwrap();
+            let (got, want) = (run(Algorithm::Auto), run(Algorithm::Recalc));
+            let (got, want) = (got.as_any().downcast_ref::<Float64Array>().unwrap(), want.as_any().downcast_ref::<Float64Array>().unwrap());
+            for i in 0..got.len() {
+                prop_assert_eq!(got.is_valid(i), want.is_valid(i), "{:?} row {} validity", agg, i);
+                if want.is_valid(i) {
+                    let (g, w) = (got.value(i), want.value(i));
+                    let ok = g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()) || (g - w).abs() <= 1e-12 * w.abs();
+                    prop_assert!(ok, "{:?} row {}: {} vs {}", agg, i, g, w);
+                }
+            }
+            keyed_equals_each_key(&vs, &ts, nkeys, range, agg, mp, shape, Algorithm::Auto)?;
+        }
+    }
+}
+
+proptest! {
     /// After a gap longer than the window (every row held leaves at once),
     /// the rows from the gap on equal a run starting at the gap, bit for
     /// bit, under `auto` (TwoStacks: both stacks empty), TwoStacks and
@@ -284,6 +326,48 @@ proptest! {
         for i in g..xs.len() {
             let (a, b) = (all.is_valid(i).then(|| all.value(i).to_bits()), tail.is_valid(i - g).then(|| tail.value(i - g).to_bits()));
             prop_assert_eq!(a, b, "{:?} {:?} row {}", algo, agg, i);
+        }
+    }
+}
+
+/// Time var / std over columns long enough that the prefix restarts
+/// without a gap (`FRAME_CHUNK` rows, once the window is at most a quarter
+/// of them), with windows of ~200 and ~3,000 rows, clean and with nulls
+/// and a NaN: as the naive recomputation, and keyed, each key as `auto`
+/// over it alone.
+#[test]
+fn time_vars_restart_in_long_columns() {
+    let mut st = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        st ^= st << 13;
+        st ^= st >> 7;
+        st ^= st << 17;
+        st
+    };
+    let n = 20_000;
+    let mut t = 0i64;
+    let ts: Vec<i64> = (0..n).map(|_| { t += (next() % 4) as i64; t }).collect();
+    let mut walk = 1e6;
+    let xs: Vec<Option<f64>> = (0..n)
+        .map(|i| {
+            walk += (next() % 1001) as f64 / 1000.0 - 0.5;
+            if i == 15_000 { Some(f64::NAN) } else if next() % 20 == 0 { None } else { Some(walk) }
+        })
+        .collect();
+    let clean: Vec<Option<f64>> = xs.iter().map(|x| Some(x.filter(|v| v.is_finite()).unwrap_or(1e6))).collect();
+    let ts: ArrayRef = Arc::new(Int64Array::from(ts));
+    for (vs, range) in [(xs, 300), (clean.clone(), 300), (clean, 4_500)] {
+        let vs: ArrayRef = Arc::new(Float64Array::from(vs));
+        for agg in [AggKind::Std, AggKind::VarPop] {
+            let run = |algo| rolling_time_dyn(vs.as_ref(), ts.as_ref(), range, agg, None, algo, Shape::default()).unwrap();
+            let (got, want) = (run(Algorithm::Auto), run(Algorithm::Recalc));
+            let (got, want) = (got.as_any().downcast_ref::<Float64Array>().unwrap(), want.as_any().downcast_ref::<Float64Array>().unwrap());
+            for i in 0..n {
+                assert_eq!(got.is_valid(i), want.is_valid(i), "{agg:?} {range} row {i}");
+                let (g, w) = (got.value(i), want.value(i));
+                assert!(!want.is_valid(i) || (g.is_nan() && w.is_nan()) || (g - w).abs() <= 1e-12 * w.abs(), "{agg:?} {range} row {i}: {g} vs {w}");
+            }
+            keyed_equals_each_key(&vs, &ts, 3, range, agg, 0, Shape::default(), Algorithm::Auto).unwrap();
         }
     }
 }
