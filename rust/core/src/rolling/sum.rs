@@ -559,14 +559,19 @@ fn group<T: Num, Va: Valid, Kp: Valid>(
             // relies on are asserted above.
             let xf = unsafe { std::slice::from_raw_parts(x.as_ptr() as *const f64, x.len()) };
             let wide = matches!(crate::ops::reduce::detected(), crate::ops::reduce::Level::Avx512) && std::is_x86_feature_detected!("avx512vl");
+            let scale = match how {
+                Out::Scale(sc) => sc,
+                Out::PerValid => 1.0,
+            };
+            let a = avx2::Args { x: xf, va, keep, window, b0, seg, st, bail, scale, stream, out };
             let (ok, cm, rm) = unsafe {
                 match (mode, how) {
-                    (SLIDE, Out::Scale(sc)) => avx2::group::<SLIDE, false, Va, Kp>(wide, xf, va, keep, window, b0, seg, st, bail, sc, stream, out),
-                    (INSERT, Out::Scale(sc)) => avx2::group::<INSERT, false, Va, Kp>(wide, xf, va, keep, window, b0, seg, st, bail, sc, stream, out),
-                    (_, Out::Scale(sc)) => avx2::group::<PAD0, false, Va, Kp>(wide, xf, va, keep, window, b0, seg, st, bail, sc, stream, out),
-                    (SLIDE, Out::PerValid) => avx2::group::<SLIDE, true, Va, Kp>(wide, xf, va, keep, window, b0, seg, st, bail, 1.0, stream, out),
-                    (INSERT, Out::PerValid) => avx2::group::<INSERT, true, Va, Kp>(wide, xf, va, keep, window, b0, seg, st, bail, 1.0, stream, out),
-                    (_, Out::PerValid) => avx2::group::<PAD0, true, Va, Kp>(wide, xf, va, keep, window, b0, seg, st, bail, 1.0, stream, out),
+                    (SLIDE, Out::Scale(_)) => avx2::group::<SLIDE, false, Va, Kp>(wide, a),
+                    (INSERT, Out::Scale(_)) => avx2::group::<INSERT, false, Va, Kp>(wide, a),
+                    (_, Out::Scale(_)) => avx2::group::<PAD0, false, Va, Kp>(wide, a),
+                    (SLIDE, Out::PerValid) => avx2::group::<SLIDE, true, Va, Kp>(wide, a),
+                    (INSERT, Out::PerValid) => avx2::group::<INSERT, true, Va, Kp>(wide, a),
+                    (_, Out::PerValid) => avx2::group::<PAD0, true, Va, Kp>(wide, a),
                 }
             };
             return [0, 1, 2, 3].map(|k| Run { finite: ok[k] && fin[k], cm: cm[k], rm: rm[k] });
@@ -805,66 +810,49 @@ mod avx2 {
         super::exact_sum_valid(xs, va, r0)
     }
 
+    /// A group's arguments (the caller's, `super::group`).
+    pub(super) struct Args<'a, Va, Kp> {
+        pub(super) x: &'a [f64],
+        pub(super) va: Va,
+        pub(super) keep: Kp,
+        pub(super) window: usize,
+        pub(super) b0: usize,
+        pub(super) seg: usize,
+        pub(super) st: [(f64, f64, f64); 4],
+        pub(super) bail: bool,
+        pub(super) scale: f64,
+        pub(super) stream: bool,
+        pub(super) out: &'a mut [f64],
+    }
+
     /// Bounds are the caller's (`super::group` asserts them). `DIV`: each
     /// row's sum divided by its valid rows (counted in a fifth chain),
     /// else times `scale`. Per segment: whether it stayed finite, the
-    /// largest `|c|` and the smallest `|s + c|` (`super::certify`). `wide`: the CPU has AVX-512 (VL), so the same
-    /// code compiles with 32 vector registers, not 16: the tile, its
-    /// evicted rows and the chains no longer spill to the stack (the
-    /// masked mean spilled most).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) unsafe fn group<const MODE: u8, const DIV: bool, Va: Valid, Kp: Valid>(
-        wide: bool,
-        x: &[f64],
-        va: Va,
-        keep: Kp,
-        window: usize,
-        b0: usize,
-        seg: usize,
-        st: [(f64, f64, f64); 4],
-        bail: bool,
-        scale: f64,
-        stream: bool,
-        out: &mut [f64],
-    ) -> ([bool; 4], [f64; 4], [f64; 4]) {
-        #[allow(clippy::too_many_arguments)]
+    /// largest `|c|` and the smallest `|s + c|` (`super::certify`).
+    /// `wide`: the CPU has AVX-512 (VL), so the same code compiles with 32
+    /// vector registers, not 16: the tile, its evicted rows and the chains
+    /// no longer spill to the stack (the masked mean spilled most).
+    pub(super) unsafe fn group<const MODE: u8, const DIV: bool, Va: Valid, Kp: Valid>(wide: bool, a: Args<'_, Va, Kp>) -> ([bool; 4], [f64; 4], [f64; 4]) {
+        // The same body compiled for each feature set (`target_feature` is
+        // a function's: one function each).
         #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-        unsafe fn w<const MODE: u8, const DIV: bool, Va: Valid, Kp: Valid>(
-            x: &[f64], va: Va, keep: Kp, window: usize, b0: usize, seg: usize, st: [(f64, f64, f64); 4],
-            bail: bool, scale: f64, stream: bool, out: &mut [f64],
-        ) -> ([bool; 4], [f64; 4], [f64; 4]) {
-            body::<MODE, DIV, Va, Kp>(x, va, keep, window, b0, seg, st, bail, scale, stream, out)
+        unsafe fn w<const MODE: u8, const DIV: bool, Va: Valid, Kp: Valid>(a: Args<'_, Va, Kp>) -> ([bool; 4], [f64; 4], [f64; 4]) {
+            body::<MODE, DIV, Va, Kp>(a)
         }
-        #[allow(clippy::too_many_arguments)]
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn n<const MODE: u8, const DIV: bool, Va: Valid, Kp: Valid>(
-            x: &[f64], va: Va, keep: Kp, window: usize, b0: usize, seg: usize, st: [(f64, f64, f64); 4],
-            bail: bool, scale: f64, stream: bool, out: &mut [f64],
-        ) -> ([bool; 4], [f64; 4], [f64; 4]) {
-            body::<MODE, DIV, Va, Kp>(x, va, keep, window, b0, seg, st, bail, scale, stream, out)
+        unsafe fn n<const MODE: u8, const DIV: bool, Va: Valid, Kp: Valid>(a: Args<'_, Va, Kp>) -> ([bool; 4], [f64; 4], [f64; 4]) {
+            body::<MODE, DIV, Va, Kp>(a)
         }
         if wide {
-            w::<MODE, DIV, Va, Kp>(x, va, keep, window, b0, seg, st, bail, scale, stream, out)
+            w::<MODE, DIV, Va, Kp>(a)
         } else {
-            n::<MODE, DIV, Va, Kp>(x, va, keep, window, b0, seg, st, bail, scale, stream, out)
+            n::<MODE, DIV, Va, Kp>(a)
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    unsafe fn body<const MODE: u8, const DIV: bool, Va: Valid, Kp: Valid>(
-        x: &[f64],
-        va: Va,
-        keep: Kp,
-        window: usize,
-        b0: usize,
-        seg: usize,
-        st: [(f64, f64, f64); 4],
-        bail: bool,
-        scale: f64,
-        stream: bool,
-        out: &mut [f64],
-    ) -> ([bool; 4], [f64; 4], [f64; 4]) {
+    unsafe fn body<const MODE: u8, const DIV: bool, Va: Valid, Kp: Valid>(a: Args<'_, Va, Kp>) -> ([bool; 4], [f64; 4], [f64; 4]) {
+        let Args { x, va, keep, window, b0, seg, st, bail, scale, stream, out } = a;
         let s0 = st.map(|v| v.0);
         let c0 = st.map(|v| v.1);
         let n0 = st.map(|v| v.2);

@@ -204,6 +204,22 @@ fn sum_rows() -> impl Strategy<Value = Vec<(i64, Option<f64>)>> {
     })
 }
 
+/// [`sum_rows`] as Arrow columns (times, values with 7.5 stored under each
+/// null: a kernel that reads it fails), and a shape, `min_periods` and a
+/// key count for them.
+fn holey((rows, range, closed, center, mp, nkeys): (Vec<(i64, Option<f64>)>, i64, Closed, bool, usize, i64)) -> (ArrayRef, ArrayRef, i64, Shape, usize, i64) {
+    let ts: ArrayRef = Arc::new(Int64Array::from(rows.iter().map(|r| r.0).collect::<Vec<_>>()));
+    let under: Vec<f64> = rows.iter().map(|r| r.1.unwrap_or(7.5)).collect();
+    let nulls = arrow_buffer::NullBuffer::from(rows.iter().map(|r| r.1.is_some()).collect::<Vec<_>>());
+    let vs: ArrayRef = Arc::new(Float64Array::new(under.into(), Some(nulls)));
+    (ts, vs, range, Shape { closed, center, step: 1 }, mp, nkeys)
+}
+
+fn holey_cases() -> impl Strategy<Value = (ArrayRef, ArrayRef, i64, Shape, usize, i64)> {
+    let closed = prop::sample::select(vec![Closed::Right, Closed::Left, Closed::Both, Closed::Neither]);
+    (sum_rows(), 1i64..40, closed, any::<bool>(), 0usize..4, 1i64..4).prop_map(holey)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
 
@@ -215,21 +231,9 @@ proptest! {
     /// below any value's). Keyed (short keys in one call, a gap between
     /// them), each key gives the bits of `auto` over the key alone.
     #[test]
-    fn time_sums_by_prefix_equal_recalc(
-        rows in sum_rows(),
-        range in 1i64..40,
-        closed in prop::sample::select(vec![Closed::Right, Closed::Left, Closed::Both, Closed::Neither]),
-        center in any::<bool>(),
-        mp in 0usize..4,
-        nkeys in 1i64..4,
-    ) {
-        let ts: ArrayRef = Arc::new(Int64Array::from(rows.iter().map(|r| r.0).collect::<Vec<_>>()));
-        // a value under each null (7.5): a kernel that reads it fails
-        let under: Vec<f64> = rows.iter().map(|r| r.1.unwrap_or(7.5)).collect();
-        let nulls = arrow_buffer::NullBuffer::from(rows.iter().map(|r| r.1.is_some()).collect::<Vec<_>>());
-        let vs: ArrayRef = Arc::new(Float64Array::new(under.into(), Some(nulls)));
-        let big: f64 = rows.iter().filter_map(|r| r.1).filter(|x| x.is_finite()).map(f64::abs).sum();
-        let shape = Shape { closed, center, step: 1 };
+    fn time_sums_by_prefix_equal_recalc((ts, vs, range, shape, mp, nkeys) in holey_cases()) {
+        let xs = vs.as_any().downcast_ref::<Float64Array>().unwrap();
+        let big: f64 = xs.iter().flatten().filter(|x| x.is_finite()).map(f64::abs).sum();
         let vals = |a: &ArrayRef| -> Vec<Option<f64>> {
             (0..a.len()).map(|i| a.is_valid(i).then(|| match a.as_any().downcast_ref::<Float64Array>() {
                 Some(f) => f.value(i),
@@ -264,19 +268,7 @@ proptest! {
     /// `M2`; the rows it cannot vouch for are redone exactly). Keyed, each
     /// key gives the bits of `auto` over the key alone.
     #[test]
-    fn time_vars_by_prefix_equal_recalc(
-        rows in sum_rows(),
-        range in 1i64..40,
-        closed in prop::sample::select(vec![Closed::Right, Closed::Left, Closed::Both, Closed::Neither]),
-        center in any::<bool>(),
-        mp in 0usize..4,
-        nkeys in 1i64..4,
-    ) {
-        let ts: ArrayRef = Arc::new(Int64Array::from(rows.iter().map(|r| r.0).collect::<Vec<_>>()));
-        let under: Vec<f64> = rows.iter().map(|r| r.1.unwrap_or(7.5)).collect();
-        let nulls = arrow_buffer::NullBuffer::from(rows.iter().map(|r| r.1.is_some()).collect::<Vec<_>>());
-        let vs: ArrayRef = Arc::new(Float64Array::new(under.into(), Some(nulls)));
-        let shape = Shape { closed, center, step: 1 };
+    fn time_vars_by_prefix_equal_recalc((ts, vs, range, shape, mp, nkeys) in holey_cases()) {
         for agg in [AggKind::Var, AggKind::Std, AggKind::VarPop, AggKind::StdPop] {
             let run = |algo| rolling_time_dyn(vs.as_ref(), ts.as_ref(), range, agg, Some(mp), algo, shape).unwrap();
             let (got, want) = (run(Algorithm::Auto), run(Algorithm::Recalc));
