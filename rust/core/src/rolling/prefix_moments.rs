@@ -46,6 +46,7 @@ use super::shape::Frame;
 use super::valid::{non_finite_bits, nulls_of_words, word_at, All, Bitmap, Valid};
 use super::{buffer, FastNum};
 use crate::engine::{AggKind, Column, ToArrow};
+use crate::ops::moments::Moments;
 use crate::ops::reduce::{detected, Level};
 
 /// Relative error the shared pass may leave in `M2` (as the exact kernel's
@@ -428,9 +429,10 @@ fn prefix<const FMA: bool, const NULLS: bool>(x: &[f64], wt: &[f64], p: &mut Pre
 /// the bits of one call per key. As the FIFO's `Moments`: null where the
 /// frame holds fewer than `min_periods` valid rows, or `ddof` or fewer;
 /// NaN where one of them is NaN or infinite (those weigh 0 in the sums,
-/// so they change no other frame's bits). `None` (the caller runs the
-/// FIFO loop) for other aggregations, columns other than float64, and a
-/// finite value from 2^497 (squares could overflow).
+/// so they change no other frame's bits). A chunk holding a finite value
+/// from 2^497 (squares could overflow) merges each frame's moments. `None`
+/// (the caller runs the FIFO loop) for other aggregations and columns
+/// other than float64.
 pub(super) fn frame_vars(values: &dyn arrow_array::Array, frame: &Frame, agg: AggKind, min_periods: usize) -> Option<ArrayRef> {
     use arrow_array::cast::AsArray;
     let (ddof, sqrt) = match agg {
@@ -441,9 +443,6 @@ pub(super) fn frame_vars(values: &dyn arrow_array::Array, frame: &Frame, agg: Ag
         _ => return None,
     };
     let x = values.as_primitive_opt::<arrow_array::types::Float64Type>()?.values().as_ref();
-    if !fits(x) {
-        return None;
-    }
     let n = x.len();
     let nulls = values.logical_nulls();
     let mut out = super::buffer_to_fill::<f64>(n); // every row is written
@@ -579,11 +578,18 @@ impl FrameVars<'_> {
             let m = (h1 - t).min(64);
             word_at(va, t, m) & !non_finite_bits(&x[t..t + m]) == u64::MAX >> (64 - m)
         });
-        let bound = if clean {
-            prefix::<FMA, false>(&x[h0..h1], &[], p)
-        } else {
+        if !clean {
             r.fill(va, x, h0, h1);
-            prefix::<FMA, true>(&r.xf, &r.wt, p)
+        }
+        let (vals, wt) = if clean { (&x[h0..h1], None) } else { (&r.xf[..], Some(&r.wt[..])) };
+        // A valid value from 2^497 (its square could overflow the sums):
+        // this chunk's frames by Chan's merges, row by row (rare; the
+        // decision is the chunk's, so a key's bits are still its own).
+        let fit = fits(vals);
+        let bound = match wt {
+            _ if !fit => None,
+            None => prefix::<FMA, false>(vals, &[], p),
+            Some(w) => prefix::<FMA, true>(vals, w, p),
         };
         for (q, o) in out.iter_mut().enumerate() {
             let (js, je) = (sb[q] - h0, eb[q] - h0);
@@ -603,15 +609,24 @@ impl FrameVars<'_> {
                 *o = out_of(0.0, 1.0 / (nf - self.ddof), self.sqrt);
                 continue;
             }
+            if !fit {
+                let mut m = Moments::default();
+                for t in js..je {
+                    if wt.is_none_or(|w| w[t] == 1.0) {
+                        m = Moments::merge(&m, &Moments::lift(vals[t]));
+                    }
+                }
+                *o = out_of(m.m2, 1.0 / (m.n - self.ddof), self.sqrt);
+                continue;
+            }
             let m2 = m2_diff::<FMA>(p.h1[je], p.h1[js], p.l1[je], p.l1[js], p.h2[je], p.h2[js], p.l2[je], p.l2[js], nf, 1.0 / nf);
             *o = match bound {
                 Some(bd) if m2 >= bd.threshold(je - js) => out_of(m2, 1.0 / (nf - self.ddof), self.sqrt),
                 // Not vouched for: the frame alone, exactly.
                 _ => {
                     let mut tmp = vec![0.0; je - js];
-                    let (xs, wt) = if clean { (&x[h0 + js..h0 + je], None) } else { (&r.xf[js..je], Some(&r.wt[js..je])) };
-                    let fits = super::moments::var_into(xs, wt, je - js, self.ddof, self.sqrt, &mut tmp);
-                    debug_assert!(fits); // the column was checked (`frame_vars`)
+                    let fits = super::moments::var_into(&vals[js..je], wt.map(|w| &w[js..je]), je - js, self.ddof, self.sqrt, &mut tmp);
+                    debug_assert!(fits); // the chunk was checked
                     tmp[je - js - 1]
                 }
             };
