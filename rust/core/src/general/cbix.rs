@@ -243,11 +243,13 @@ impl<M: Monoid> Cbix<M> {
     }
 
     /// Fold a late partial into a present slot; tree leaves are left for
-    /// the caller to propagate (`pending`).
-    fn fold(&mut self, id: u64, v: &M::Agg) -> Result<()> {
+    /// the caller to propagate (`pending`), and a block outside the tree
+    /// is returned, for the caller to fold its c-value and g again in slot
+    /// order ([`Cbix::refold`]).
+    fn fold(&mut self, id: u64, v: &M::Agg) -> Result<Option<u64>> {
         let pi = self.pi(id);
         if id < self.lo || self.p[pi].is_none() {
-            return absent("cbix", id);
+            return absent("cbix", id).map(|()| None);
         }
         M::combine_into(self.p[pi].as_mut().unwrap(), v);
         let b = self.block(id);
@@ -255,12 +257,24 @@ impl<M: Monoid> Cbix<M> {
             let l = self.leaf(id);
             self.tree[self.tm + l] = self.p[pi].clone();
             self.pending.push(l);
-        } else {
-            let ci = self.ci(b);
-            opt_combine_into::<M>(&mut self.c[ci], v);
-            opt_combine_into::<M>(&mut self.g, v);
+            return Ok(None);
         }
-        Ok(())
+        Ok(Some(b))
+    }
+
+    /// The c-values of `blocks` (sorted) and g, folded again in slot order:
+    /// a late partial combined in last would come after the slots after
+    /// it, and a min's or max's tie between 0.0 and -0.0 keeps the
+    /// earliest row's sign (docs/DESIGN.md §5.3; a seed of
+    /// props/general.rs read -0.0 as 0.0).
+    fn refold(&mut self, blocks: &mut Vec<u64>) {
+        blocks.dedup();
+        for &b in blocks.iter() {
+            self.recompute_c(b);
+        }
+        if !blocks.is_empty() {
+            self.recompute_g();
+        }
     }
 }
 
@@ -270,22 +284,30 @@ impl<M: Monoid> GeneralAggregator<M> for Cbix<M> {
             self.append(id, v);
             return Ok(());
         }
-        self.fold(id, &v)?;
+        let mut dirty: Vec<u64> = self.fold(id, &v)?.into_iter().collect();
+        self.refold(&mut dirty);
         self.propagate();
         Ok(())
     }
 
     fn bulk_insert(&mut self, ups: &[(u64, M::Agg)]) -> Result<()> {
-        let mut r = Ok(());
+        let (mut r, mut dirty) = (Ok(()), Vec::new());
         for (id, v) in ups {
             if *id >= self.end {
                 self.propagate();
                 self.append(*id, v.clone());
-            } else if let Err(e) = self.fold(*id, v) {
-                r = Err(e);
-                break;
+            } else {
+                match self.fold(*id, v) {
+                    Ok(b) => dirty.extend(b),
+                    Err(e) => {
+                        r = Err(e);
+                        break;
+                    }
+                }
             }
         }
+        dirty.sort_unstable();
+        self.refold(&mut dirty);
         self.propagate();
         r
     }
@@ -310,13 +332,7 @@ impl<M: Monoid> GeneralAggregator<M> for Cbix<M> {
         }
         self.propagate();
         dirty.sort_unstable();
-        dirty.dedup();
-        for &b in &dirty {
-            self.recompute_c(b);
-        }
-        if !dirty.is_empty() {
-            self.recompute_g();
-        }
+        self.refold(&mut dirty);
         Ok(())
     }
 
