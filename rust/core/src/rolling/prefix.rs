@@ -324,7 +324,18 @@ pub(super) fn frame_sums(values: &dyn Array, frame: &Frame, agg: AggKind, min_pe
 }
 
 /// Output rows a prefix covers before it may restart (not at a gap).
-pub(super) const FRAME_CHUNK: usize = 4096;
+const FRAME_CHUNK: usize = 4096;
+
+/// Whether row `i`, its frame starting at `s`, starts a new prefix when
+/// the current one began at output row `a` and the row before ended at
+/// `pe`: at a gap (nothing before reaches it), or after [`FRAME_CHUNK`]
+/// rows once the window is at most a quarter of them. It depends only on
+/// the rows since the last gap (keyed time rolling's bits; also
+/// prefix_moments.rs `frame_vars`' chunks).
+#[inline(always)]
+pub(super) fn restarts(i: usize, s: usize, a: usize, pe: usize) -> bool {
+    s >= pe || (i - a >= FRAME_CHUNK && 4 * (pe - s) <= i - a)
+}
 
 fn frame_counts<Va: Valid>(va: Va, n: usize, frame: &Frame, min_periods: usize) -> ArrayRef {
     let mut out = super::buffer_to_fill::<i64>(n); // emit writes every row
@@ -407,7 +418,7 @@ fn each_frame<Va: Valid, const SUMS: bool, const ODD: bool>(va: Va, x: &[f64], n
             let mut k = j;
             while k < m {
                 let (i, pe) = (i0 + k, if k > 0 { eb[k - 1] } else { e_last });
-                let restart = sb[k] >= pe || (i - a >= FRAME_CHUNK && 4 * (pe - sb[k]) <= i - a);
+                let restart = restarts(i, sb[k], a, pe);
                 if restart && k > j {
                     break;
                 }

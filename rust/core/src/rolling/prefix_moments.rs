@@ -423,8 +423,8 @@ fn prefix<const FMA: bool, const NULLS: bool>(x: &[f64], wt: &[f64], p: &mut Pre
 /// `M2` a difference of the chunk's prefix sums above (shift, bound and
 /// exact fallback as for `rolling_many`; a failing row is redone alone, by
 /// [`super::moments::var_into`] over its frame). Chunks restart where
-/// prefix.rs `frame_sums` restarts its prefix (a gap; `FRAME_CHUNK` rows
-/// once the window is at most a quarter of them), so every bit of a row
+/// prefix.rs `frame_sums` restarts its prefix ([`super::prefix::restarts`]:
+/// a gap, or 4,096 rows once the window is a quarter of them), so every bit of a row
 /// depends only on the rows since the last gap: keyed time rolling gives
 /// the bits of one call per key. As the FIFO's `Moments`: null where the
 /// frame holds fewer than `min_periods` valid rows, or `ddof` or fewer;
@@ -547,7 +547,7 @@ impl FrameVars<'_> {
         for i in 0..n {
             let pe = e;
             (s, e) = self.frame.bounds(i, n, s, e);
-            if s >= pe || (i - a >= super::prefix::FRAME_CHUNK && 4 * (pe - s) <= i - a) {
+            if super::prefix::restarts(i, s, a, pe) {
                 if i > a {
                     self.chunk::<Va, FMA>(va, x, a, &sb, &eb, &mut rows, &mut p, &mut out[a..i], &mut words);
                 }
@@ -606,7 +606,7 @@ impl FrameVars<'_> {
             }
             let nf = valid as f64;
             if nf <= 1.0 {
-                *o = out_of(0.0, 1.0 / (nf - self.ddof), self.sqrt);
+                *o = 0.0; // one value (population): M2 exactly 0
                 continue;
             }
             if !fit {
