@@ -11,7 +11,11 @@
 //! error is a rounding of the result plus `O(L eps^2)` times the sum of
 //! `|x|` over the chunk (`L` its rows): the same class as the
 //! single-window kernel's (rolling/sum.rs), and restarting every chunk
-//! keeps `L` at most the chunk plus the longest window. Each window then
+//! keeps `L` at most the chunk plus the longest window. That term matters
+//! only where values far larger than a window's met in the chunk (1e300
+//! beside 1e-3: the rounding `pl` carried lost the small values' sum, and
+//! their windows read 0), so as rolling/sum.rs `certify` does, the rows it
+//! may have spoilt are summed again ([`redo_small`]). Each window then
 //! costs four loads and three adds per row, which vectorise: the output's
 //! own writes are most of the time.
 //!
@@ -28,7 +32,7 @@ use super::shape::Frame;
 use super::valid::{non_finite_bits, nulls_of_words, word_at, All, Bitmap, Valid};
 use super::{buffer, validity};
 use crate::engine::{AggKind, Column, ToArrow};
-use crate::ops::arith::two_sum;
+use crate::ops::arith::{two_sum, FSum, SumAcc};
 use crate::ops::reduce::{detected, Level};
 
 /// Output rows per chunk (the halo is read again per chunk).
@@ -163,6 +167,10 @@ fn sum_rows(x: &[f64], cum: Option<&[u32]>, windows: &[usize], r0: usize, r1: us
             ph.push(s);
             pl.push(c);
         }
+        // `redo_small`'s threshold; whether the prefix read a value small
+        // enough to need it (found when a row is below it)
+        let thr = small_sums(&pl);
+        let mut fine: Option<bool> = None;
         for (q, &w) in windows.iter().enumerate() {
             let out = &mut outs[q][a - r0..b - r0];
             populate(out);
@@ -183,6 +191,11 @@ fn sum_rows(x: &[f64], cum: Option<&[u32]>, windows: &[usize], r0: usize, r1: us
                     *o = (p1 - p0) + (l1 - l0);
                 }
             }
+            if lanes_abs(out, f64::INFINITY, |a, m| a < m) < thr
+                && !*fine.get_or_insert_with(|| thr <= super::sum::min_nonzero(x, All, h0, b) * (1u64 << 44) as f64 * (-50f64).exp2())
+            {
+                redo_small(x, w, a, thr, out);
+            }
             if mean {
                 match cum {
                     None => {
@@ -201,6 +214,48 @@ fn sum_rows(x: &[f64], cum: Option<&[u32]>, windows: &[usize], r0: usize, r1: us
             }
         }
         a = b;
+    }
+}
+
+/// The sums a prefix of compensations `pl` may have spoilt are those below
+/// this (rolling/sum.rs `certify`): each add rounds `pl` by at most `u
+/// |pl|`, so a difference is off by at most `err = 2 eps cm L` beyond its
+/// own rounding (`cm` the largest `|pl|`, NaN ignored; `L` the prefix's
+/// rows), which is `2^-44` of a sum from `2^44 err` on. Rows below are
+/// redone unless `err` is within `2^-50` of the smallest nonzero value the
+/// prefix read (so of any window's sum of `|values|`).
+fn small_sums(pl: &[f64]) -> f64 {
+    let cm = lanes_abs(pl, 0.0, |a, m| a > m);
+    2.0 * f64::EPSILON * cm * (pl.len() + 16) as f64 * (1u64 << 44) as f64
+}
+
+/// The `|x|` of `xs` that `better` picks over all others (NaN never:
+/// `better` compares), from `init`: eight lanes of compare-and-select,
+/// which vectorise (one chain of them would cost a compare's latency a
+/// row).
+#[inline(always)]
+fn lanes_abs(xs: &[f64], init: f64, better: impl Fn(f64, f64) -> bool) -> f64 {
+    let mut m = [init; 8];
+    let mut it = xs.chunks_exact(8);
+    for c in &mut it {
+        for k in 0..8 {
+            m[k] = if better(c[k].abs(), m[k]) { c[k].abs() } else { m[k] };
+        }
+    }
+    for (k, &v) in it.remainder().iter().enumerate() {
+        m[k] = if better(v.abs(), m[k]) { v.abs() } else { m[k] };
+    }
+    m.into_iter().fold(init, |a, v| if better(v, a) { v } else { a })
+}
+
+/// Rows `a..` (`out`: a chunk of window `w`'s sums of the zero-filled `x`)
+/// below `thr` in magnitude, summed again over their window (`FSum`, what
+/// the per-window kernel's FIFO gives).
+#[cold]
+fn redo_small(x: &[f64], w: usize, a: usize, thr: f64, out: &mut [f64]) {
+    for (q, o) in out.iter_mut().enumerate().filter(|(_, o)| o.abs() < thr) {
+        let i = a + q;
+        *o = x[(i + 1).saturating_sub(w)..=i].iter().fold(FSum::default(), |f, &v| f.add(&FSum::lift(v))).value();
     }
 }
 
@@ -287,10 +342,10 @@ pub(super) fn populate<T>(v: &mut [T]) {
 /// whatever the aggregation): row `i`'s window `[s, e)` from `frame`, its
 /// sum a difference of the compensated prefix sums above, its count one
 /// of the valid rows' running count. `None` (the caller runs the FIFO
-/// loop) for other aggregations, sums and means of a column other than
-/// float64, and a float64 column with a value so large (beyond
-/// `f64::MAX / 2n`) that a prefix could overflow. NaN and infinities are
-/// counted apart from the prefix sums (`each_frame`).
+/// loop) for other aggregations and sums and means of a column other than
+/// float64. NaN and infinities are counted apart from the prefix sums;
+/// rows a prefix's rounding or overflow may have spoilt are summed again
+/// over their frame (`each_frame`'s `settle`).
 ///
 /// The prefix restarts at a row whose window does not overlap the one
 /// before (a gap: nothing before it reaches a later row), and after
@@ -314,10 +369,10 @@ pub(super) fn frame_sums(values: &dyn Array, frame: &Frame, agg: AggKind, min_pe
             let mean = agg == AggKind::Mean;
             // Null when the window holds no valid row, as the FIFO's `lower`.
             let need = min_periods.max(1);
-            match &nulls {
+            Some(match &nulls {
                 None => frame_means(All, x, frame, mean, need),
                 Some(nb) => frame_means(Bitmap::new(nb), x, frame, mean, need),
-            }
+            })
         }
         _ => None,
     }
@@ -347,23 +402,9 @@ fn frame_counts<Va: Valid>(va: Va, n: usize, frame: &Frame, min_periods: usize) 
     i64::to_arrow(out, nulls_of_words(ok, n))
 }
 
-fn frame_means<Va: Valid>(va: Va, x: &[f64], frame: &Frame, mean: bool, need: usize) -> Option<ArrayRef> {
-    // Whether a valid value is not finite, and the largest finite one: no
-    // prefix (at most the column) may overflow.
-    let (mut top, mut odd) = (0u64, false);
-    for (q, c) in x.chunks(64).enumerate() {
-        let valid = word_at(va, 64 * q, c.len());
-        let ok = valid & !non_finite_bits(c);
-        odd |= ok != valid;
-        // |v| of a finite value orders as its bits do: an integer max, which
-        // vectorises (a float compare-and-select kept the maximum in memory,
-        // a fifth of a sum's time)
-        let m = c.iter().enumerate().fold(0u64, |m, (j, &v)| m.max(if ok >> j & 1 != 0 { v.to_bits() << 1 >> 1 } else { 0 }));
-        top = top.max(m);
-    }
-    if f64::from_bits(top) * x.len() as f64 >= f64::MAX / 2.0 {
-        return None;
-    }
+fn frame_means<Va: Valid>(va: Va, x: &[f64], frame: &Frame, mean: bool, need: usize) -> ArrayRef {
+    // Whether a valid value is not finite.
+    let odd = x.chunks(64).enumerate().any(|(q, c)| word_at(va, 64 * q, c.len()) & non_finite_bits(c) != 0);
     let n = x.len();
     let mut out = super::buffer_to_fill::<f64>(n); // emit writes every row
     let emit = |i: usize, c: u32, s: f64| {
@@ -375,7 +416,7 @@ fn frame_means<Va: Valid>(va: Va, x: &[f64], frame: &Frame, mean: bool, need: us
         true => each_frame::<Va, true, true>(va, x, n, frame, emit),
     };
     super::assert_filled(&out);
-    Some(f64::to_arrow(out, nulls_of_words(ok, n)))
+    f64::to_arrow(out, nulls_of_words(ok, n))
 }
 
 /// Rows whose frames are found before their prefix is extended and read.
@@ -387,7 +428,9 @@ const FRAME_BLOCK: usize = 256;
 /// prefixes then sum the finite ones and count NaN, inf and -inf apart,
 /// and a window holding one is what `FSum` gives it (NaN for a NaN or both
 /// infinities, else the infinity): the finite rows' bits are the same
-/// either way, so a column's NaN never changes another key's sums. A block of rows' bounds
+/// either way, so a column's NaN never changes another key's sums. When a
+/// prefix restarts, and at the end, [`settle`] redoes the rows its rounding
+/// or overflow may have spoilt. A block of rows' bounds
 /// first, then per run of them without a restart the prefix extended in
 /// one loop over the rows it adds, then the run's differences: the frame
 /// scan's branches stay out of the loops that add and subtract.
@@ -401,6 +444,8 @@ fn each_frame<Va: Valid, const SUMS: bool, const ODD: bool>(va: Va, x: &[f64], n
     let (mut run, mut comp, mut cnt) = (0.0f64, 0.0f64, 0u32);
     // ODD: the valid NaN, inf and -inf rows before each row of the prefix
     let (mut odds, mut odd) = (vec![[0u32; 3]], [0u32; 3]);
+    // SUMS: the smallest |sum| the current prefix's rows emitted, for `settle`
+    let mut low = f64::INFINITY;
     let (mut a, mut h0) = (0usize, 0usize); // the prefix's first output row and first row
     let (mut sb, mut eb) = ([0usize; FRAME_BLOCK], [0usize; FRAME_BLOCK]);
     let (mut s, mut e) = (0usize, 0usize); // the previous row's frame
@@ -423,6 +468,10 @@ fn each_frame<Va: Valid, const SUMS: bool, const ODD: bool>(va: Va, x: &[f64], n
                     break;
                 }
                 if restart {
+                    if SUMS && i > a {
+                        settle(va, x, frame, (a, i, h0), (run, low), (&ph, &pl), &mut emit);
+                        low = f64::INFINITY;
+                    }
                     (a, h0, run, comp, cnt, odd) = (i, sb[k], 0.0, 0.0, 0, [0; 3]);
                     odds.truncate(1);
                     ph.truncate(1);
@@ -488,6 +537,9 @@ fn each_frame<Va: Valid, const SUMS: bool, const ODD: bool>(va: Va, x: &[f64], n
                         sum = f64::NEG_INFINITY;
                     }
                 }
+                if SUMS {
+                    low = if sum.abs() < low { sum.abs() } else { low };
+                }
                 let i = i0 + q;
                 word |= (emit(i, cl[je] - cl[js], sum) as u64) << (i & 63);
                 if i & 63 == 63 {
@@ -498,8 +550,57 @@ fn each_frame<Va: Valid, const SUMS: bool, const ODD: bool>(va: Va, x: &[f64], n
         }
         i0 += m;
     }
+    if SUMS && n > a {
+        settle(va, x, frame, (a, n, h0), (run, low), (&ph, &pl), &mut emit);
+    }
     if n & 63 != 0 {
         words.push(word);
     }
     words
+}
+
+/// The rows `[a, b)` of one prefix (row `a`'s frame starting at `h0`; the
+/// prefix ended at `run`, and `low` the smallest `|sum|` they emitted)
+/// whose sum the prefix may have spoilt, emitted again from `FSum`'s fold
+/// over their frame (what the FIFO gives). A row's window has been
+/// emitted already, so its frame and prefix sum are found again.
+/// Two cases, both decided by the prefix's own rows, so a key of huge
+/// values never changes another key's bits:
+/// - the prefix overflowed (`run` not finite: the finite values' sum left
+///   f64's range): each row that read an entry past it;
+/// - the compensations' rounding ([`small_sums`]): only where values far
+///   larger than a window's had met in the prefix (near 1e300 beside
+///   1e-3: their rounding in `pl` lost the small values' sum, and the
+///   rows read 0); on ordinary data no row is redone.
+#[cold]
+fn settle<Va: Valid>(
+    va: Va,
+    x: &[f64],
+    frame: &Frame,
+    (a, b, h0): (usize, usize, usize),
+    (run, low): (f64, f64),
+    (ph, pl): (&[f64], &[f64]),
+    emit: &mut impl FnMut(usize, u32, f64) -> bool,
+) {
+    // A prefix that overflowed: the rows that read past it (NaN / inf
+    // past the first entry that did).
+    let over = !run.is_finite();
+    let thr = small_sums(pl);
+    let small = low < thr && thr > super::sum::min_nonzero(x, va, h0, h0 + pl.len() - 1) * (1u64 << 44) as f64 * (-50f64).exp2();
+    if !small && !over {
+        return;
+    }
+    let (n, (mut s, mut e)) = (x.len(), (h0, h0));
+    for i in a..b {
+        (s, e) = frame.bounds(i, n, s, e);
+        let (js, je) = (s - h0, e - h0);
+        // the sum the row emitted (without its non-finite values': a row
+        // with one whose finite part is small is redone too, as `FSum`
+        // gives it the same)
+        let sum = (ph[je] - ph[js]) + (pl[je] - pl[js]);
+        if (over && !(ph[je] + pl[je]).is_finite()) || (small && sum.abs() < thr) {
+            let f = (s..e).filter(|&t| va.bits(t) & 1 != 0).fold(FSum::default(), |f, t| f.add(&FSum::lift(x[t])));
+            emit(i, f.n as u32, f.value());
+        }
+    }
 }

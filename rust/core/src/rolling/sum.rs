@@ -453,7 +453,7 @@ fn certify<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, r0: usize, r1: usi
 
 /// The smallest `|x|` of the valid nonzero rows of `[lo, hi)` (inf if
 /// none): eight lanes without branches, so it vectorises.
-fn min_nonzero<T: Num, Va: Valid>(x: &[T], va: Va, lo: usize, hi: usize) -> f64 {
+pub(super) fn min_nonzero<T: Num, Va: Valid>(x: &[T], va: Va, lo: usize, hi: usize) -> f64 {
     const L: usize = 8;
     let mut m = [f64::INFINITY; L];
     let xs = &x[lo..hi];

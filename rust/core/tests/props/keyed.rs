@@ -632,6 +632,78 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Keyed time sums, means and moments keep each key's own bits beside
+    /// a key of huge values (near 1e305, whose batched prefix could
+    /// overflow where the key's own cannot): what a prefix redoes is
+    /// decided by its own rows, not the call's. Values of every size from
+    /// 1e-3 to 1e9 (sums that do not round exactly), nulls, NaN and inf;
+    /// keys interleaved, batched by the default tuning. Each key's sums and
+    /// means equal the naive recomputation's (Recalc) within 2^-44 of the
+    /// result or 2^-40 of the frame's sum of |values|: a window of small
+    /// values after huge ones in the same prefix must not read 0.
+    #[test]
+    fn keyed_time_sums_keep_each_keys_bits_beside_huge_values(
+        lens in prop::collection::vec(1usize..120, 2..40),
+        seed in any::<u64>(),
+        huge in prop::sample::select(vec![5e305, -3e305, 1.7e308, 1e300]),
+        agg in prop::sample::select(vec![AggKind::Sum, AggKind::Mean, AggKind::Count, AggKind::Var, AggKind::Std]),
+        range in 1i64..200,
+        specials in any::<bool>(),
+        center in any::<bool>(),
+        closed in prop::sample::select(vec![Closed::Right, Closed::Left, Closed::Both, Closed::Neither]),
+    ) {
+        let mut st = seed | 1;
+        let mut next = move || { st ^= st << 13; st ^= st >> 7; st ^= st << 17; st };
+        let mut ks: Vec<u32> = lens.iter().enumerate().flat_map(|(k, &l)| std::iter::repeat(k as u32).take(l)).collect();
+        for i in (1..ks.len()).rev() {
+            ks.swap(i, (next() % (i as u64 + 1)) as usize);
+        }
+        let xs: Vec<Option<f64>> = ks.iter().map(|&k| {
+            let (r, u) = (next(), (next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5);
+            match r % 40 {
+                0 => None,
+                1 if specials => Some([f64::NAN, f64::INFINITY, f64::NEG_INFINITY][(r >> 8) as usize % 3]),
+                // key 0 holds the huge values, a fifth of its rows
+                _ if k == 0 && r % 5 == 2 => Some(huge * (1.0 + u)),
+                _ => Some(u * 10f64.powi((r >> 16) as i32 % 13 - 3)),
+            }
+        }).collect();
+        let mut clock: HashMap<u32, i64> = HashMap::new();
+        let ts: Vec<i64> = ks.iter().map(|&k| { let c = clock.entry(k).or_insert(0); *c += (next() % 40) as i64; *c }).collect();
+        let (k, v) = (keys_column(&ks, 1), column(&xs));
+        let tcol: ArrayRef = Arc::new(Int64Array::from(ts.clone()));
+        for shape in [Shape::default(), Shape { center, closed, ..Shape::default() }] {
+            let got = rolling_time_keyed_dyn(k.as_ref(), v.as_ref(), tcol.as_ref(), range, agg, None, Algorithm::Auto, shape).unwrap();
+            check_per_key(got.as_ref(), &ks, true, |rows| {
+                let t = Int64Array::from(rows.iter().map(|&i| ts[i]).collect::<Vec<_>>());
+                rolling_time_dyn(column(&take_f64(&xs, rows)).as_ref(), &t, range, agg, None, Algorithm::Auto, shape).unwrap()
+            })?;
+            if !matches!(agg, AggKind::Sum | AggKind::Mean) {
+                continue;
+            }
+            for rows in rows_by_key(&ks) {
+                let t = Int64Array::from(rows.iter().map(|&i| ts[i]).collect::<Vec<_>>());
+                let key = take_f64(&xs, &rows);
+                let abs: Vec<Option<f64>> = key.iter().map(|x| x.map(f64::abs)).collect();
+                let run = |xs: &[Option<f64>], algo| rolling_time_dyn(column(xs).as_ref(), &t, range, agg, None, algo, shape).unwrap();
+                let (g, w, m) = (run(&key, Algorithm::Auto), run(&key, Algorithm::Recalc), run(&abs, Algorithm::Recalc));
+                let f = |a: &ArrayRef| a.as_any().downcast_ref::<Float64Array>().unwrap().clone();
+                let (g, w, m) = (f(&g), f(&w), f(&m));
+                for j in 0..rows.len() {
+                    prop_assert_eq!(g.is_valid(j), w.is_valid(j));
+                    let (p, q, r) = (g.value(j), w.value(j), m.value(j));
+                    let ok = !w.is_valid(j) || p.to_bits() == q.to_bits() || (p.is_nan() && q.is_nan())
+                        || (p - q).abs() <= (-44f64).exp2() * q.abs() + (-40f64).exp2() * r;
+                    prop_assert!(ok, "{:?} {:?} row {} of its key: {} vs {} (|x| {})", agg, shape, j, p, q, r);
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn keyed_time_order_error_names_the_first_row_on_threads_and_null_keys_are_refused() {
     let keys = Int64Array::from(vec![1, 2, 1, 2, 1]);
