@@ -194,6 +194,30 @@ def test_stream_time_windows_equal_brute_force(data, shapes):
             assert x["value"] == want[k][0]
 
 
+@pytest.mark.parametrize("unit", ["s", "ms", "us", "ns", "D"])
+def test_numpy_datetimes_equal_arrow_timestamps(unit):
+    # numpy datetime64 (pandas' index) is read over its own buffer: every
+    # unit, a strided view, big-endian, keyed, the same as Arrow's column
+    rng = np.random.default_rng(3)
+    t = np.cumsum(rng.integers(0, 4, 400)).astype(f"datetime64[{unit}]")
+    x = rng.standard_normal(400)
+    keys = rng.integers(0, 3, 400)
+    for ts in (t, t[::2], t.astype(t.dtype.newbyteorder(">"))):
+        xs, ks = x[: len(ts)], keys[: len(ts)]
+        want = pa.array(ts.astype(ts.dtype.newbyteorder("=")))
+        for agg in ("sum", "max", "std"):
+            got = sw.rolling(xs, 5, agg, timestamps=ts)
+            assert got.equals(sw.rolling(xs, 5, agg, timestamps=want)), (unit, agg)
+            got = sw.rolling(xs, 5, agg, timestamps=ts, keys=ks)
+            assert got.equals(sw.rolling(xs, 5, agg, timestamps=want, keys=ks)), (unit, agg)
+    # a NaT anywhere is a null event time, named by row
+    for at in (0, 7, 399):
+        bad = t.copy()
+        bad[at] = np.datetime64("NaT")
+        with pytest.raises(ValueError, match=f"row {at} has a null event time"):
+            sw.rolling(x, 5, "sum", timestamps=bad)
+
+
 def test_unsorted_and_null_times_are_refused():
     with pytest.raises(ValueError, match="row 2"):
         sw.rolling([1.0, 2.0, 3.0], "5s", timestamps=pa.array([5, 7, 6], pa.timestamp("s")))

@@ -73,9 +73,11 @@ def to_arrow(obj: Any, what: str = "values") -> pa.Array:
         if isinstance(obj, np.ndarray):
             if obj.ndim != 1:
                 raise ValueError(f"{what} must be one-dimensional, got shape {obj.shape}")
-            if obj.dtype.kind in "iuf" and not obj.dtype.isnative:
+            if obj.dtype.kind in "iufM" and not obj.dtype.isnative:
                 # Arrow is little-endian: a big-endian array is read swapped (a copy)
                 obj = obj.astype(obj.dtype.newbyteorder("="))
+            if obj.dtype.kind == "M":
+                return _datetimes(obj)
             return pa.array(obj)
         if hasattr(obj, "__arrow_c_array__"):
             return pa.array(obj)
@@ -99,6 +101,24 @@ def to_arrow(obj: Any, what: str = "values") -> pa.Array:
         f"{what} must be a pyarrow Array/ChunkedArray, an object with __arrow_c_array__ or "
         f"__arrow_c_stream__ (polars Series, ...), a numpy array or a list; got {type(obj).__name__}"
     )
+
+
+_NAT = np.iinfo(np.int64).min  # numpy's NaT
+
+
+def _datetimes(obj: np.ndarray) -> pa.Array:
+    """A numpy datetime64 array (pandas' index and columns) as an Arrow
+    timestamp array over the same buffer: ``pa.array`` copies it while it
+    looks for NaT, 3.4 ms of a 24 ms time-window sum on 2M rows. With a
+    NaT (or a unit Arrow has no timestamp of) ``pa.array`` reads it, NaT
+    as null."""
+    unit, step = np.datetime_data(obj.dtype)
+    if step != 1 or unit not in ("s", "ms", "us", "ns"):
+        return pa.array(obj)
+    iv = np.ascontiguousarray(obj).view(np.int64)
+    if len(iv) == 0 or iv.min() == _NAT:
+        return pa.array(obj)
+    return pa.Array.from_buffers(pa.timestamp(unit), len(iv), [None, pa.py_buffer(iv)])
 
 
 def check_dtype(arr: pa.Array, what: str = "values") -> pa.Array:
