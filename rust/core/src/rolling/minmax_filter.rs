@@ -140,10 +140,7 @@ where
 /// before it have left); a newer row pops the rows it [`beats`], the
 /// head answers. A row is valid
 /// with `min_periods` valid rows in its frame, at least one.
-fn fast<T: FastNum, Va: Valid, const MAX: bool>(x: &[T], va: Va, bounds: impl Fn(usize, usize, usize) -> (usize, usize), min_periods: usize) -> ArrayRef
-where
-    T: crate::engine::ToArrow,
-{
+fn fast<T: FastNum + ToArrow, Va: Valid, const MAX: bool>(x: &[T], va: Va, bounds: impl Fn(usize, usize, usize) -> (usize, usize), min_periods: usize) -> ArrayRef {
     let n = x.len();
     let need = min_periods.max(1);
     let mut out = super::buffer_to_fill::<T>(n); // every row written below
