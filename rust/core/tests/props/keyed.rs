@@ -366,6 +366,15 @@ fn within_ulps(a: &dyn Array, b: &dyn Array, ulps: f64) -> bool {
     }
 }
 
+/// Key `k` on `lens[k]` rows, the rows shuffled by `next`.
+fn shuffled_keys(lens: &[usize], next: &mut impl FnMut() -> u64) -> Vec<u32> {
+    let mut ks: Vec<u32> = lens.iter().enumerate().flat_map(|(k, &l)| std::iter::repeat(k as u32).take(l)).collect();
+    for i in (1..ks.len()).rev() {
+        ks.swap(i, (next() % (i as u64 + 1)) as usize);
+    }
+    ks
+}
+
 /// Forced thread splits on small columns (`min_rows: 0`), keys of up to
 /// `short_rows` rows batched `batch_rows` rows at a time.
 fn forced(threads: usize, short_rows: usize, batch_rows: usize) -> KeyedTuning {
@@ -474,10 +483,7 @@ proptest! {
     ) {
         let mut st = seed | 1;
         let mut next = move || { st ^= st << 13; st ^= st >> 7; st ^= st << 17; st };
-        let mut ks: Vec<u32> = lens.iter().enumerate().flat_map(|(k, &l)| std::iter::repeat(k as u32).take(l)).collect();
-        for i in (1..ks.len()).rev() {
-            ks.swap(i, (next() % (i as u64 + 1)) as usize);
-        }
+        let ks = shuffled_keys(&lens, &mut next);
         let n = ks.len();
         let raw: Vec<(u64, f64)> = (0..n).map(|_| {
             let (r, u) = (next(), (next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5);
@@ -657,10 +663,7 @@ proptest! {
     ) {
         let mut st = seed | 1;
         let mut next = move || { st ^= st << 13; st ^= st >> 7; st ^= st << 17; st };
-        let mut ks: Vec<u32> = lens.iter().enumerate().flat_map(|(k, &l)| std::iter::repeat(k as u32).take(l)).collect();
-        for i in (1..ks.len()).rev() {
-            ks.swap(i, (next() % (i as u64 + 1)) as usize);
-        }
+        let ks = shuffled_keys(&lens, &mut next);
         let xs: Vec<Option<f64>> = ks.iter().map(|&k| {
             let (r, u) = (next(), (next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5);
             match r % 40 {
