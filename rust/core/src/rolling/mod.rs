@@ -36,7 +36,6 @@ mod fenwick_rank;
 pub mod keyed;
 mod many;
 mod median_sort;
-mod minmax_filter;
 mod moments;
 pub mod order;
 mod order_stat;
@@ -47,6 +46,7 @@ pub mod shape;
 mod sorted_buffer;
 mod sum;
 pub mod time;
+mod two_stacks_frames;
 mod valid;
 
 pub use keyed::{rolling_keyed_dyn, rolling_many_keyed_dyn, rolling_order_keyed_dyn, rolling_order_time_keyed_dyn, rolling_time_keyed_dyn};

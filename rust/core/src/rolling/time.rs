@@ -5,8 +5,7 @@
 //! counts as differences of prefix sums ([`super::prefix::frame_sums`]),
 //! var and std as differences of prefix moments
 //! ([`super::prefix_moments::frame_vars`]),
-//! max and min by Lemire's filter ([`super::minmax_filter`]), a deque of
-//! candidates.
+//! max and min as TwoStacks laid flat ([`super::two_stacks_frames`]).
 
 use arrow_array::{Array, ArrayRef};
 
@@ -47,9 +46,9 @@ pub fn rolling_time_dyn(
             return Ok(out);
         }
     }
-    if algo == Algorithm::Auto && super::minmax_filter::runs(agg) {
+    if algo == Algorithm::Auto && super::two_stacks_frames::runs(agg) {
         let n = values.len();
-        return super::minmax_filter::selective_frames_dyn(values, |i, s, e| frame.bounds(i, n, s, e), agg, min_periods);
+        return super::two_stacks_frames::selective_frames_dyn(values, |i, s, e| frame.bounds(i, n, s, e), agg, min_periods);
     }
     super::shape::rolling_frames_dyn(values, &frame, agg, min_periods, algo, 1)
 }

@@ -155,8 +155,8 @@ fn extreme_rows() -> impl Strategy<Value = Vec<(i64, Option<f64>)>> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
 
-    /// Time max / min under `auto` run Lemire's filter
-    /// (rolling/minmax_filter.rs); they equal the naive recomputation
+    /// Time max / min under `auto` run TwoStacks laid flat
+    /// (rolling/two_stacks_frames.rs); they equal the naive recomputation
     /// (Recalc) and TwoStacks bit for bit, value and validity, for every
     /// shape and `min_periods`, with ties, NaN, both zeros and nulls; keyed
     /// (short keys batched into one call) as well.
