@@ -192,7 +192,7 @@ fn sum_rows(x: &[f64], cum: Option<&[u32]>, windows: &[usize], r0: usize, r1: us
                 }
             }
             if lanes_abs(out, f64::INFINITY, |a, m| a < m) < thr
-                && !*fine.get_or_insert_with(|| thr <= super::sum::min_nonzero(x, All, h0, b) * (1u64 << 44) as f64 * (-50f64).exp2())
+                && !*fine.get_or_insert_with(|| below_values(thr, x, All, h0, b))
             {
                 redo_small(x, w, a, thr, out);
             }
@@ -227,6 +227,13 @@ fn sum_rows(x: &[f64], cum: Option<&[u32]>, windows: &[usize], r0: usize, r1: us
 fn small_sums(pl: &[f64]) -> f64 {
     let cm = lanes_abs(pl, 0.0, |a, m| a > m);
     2.0 * f64::EPSILON * cm * (pl.len() + 16) as f64 * (1u64 << 44) as f64
+}
+
+/// Whether [`small_sums`]' threshold `thr` (so its `err`) is within
+/// `2^-50` of the smallest nonzero valid value of rows `[lo, hi)`: then no
+/// row needs redoing.
+fn below_values<Va: Valid>(thr: f64, x: &[f64], va: Va, lo: usize, hi: usize) -> bool {
+    thr <= super::sum::min_nonzero(x, va, lo, hi) * (1u64 << 44) as f64 * (-50f64).exp2()
 }
 
 /// The `|x|` of `xs` that `better` picks over all others (NaN never:
@@ -586,7 +593,7 @@ fn settle<Va: Valid>(
     // past the first entry that did).
     let over = !run.is_finite();
     let thr = small_sums(pl);
-    let small = low < thr && thr > super::sum::min_nonzero(x, va, h0, h0 + pl.len() - 1) * (1u64 << 44) as f64 * (-50f64).exp2();
+    let small = low < thr && !below_values(thr, x, va, h0, h0 + pl.len() - 1);
     if !small && !over {
         return;
     }
