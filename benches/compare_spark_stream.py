@@ -35,7 +35,7 @@ the Python workers' first queries are slower). State: the RocksDB SST bytes of t
 ``--floor``: the same stream through ``groupBy("k")`` and an empty
 ``applyInPandasWithState`` function (stream_aggregate's API; it keeps a
 1 kB state and a timeout, emits nothing), per key and per bucket of keys
-(``pmod(hash(k), 2)``, as stream_aggregate groups its pane state): what
+(two values in two partitions, as stream_aggregate groups its pane state): what
 Spark's stateful Python API costs before any work. Then the same with an
 empty ``transformWithStateInPandas`` processor (reads no state, emits
 nothing) and the Row-based ``transformWithState``, per key and per bucket:
@@ -142,6 +142,16 @@ def slidewise_job(sdf):
     return ss.stream_aggregate(sdf, qs, "v", "ts", key="k", watermark="30 seconds", wide=WIDE)
 
 
+def _buckets(F, n: int):
+    """Key k's bucket as stream_aggregate's: one of ``n`` values that Spark's
+    hash partitioning puts in ``n`` different partitions (so ``n`` cores
+    share the work; ``pmod(hash(k), n)`` itself may put two in one)."""
+    from slidewise.spark._streaming import _bucket_values
+
+    vals = ", ".join(f"{v}L" for v in _bucket_values(n))
+    return F.element_at(F.expr(f"array({vals})"), (F.pmod(F.hash("k"), F.lit(n)) + 1).cast("int"))
+
+
 def _empty(row_api: bool, buckets: int = 0):
     from pyspark.sql.streaming import StatefulProcessor
 
@@ -162,7 +172,7 @@ def _empty(row_api: bool, buckets: int = 0):
 
         sdf = sdf.withWatermark("ts", "30 seconds")
         if buckets:  # as stream_aggregate's pane state: a call per bucket of keys, not per key
-            sdf = sdf.withColumn("k", F.pmod(F.hash("k"), F.lit(buckets)))
+            sdf = sdf.withColumn("k", _buckets(F, buckets))
         g = sdf.groupBy("k")
         f = g.transformWithState if row_api else g.transformWithStateInPandas
         return f(Empty(), "k bigint", "Append", "EventTime")
@@ -188,7 +198,7 @@ def _empty_apws(buckets: int = 0):
 
         sdf = sdf.withWatermark("ts", "30 seconds")
         if buckets:
-            sdf = sdf.withColumn("k", F.pmod(F.hash("k"), F.lit(buckets)).cast("long"))
+            sdf = sdf.withColumn("k", _buckets(F, buckets))
         return sdf.groupBy("k").applyInPandasWithState(fn, "k bigint", "s binary", "append", "EventTimeTimeout")
     return build
 
