@@ -218,6 +218,48 @@ def test_numpy_datetimes_equal_arrow_timestamps(unit):
             sw.rolling(x, 5, "sum", timestamps=bad)
 
 
+def test_long_time_windows_on_threads_give_the_bits_of_one(monkeypatch):
+    """Time sums, means, counts and std over 2^20 rows or more run in parts
+    on threads, cut where the one pass restarts its prefix (at gaps and
+    every 4,096 rows): SLIDEWISE_THREADS=2 gives the bits of 1, with nulls,
+    NaN, a gap and a 1e300 spike (redone in its own part); without NaN and
+    the spike, pandas' time rolling's values."""
+    import pyarrow.compute as pc
+
+    rng = np.random.default_rng(36)
+    n = (1 << 20) + 4_321
+    t = np.cumsum(rng.integers(0, 3, n)).astype("datetime64[s]")
+    t[700_000:] += np.timedelta64(10_000, "s")  # a gap: nothing before reaches past it
+    x = rng.normal(size=n).cumsum()
+    valid = rng.random(n) > 0.02
+    hard = x.copy()
+    hard[rng.integers(0, n, 30)] = np.nan
+    hard[900_000], hard[900_001] = 1.3e300, -1.3e300
+    want = pd.Series(np.where(valid, x, np.nan), index=pd.DatetimeIndex(t)).rolling("40s")
+    for agg in ("sum", "mean", "count", "std"):
+        for col in (pa.array(hard, mask=~valid), pa.array(x, mask=~valid)):
+            monkeypatch.setenv("SLIDEWISE_THREADS", "1")
+            one = sw.rolling(col, "40s", agg, timestamps=t)
+            monkeypatch.setenv("SLIDEWISE_THREADS", "2")
+            two = sw.rolling(col, "40s", agg, timestamps=t)
+            assert pc.is_null(one).equals(pc.is_null(two)), agg
+            a, b = (c.to_numpy(zero_copy_only=False).astype(np.float64) for c in (one, two))
+            assert np.array_equal(a.view(np.uint64), b.view(np.uint64)), agg
+        if agg != "std":
+            np.testing.assert_allclose(b, getattr(want, agg)().to_numpy(), rtol=1e-9, atol=1e-9, err_msg=agg)
+            continue
+        # pandas' running std drifts on a random walk's large mean (2e-8):
+        # sampled rows against numpy's two-pass std of the window instead
+        tv = t.astype(np.int64)
+        for i in rng.integers(0, n, 300):
+            lo = np.searchsorted(tv, tv[i] - 40, side="right")
+            w = x[lo:i + 1][valid[lo:i + 1]]
+            if len(w) < 2:
+                assert np.isnan(b[i]), i
+            else:
+                assert abs(b[i] - np.std(w, ddof=1)) <= 1e-9 * np.std(w, ddof=1), i
+
+
 def test_unsorted_and_null_times_are_refused():
     with pytest.raises(ValueError, match="row 2"):
         sw.rolling([1.0, 2.0, 3.0], "5s", timestamps=pa.array([5, 7, 6], pa.timestamp("s")))

@@ -55,7 +55,7 @@ pub use valid::{nan_as_null, nan_to_null_dyn};
 pub use order::{rolling_many_order_dyn, rolling_order_dyn, rolling_order_time_dyn, Interpolation, OrderKernel, OrderStat, SortedWindow};
 pub use many::{rolling_many_dyn, rolling_many_split, rolling_many_tuned, Tuning};
 pub use shape::{Closed, Shape};
-pub use time::rolling_time_dyn;
+pub use time::{rolling_time_dyn, rolling_time_split};
 
 use arrow_array::{Array, ArrayRef};
 use arrow_schema::DataType;

@@ -38,13 +38,15 @@
 //! windows fail and go exact. Each window then costs eight loads, a few
 //! dozen flops that vectorise, and its output write.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use arrow_array::ArrayRef;
 
 use super::prefix::{columns, populate, prefix_counts, split_rows};
 use super::moments::{as_f64, finite_filled, m2_of, Lane, S};
 use super::shape::Frame;
-use super::valid::{non_finite_bits, nulls_of_words, word_at, All, Bitmap, Valid};
-use super::{buffer, FastNum};
+use super::valid::{non_finite_bits, nulls_of_words, word_at, All, Bitmap, Valid, Words};
+use super::{buffer, FastNum, Split};
 use crate::engine::{AggKind, Column, ToArrow};
 use crate::ops::moments::Moments;
 use crate::ops::reduce::{detected, Level};
@@ -433,7 +435,7 @@ fn prefix<const FMA: bool, const NULLS: bool>(x: &[f64], wt: &[f64], p: &mut Pre
 /// from 2^497 (squares could overflow) merges each frame's moments. `None`
 /// (the caller runs the FIFO loop) for other aggregations and columns
 /// other than float64.
-pub(super) fn frame_vars(values: &dyn arrow_array::Array, frame: &Frame, agg: AggKind, min_periods: usize) -> Option<ArrayRef> {
+pub(super) fn frame_vars(values: &dyn arrow_array::Array, frame: &Frame, agg: AggKind, min_periods: usize, split: Split) -> Option<ArrayRef> {
     use arrow_array::cast::AsArray;
     let (ddof, sqrt) = match agg {
         AggKind::Var => (1.0, false),
@@ -447,13 +449,18 @@ pub(super) fn frame_vars(values: &dyn arrow_array::Array, frame: &Frame, agg: Ag
     let nulls = values.logical_nulls();
     let mut out = super::buffer_to_fill::<f64>(n); // every row is written
     let how = FrameVars { frame, ddof, sqrt, min_periods };
-    let words = match &nulls {
-        None => how.run_at(detected(), All, x, &mut out),
-        Some(nb) => how.run_at(detected(), Bitmap::new(nb), x, &mut out),
-    };
+    let words = Words::zeroed(n);
+    // parts between restarts on threads, as the sums' (prefix.rs `in_parts`)
+    super::prefix::in_parts(frame, n, split, &mut out[..], |r0, r1, hint, o| match &nulls {
+        None => how.run_at(detected(), All, x, (r0, r1, hint), o, &words),
+        Some(nb) => how.run_at(detected(), Bitmap::new(nb), x, (r0, r1, hint), o, &words),
+    });
     super::assert_filled(&out);
-    Some(<f64 as ToArrow>::to_arrow(out, nulls_of_words(words, n)))
+    Some(<f64 as ToArrow>::to_arrow(out, nulls_of_words(words.into_iter().map(AtomicU64::into_inner).collect(), n)))
 }
+
+/// A part of a column's rows: `[r0, r1)` and the frame of the row before.
+type Part = (usize, usize, (usize, usize));
 
 struct FrameVars<'a> {
     frame: &'a Frame<'a>,
@@ -512,44 +519,46 @@ impl Rows {
 
 impl FrameVars<'_> {
     /// [`FrameVars::run`] compiled for the CPU's widest level.
-    fn run_at<Va: Valid>(&self, level: Level, va: Va, x: &[f64], out: &mut [f64]) -> Vec<u64> {
+    fn run_at<Va: Valid>(&self, level: Level, va: Va, x: &[f64], part: Part, out: &mut [f64], words: &[AtomicU64]) {
         #[cfg(target_arch = "x86_64")]
         {
             #[target_feature(enable = "avx512f,avx2,fma")]
-            unsafe fn avx512<Va: Valid>(f: &FrameVars, va: Va, x: &[f64], o: &mut [f64]) -> Vec<u64> {
-                f.run::<Va, true>(va, x, o)
+            unsafe fn avx512<Va: Valid>(f: &FrameVars, va: Va, x: &[f64], part: Part, o: &mut [f64], w: &[AtomicU64]) {
+                f.run::<Va, true>(va, x, part, o, w)
             }
             #[target_feature(enable = "avx2,fma")]
-            unsafe fn avx2<Va: Valid>(f: &FrameVars, va: Va, x: &[f64], o: &mut [f64]) -> Vec<u64> {
-                f.run::<Va, true>(va, x, o)
+            unsafe fn avx2<Va: Valid>(f: &FrameVars, va: Va, x: &[f64], part: Part, o: &mut [f64], w: &[AtomicU64]) {
+                f.run::<Va, true>(va, x, part, o, w)
             }
             let fma = std::arch::is_x86_feature_detected!("fma");
             // SAFETY: `detected()` found the CPU feature of the level, and
             // FMA is checked here.
             match level {
-                Level::Avx512 if fma => return unsafe { avx512(self, va, x, out) },
-                Level::Avx2 | Level::Avx512 if fma => return unsafe { avx2(self, va, x, out) },
+                Level::Avx512 if fma => return unsafe { avx512(self, va, x, part, out, words) },
+                Level::Avx2 | Level::Avx512 if fma => return unsafe { avx2(self, va, x, part, out, words) },
                 _ => {}
             }
         }
         let _ = level;
-        self.run::<Va, false>(va, x, out)
+        self.run::<Va, false>(va, x, part, out, words)
     }
 
-    /// Every row into `out`; whether each is valid, as bitmap words.
+    /// Rows `[r0, r1)` into `out` (theirs; `r0` a row where the whole
+    /// column's pass restarts, `hint` the frame of the row before it);
+    /// whether each is valid, into the bitmap words.
     #[inline(always)]
-    fn run<Va: Valid, const FMA: bool>(&self, va: Va, x: &[f64], out: &mut [f64]) -> Vec<u64> {
+    fn run<Va: Valid, const FMA: bool>(&self, va: Va, x: &[f64], (r0, r1, hint): Part, out: &mut [f64], words: &[AtomicU64]) {
         let n = x.len();
-        let mut words = vec![0u64; n.div_ceil(64)];
         let (mut rows, mut p) = (Rows::default(), Prefix::default());
         let (mut sb, mut eb) = (Vec::new(), Vec::new()); // the chunk's frames
-        let (mut s, mut e, mut a) = (0usize, 0usize, 0usize);
-        for i in 0..n {
+        let ((mut s, mut e), mut a) = (hint, r0);
+        for i in r0..r1 {
             let pe = e;
             (s, e) = self.frame.bounds(i, n, s, e);
+            // (`a` starts at `r0`: the part's first chunk starts there)
             if super::prefix::restarts(i, s, a, pe) {
                 if i > a {
-                    self.chunk::<Va, FMA>(va, x, a, &sb, &eb, &mut rows, &mut p, &mut out[a..i], &mut words);
+                    self.chunk::<Va, FMA>(va, x, a, &sb, &eb, &mut rows, &mut p, &mut out[a - r0..i - r0], words);
                 }
                 a = i;
                 sb.clear();
@@ -558,16 +567,15 @@ impl FrameVars<'_> {
             sb.push(s);
             eb.push(e);
         }
-        if n > a {
-            self.chunk::<Va, FMA>(va, x, a, &sb, &eb, &mut rows, &mut p, &mut out[a..], &mut words);
+        if r1 > a {
+            self.chunk::<Va, FMA>(va, x, a, &sb, &eb, &mut rows, &mut p, &mut out[a - r0..], words);
         }
-        words
     }
 
     /// Rows `a..` (frames `sb`, `eb`) into `out`, their validity into `words`.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn chunk<Va: Valid, const FMA: bool>(&self, va: Va, x: &[f64], a: usize, sb: &[usize], eb: &[usize], r: &mut Rows, p: &mut Prefix, out: &mut [f64], words: &mut [u64]) {
+    fn chunk<Va: Valid, const FMA: bool>(&self, va: Va, x: &[f64], a: usize, sb: &[usize], eb: &[usize], r: &mut Rows, p: &mut Prefix, out: &mut [f64], words: &[AtomicU64]) {
         // Frames' starts and ends never decrease: the chunk reads [h0, h1).
         let (h0, h1) = (sb[0], eb[eb.len() - 1]);
         // Every row valid and finite (clean data): the values in place, a
@@ -591,15 +599,22 @@ impl FrameVars<'_> {
             None => prefix::<FMA, false>(vals, &[], p),
             Some(w) => prefix::<FMA, true>(vals, w, p),
         };
+        // a word of validity bits at a time (ORed in: a word may be a
+        // neighbour part's too)
+        let (mut word, mut wi) = (0u64, a / 64);
         for (q, o) in out.iter_mut().enumerate() {
+            let i = a + q;
+            if i / 64 != wi {
+                words[wi].fetch_or(std::mem::take(&mut word), Ordering::Relaxed);
+                wi = i / 64;
+            }
             let (js, je) = (sb[q] - h0, eb[q] - h0);
             let valid = if clean { (je - js) as u32 } else { r.cnt[je] - r.cnt[js] };
             if (valid as usize) < self.min_periods || valid as f64 <= self.ddof {
                 *o = 0.0;
                 continue;
             }
-            let i = a + q;
-            words[i / 64] |= 1u64 << (i % 64);
+            word |= 1u64 << (i % 64);
             if !clean && r.bad[je] > r.bad[js] {
                 *o = f64::NAN;
                 continue;
@@ -631,5 +646,6 @@ impl FrameVars<'_> {
                 }
             };
         }
+        words[wi].fetch_or(word, Ordering::Relaxed);
     }
 }

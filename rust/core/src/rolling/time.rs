@@ -10,6 +10,7 @@
 use arrow_array::{Array, ArrayRef};
 
 use super::shape::{Frame, Shape};
+use super::Split;
 use crate::engine::AggKind;
 use crate::fifo::Algorithm;
 use crate::{invalid, Result};
@@ -27,6 +28,18 @@ pub fn rolling_time_dyn(
     algo: Algorithm,
     shape: Shape,
 ) -> Result<ArrayRef> {
+    time_split(values, ts, range, agg, min_periods, algo, shape, Split::default())
+}
+
+/// [`rolling_time_dyn`] (`auto`) with the prefix sums' rows split over
+/// threads as `split` says (tests force thread counts on short columns).
+#[doc(hidden)]
+pub fn rolling_time_split(values: &dyn Array, ts: &dyn Array, range: i64, agg: AggKind, min_periods: Option<usize>, shape: Shape, split: Split) -> Result<ArrayRef> {
+    time_split(values, ts, range, agg, min_periods, Algorithm::Auto, shape, split)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn time_split(values: &dyn Array, ts: &dyn Array, range: i64, agg: AggKind, min_periods: Option<usize>, algo: Algorithm, shape: Shape, split: Split) -> Result<ArrayRef> {
     if range <= 0 {
         return invalid!("time window must be positive, got {range}");
     }
@@ -39,10 +52,10 @@ pub fn rolling_time_dyn(
     }
     let frame = Frame::Time { ts: times, range, closed: shape.closed, center: shape.center };
     if algo == Algorithm::Auto {
-        if let Some(out) = super::prefix::frame_sums(values, &frame, agg, min_periods.unwrap_or(0)) {
+        if let Some(out) = super::prefix::frame_sums(values, &frame, agg, min_periods.unwrap_or(0), split) {
             return Ok(out);
         }
-        if let Some(out) = super::prefix_moments::frame_vars(values, &frame, agg, min_periods.unwrap_or(0)) {
+        if let Some(out) = super::prefix_moments::frame_vars(values, &frame, agg, min_periods.unwrap_or(0), split) {
             return Ok(out);
         }
     }

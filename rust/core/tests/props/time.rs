@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, Float64Array, Int64Array};
-use crate::common::{run_stream, stream_spec, time_query, Cols};
+use crate::common::{run_stream, stream_spec, time_query, xorshift, Cols};
 use proptest::prelude::*;
 use slidewise_core::engine::{AggKind, DType};
 use slidewise_core::fifo::Algorithm;
-use slidewise_core::rolling::{rolling_time_dyn, rolling_time_keyed_dyn, Closed, Shape};
+use slidewise_core::rolling::{rolling_time_dyn, rolling_time_keyed_dyn, rolling_time_split, Closed, Shape, Split};
 use slidewise_core::stream::time::TimeSpec;
 use slidewise_core::stream::{self, Batch};
 
@@ -252,8 +252,24 @@ proptest! {
                 }
             }
             keyed_equals_each_key(&vs, &ts, nkeys, range, agg, mp, shape, Algorithm::Auto)?;
+            parts_equal_one_pass(&vs, &ts, range, agg, mp, shape).map_err(TestCaseError::fail)?;
         }
     }
+}
+
+/// Time sums, means, counts and moments split over 2-5 threads (parts
+/// cut where the one pass restarts its prefix: prefix.rs `in_parts`) give
+/// the bits and validity of one thread.
+fn parts_equal_one_pass(vs: &ArrayRef, ts: &ArrayRef, range: i64, agg: AggKind, mp: usize, shape: Shape) -> Result<(), String> {
+    let run = |threads| rolling_time_split(vs.as_ref(), ts.as_ref(), range, agg, Some(mp), shape, Split { threads: Some(threads), min_rows: 1 }).unwrap();
+    let one = out_bits(&run(1));
+    for threads in 2..=5 {
+        let got = out_bits(&run(threads));
+        if let Some(i) = (0..one.len()).find(|&i| got[i] != one[i]) {
+            return Err(format!("{agg:?} {threads} threads, row {i}: {:?} vs one thread's {:?}", got[i], one[i]));
+        }
+    }
+    Ok(())
 }
 
 proptest! {
@@ -282,6 +298,7 @@ proptest! {
                 }
             }
             keyed_equals_each_key(&vs, &ts, nkeys, range, agg, mp, shape, Algorithm::Auto)?;
+            parts_equal_one_pass(&vs, &ts, range, agg, mp, shape).map_err(TestCaseError::fail)?;
         }
     }
 }
@@ -326,16 +343,12 @@ proptest! {
 /// without a gap (`FRAME_CHUNK` rows, once the window is at most a quarter
 /// of them), with windows of ~200 and ~3,000 rows, clean and with nulls
 /// and a NaN: as the naive recomputation, and keyed, each key as `auto`
-/// over it alone.
+/// over it alone. Sums, means, counts and moments there split over
+/// threads give the bits of one.
 #[test]
 fn time_vars_restart_in_long_columns() {
     let mut st = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = move || {
-        st ^= st << 13;
-        st ^= st >> 7;
-        st ^= st << 17;
-        st
-    };
+    let mut next = move || xorshift(&mut st);
     let n = 20_000;
     let mut t = 0i64;
     let ts: Vec<i64> = (0..n).map(|_| { t += (next() % 4) as i64; t }).collect();
@@ -361,6 +374,19 @@ fn time_vars_restart_in_long_columns() {
             }
             keyed_equals_each_key(&vs, &ts, 3, range, agg, 0, Shape::default(), Algorithm::Auto).unwrap();
         }
+        for agg in [AggKind::Sum, AggKind::Mean, AggKind::Count, AggKind::Std, AggKind::VarPop] {
+            parts_equal_one_pass(&vs, &ts, range, agg, 0, Shape::default()).unwrap();
+        }
+    }
+    // the sums' prefixes restart every `FRAME_CHUNK` rows here: a huge
+    // value in one part's prefix is redone there (`settle`), not in the
+    // others
+    let mut spiky: Vec<Option<f64>> = (0..n).map(|i| Some((i % 97) as f64 * 1e-3)).collect();
+    spiky[9_000] = Some(1.3e300);
+    spiky[9_001] = Some(-1.3e300);
+    let vs: ArrayRef = Arc::new(Float64Array::from(spiky));
+    for agg in [AggKind::Sum, AggKind::Mean] {
+        parts_equal_one_pass(&vs, &ts, 300, agg, 0, Shape::default()).unwrap();
     }
 }
 
