@@ -221,9 +221,9 @@ def test_numpy_datetimes_equal_arrow_timestamps(unit):
 def test_long_time_windows_on_threads_give_the_bits_of_one(monkeypatch):
     """Time sums, means, counts and std over 2^20 rows or more run in parts
     on threads, cut where the one pass restarts its prefix (at gaps and
-    every 4,096 rows): SLIDEWISE_THREADS=2 gives the bits of 1, with nulls,
-    NaN, a gap and a 1e300 spike (redone in its own part); without NaN and
-    the spike, pandas' time rolling's values."""
+    every 4,096 rows), max and min cut anywhere: SLIDEWISE_THREADS=2 gives
+    the bits of 1, with nulls, NaN, a gap and a 1e300 spike (redone in its
+    own part); without NaN and the spike, pandas' time rolling's values."""
     import pyarrow.compute as pc
 
     rng = np.random.default_rng(36)
@@ -236,7 +236,7 @@ def test_long_time_windows_on_threads_give_the_bits_of_one(monkeypatch):
     hard[rng.integers(0, n, 30)] = np.nan
     hard[900_000], hard[900_001] = 1.3e300, -1.3e300
     want = pd.Series(np.where(valid, x, np.nan), index=pd.DatetimeIndex(t)).rolling("40s")
-    for agg in ("sum", "mean", "count", "std"):
+    for agg in ("sum", "mean", "count", "std", "max", "min"):
         for col in (pa.array(hard, mask=~valid), pa.array(x, mask=~valid)):
             monkeypatch.setenv("SLIDEWISE_THREADS", "1")
             one = sw.rolling(col, "40s", agg, timestamps=t)

@@ -61,7 +61,10 @@ fn time_split(values: &dyn Array, ts: &dyn Array, range: i64, agg: AggKind, min_
     }
     if algo == Algorithm::Auto && super::two_stacks_frames::runs(agg) {
         let n = values.len();
-        return super::two_stacks_frames::selective_frames_dyn(values, |i, s, e| frame.bounds(i, n, s, e), agg, min_periods);
+        // a frame starts at or after the first row at least `range` (+1)
+        // before its row's time, whatever its shape
+        let below = |i: usize| times[..=i].partition_point(|&t| t < times[i].saturating_sub(range).saturating_sub(1));
+        return super::two_stacks_frames::selective_frames_dyn(values, |i, s, e| frame.bounds(i, n, s, e), below, agg, min_periods, split);
     }
     super::shape::rolling_frames_dyn(values, &frame, agg, min_periods, algo, 1)
 }

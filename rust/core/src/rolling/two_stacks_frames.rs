@@ -19,10 +19,12 @@
 //! beat a real NaN) and counts for `min_periods` only. Every dtype runs as
 //! float64 or int64 (widened).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use arrow_array::{Array, ArrayRef};
 
-use super::valid::{nulls_of_words, All, Bitmap, Valid};
-use super::FastNum;
+use super::valid::{nulls_of_words, All, Bitmap, Valid, Words};
+use super::{FastNum, Split};
 use crate::engine::{AggKind, DType, FromArrow, ToArrow};
 use crate::Result;
 
@@ -34,12 +36,18 @@ pub(crate) fn runs(agg: AggKind) -> bool {
 /// Max or min ([`runs`]) of each row's frame, as
 /// [`super::shape::rolling_frames_dyn`] computes it with any aggregator:
 /// `bounds(i, s, e)` is row `i`'s frame `[start, end)` given the previous
-/// row's, both non-decreasing (a time frame's `Frame::bounds`).
+/// row's (or any lower bounds of its own), both non-decreasing (a time
+/// frame's `Frame::bounds`); `below(i)` a lower bound of row `i`'s start.
+/// Over `split`'s threads in parts: a max or min is the first extreme row
+/// of its frame however its rows are folded, so each part starts afresh
+/// at its first row's frame and gives the bits of one pass.
 pub(crate) fn selective_frames_dyn(
     values: &dyn Array,
-    bounds: impl Fn(usize, usize, usize) -> (usize, usize) + Copy,
+    bounds: impl Fn(usize, usize, usize) -> (usize, usize) + Copy + Sync,
+    below: impl Fn(usize) -> usize + Sync,
     agg: AggKind,
     min_periods: Option<usize>,
+    split: Split,
 ) -> Result<ArrayRef> {
     let dtype = DType::of(values.data_type())?;
     let wide = crate::engine::widen(values)?;
@@ -52,11 +60,12 @@ pub(crate) fn selective_frames_dyn(
     };
     let out = crate::with_wide_dtype!(dtype.wide(), |T| {
         let col = <T as FromArrow>::column(values)?;
+        let part = (&bounds, &below, mp, split);
         match (col.nulls, max) {
-            (None, true) => frames::<T, All, true>(col.values, All, bounds, mp),
-            (None, false) => frames::<T, All, false>(col.values, All, bounds, mp),
-            (Some(nb), true) => frames::<T, Bitmap, true>(col.values, Bitmap::new(nb), bounds, mp),
-            (Some(nb), false) => frames::<T, Bitmap, false>(col.values, Bitmap::new(nb), bounds, mp),
+            (None, true) => frames::<T, All, true>(col.values, All, part),
+            (None, false) => frames::<T, All, false>(col.values, All, part),
+            (Some(nb), true) => frames::<T, Bitmap, true>(col.values, Bitmap::new(nb), part),
+            (Some(nb), false) => frames::<T, Bitmap, false>(col.values, Bitmap::new(nb), part),
         }
     });
     Ok(crate::engine::narrow(out, &crate::engine::out_type(agg, dtype)))
@@ -64,18 +73,46 @@ pub(crate) fn selective_frames_dyn(
 
 /// The frames' max (`MAX`) or min (module docs). A row is valid with
 /// `min_periods` valid rows in its frame, at least one.
-fn frames<T: FastNum + ToArrow, Va: Valid, const MAX: bool>(x: &[T], va: Va, bounds: impl Fn(usize, usize, usize) -> (usize, usize), min_periods: usize) -> ArrayRef {
+type Part<'a, B, L> = (&'a B, &'a L, usize, Split);
+
+fn frames<T: FastNum + ToArrow, Va: Valid, const MAX: bool>(
+    x: &[T],
+    va: Va,
+    (bounds, below, min_periods, split): Part<'_, impl Fn(usize, usize, usize) -> (usize, usize) + Sync, impl Fn(usize) -> usize + Sync>,
+) -> ArrayRef {
     let n = x.len();
+    let mut out = super::buffer_to_fill::<T>(n); // every row written below
+    let words = Words::zeroed(n);
+    let cuts = super::cuts(n, split.threads(n), Some);
+    super::par_ranges(&mut out[..], &cuts, |r0, r1, o| {
+        part::<T, Va, MAX>(x, va, bounds, if r0 == 0 { 0 } else { below(r0) }, min_periods, (r0, r1), o, &words)
+    });
+    super::assert_filled(&out);
+    T::to_arrow(out, nulls_of_words(words.into_iter().map(AtomicU64::into_inner).collect(), n))
+}
+
+/// Rows `[r0, r1)` into `out` (theirs), from `s0`, at or below row `r0`'s
+/// frame start; their validity ORed into `words`.
+#[allow(clippy::too_many_arguments)]
+fn part<T: FastNum, Va: Valid, const MAX: bool>(
+    x: &[T],
+    va: Va,
+    bounds: impl Fn(usize, usize, usize) -> (usize, usize),
+    s0: usize,
+    min_periods: usize,
+    (r0, r1): (usize, usize),
+    out: &mut [T],
+    words: &[AtomicU64],
+) {
     let need = min_periods.max(1);
     let id = if MAX { T::LOWEST } else { T::TOP };
     let pick = super::extreme::pick::<T, MAX, true>;
-    let mut out = super::buffer_to_fill::<T>(n); // every row written below
-    let mut suf = super::buffer_to_fill::<T>(n + 1); // read only where a flip wrote it
+    // `suf[j - s0]`: read only where a flip wrote it
+    let mut suf = super::buffer_to_fill::<T>(x.len() + 1 - s0);
     suf[0] = id;
-    let mut words = Vec::with_capacity(n.div_ceil(64));
     let mut word = 0u64;
-    let (mut lo, mut m, mut hi, mut valid, mut run) = (0usize, 0usize, 0usize, 0usize, id);
-    for i in 0..n {
+    let (mut lo, mut m, mut hi, mut valid, mut run) = (s0, s0, s0, 0usize, id);
+    for i in r0..r1 {
         let (s, e) = bounds(i, lo, hi);
         if s > m {
             if s >= hi {
@@ -83,11 +120,11 @@ fn frames<T: FastNum + ToArrow, Va: Valid, const MAX: bool>(x: &[T], va: Va, bou
                 (lo, hi, valid) = (s, s, 0);
             }
             m = hi;
-            suf[m] = id;
+            suf[m - s0] = id;
             let mut acc = id;
             for j in (s..m).rev() {
                 acc = pick(if va.bits(j) & 1 != 0 { x[j] } else { id }, acc);
-                suf[j] = acc;
+                suf[j - s0] = acc;
             }
             run = id;
         }
@@ -102,15 +139,13 @@ fn frames<T: FastNum + ToArrow, Va: Valid, const MAX: bool>(x: &[T], va: Va, bou
             lo += 1;
         }
         // an empty frame's row is null, whatever it stores
-        out[i] = pick(suf[s], run);
+        out[i - r0] = pick(suf[s - s0], run);
         word |= ((valid >= need) as u64) << (i & 63);
         if i & 63 == 63 {
-            words.push(std::mem::take(&mut word));
+            words[i >> 6].fetch_or(std::mem::take(&mut word), Ordering::Relaxed);
         }
     }
-    if n & 63 != 0 {
-        words.push(word);
+    if r1 & 63 != 0 {
+        words[r1 >> 6].fetch_or(word, Ordering::Relaxed);
     }
-    super::assert_filled(&out);
-    T::to_arrow(out, nulls_of_words(words, n))
 }

@@ -159,7 +159,7 @@ proptest! {
     /// (rolling/two_stacks_frames.rs); they equal the naive recomputation
     /// (Recalc) and TwoStacks bit for bit, value and validity, for every
     /// shape and `min_periods`, with ties, NaN, both zeros and nulls; keyed
-    /// (short keys batched into one call) as well.
+    /// (short keys batched into one call) and split over threads as well.
     #[test]
     fn time_max_min_filter_equals_recalc(
         rows in extreme_rows(),
@@ -184,6 +184,7 @@ proptest! {
                 prop_assert_eq!(out_bits(&got), out_bits(&want), "{:?} vs {:?}", agg, algo);
             }
             keyed_equals_each_key(&vs, &ts, nkeys, range, agg, mp, shape, Algorithm::Recalc)?;
+            parts_equal_one_pass(&vs, &ts, range, agg, mp, shape).map_err(TestCaseError::fail)?;
         }
     }
 }
@@ -258,8 +259,8 @@ proptest! {
 }
 
 /// Time sums, means, counts and moments split over 2-5 threads (parts
-/// cut where the one pass restarts its prefix: prefix.rs `in_parts`) give
-/// the bits and validity of one thread.
+/// cut where the one pass restarts its prefix: prefix.rs `in_parts`), and
+/// max / min (cut anywhere), give the bits and validity of one thread.
 fn parts_equal_one_pass(vs: &ArrayRef, ts: &ArrayRef, range: i64, agg: AggKind, mp: usize, shape: Shape) -> Result<(), String> {
     let run = |threads| rolling_time_split(vs.as_ref(), ts.as_ref(), range, agg, Some(mp), shape, Split { threads: Some(threads), min_rows: 1 }).unwrap();
     let one = out_bits(&run(1));
@@ -374,7 +375,7 @@ fn time_vars_restart_in_long_columns() {
             }
             keyed_equals_each_key(&vs, &ts, 3, range, agg, 0, Shape::default(), Algorithm::Auto).unwrap();
         }
-        for agg in [AggKind::Sum, AggKind::Mean, AggKind::Count, AggKind::Std, AggKind::VarPop] {
+        for agg in [AggKind::Sum, AggKind::Mean, AggKind::Count, AggKind::Std, AggKind::VarPop, AggKind::Max, AggKind::Min] {
             parts_equal_one_pass(&vs, &ts, range, agg, 0, Shape::default()).unwrap();
         }
     }
