@@ -733,3 +733,13 @@ fn advise_huge_pages<T>(v: &mut [T]) {
 
 #[cfg(not(target_os = "linux"))]
 fn advise_huge_pages<T>(_: &mut [T]) {}
+
+/// One xorshift64 step (13, 7, 17) for the kernels' unit tests: the new
+/// state.
+#[cfg(test)]
+pub(crate) fn xorshift(s: &mut u64) -> u64 {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    *s
+}

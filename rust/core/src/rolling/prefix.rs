@@ -720,12 +720,7 @@ mod tests {
     #[test]
     fn time_restarts_equal_the_scanned_ones() {
         let mut st = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            st ^= st << 13;
-            st ^= st >> 7;
-            st ^= st << 17;
-            st
-        };
+        let mut next = move || crate::rolling::xorshift(&mut st);
         for case in 0..24 {
             let n = [1, 2, 5, 4_097, 9_000, 30_000][case % 6];
             let mut t = -(1i64 << 62) * (case % 2) as i64;
