@@ -31,8 +31,8 @@ pub fn rolling_time_dyn(
     time_split(values, ts, range, agg, min_periods, algo, shape, Split::default())
 }
 
-/// [`rolling_time_dyn`] (`auto`) with the prefix sums' rows split over
-/// threads as `split` says (tests force thread counts on short columns).
+/// [`rolling_time_dyn`] (`auto`) with the rows split over threads as
+/// `split` says (tests force thread counts on short columns).
 #[doc(hidden)]
 pub fn rolling_time_split(values: &dyn Array, ts: &dyn Array, range: i64, agg: AggKind, min_periods: Option<usize>, shape: Shape, split: Split) -> Result<ArrayRef> {
     time_split(values, ts, range, agg, min_periods, Algorithm::Auto, shape, split)

@@ -71,10 +71,12 @@ pub(crate) fn selective_frames_dyn(
     Ok(crate::engine::narrow(out, &crate::engine::out_type(agg, dtype)))
 }
 
-/// The frames' max (`MAX`) or min (module docs). A row is valid with
-/// `min_periods` valid rows in its frame, at least one.
+/// What [`frames`] needs beside the column: `bounds`, `below`,
+/// `min_periods` and the split.
 type Part<'a, B, L> = (&'a B, &'a L, usize, Split);
 
+/// The frames' max (`MAX`) or min (module docs), in parts over threads. A
+/// row is valid with `min_periods` valid rows in its frame, at least one.
 fn frames<T: FastNum + ToArrow, Va: Valid, const MAX: bool>(
     x: &[T],
     va: Va,
