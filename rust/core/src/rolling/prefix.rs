@@ -23,7 +23,7 @@
 //! inf would poison every later prefix); the caller falls back to the
 //! per-window kernel otherwise.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Float64Type;
@@ -31,7 +31,7 @@ use arrow_array::{Array, ArrayRef};
 use arrow_buffer::{BooleanBuffer, NullBuffer};
 
 use super::shape::Frame;
-use super::valid::{non_finite_bits, nulls_of_words, word_at, All, Bitmap, Valid, Words};
+use super::valid::{non_finite_bits, word_at, All, Bitmap, PartBits, Valid, Words};
 use super::{buffer, validity, Split};
 use crate::engine::{AggKind, Column, ToArrow};
 use crate::ops::arith::{two_sum, FSum, SumAcc};
@@ -411,7 +411,7 @@ fn frame_counts<Va: Valid>(va: Va, n: usize, frame: &Frame, min_periods: usize, 
         })
     });
     super::assert_filled(&out);
-    i64::to_arrow(out, nulls_of_words(words.into_iter().map(AtomicU64::into_inner).collect(), n))
+    i64::to_arrow(out, Words::nulls(words, n))
 }
 
 fn frame_means<Va: Valid>(va: Va, x: &[f64], frame: &Frame, mean: bool, need: usize, split: Split) -> ArrayRef {
@@ -431,7 +431,7 @@ fn frame_means<Va: Valid>(va: Va, x: &[f64], frame: &Frame, mean: bool, need: us
         }
     });
     super::assert_filled(&out);
-    f64::to_arrow(out, nulls_of_words(words.into_iter().map(AtomicU64::into_inner).collect(), n))
+    f64::to_arrow(out, Words::nulls(words, n))
 }
 
 /// `job(r0, r1, hint, out[r0..r1])` over parts of the `n` rows that start
@@ -540,7 +540,7 @@ fn each_frame<Va: Valid, const SUMS: bool, const ODD: bool>(
     words: &[AtomicU64],
     mut emit: impl FnMut(usize, u32, f64) -> bool,
 ) {
-    let mut word = 0u64;
+    let mut bits = PartBits::new(words);
     // The prefixes from row h0: the first t rows' rounded sum, their TwoSum
     // errors' sum and their valid rows.
     let (mut ph, mut pl, mut cl) = (vec![0.0f64], vec![0.0f64], vec![0u32]);
@@ -645,11 +645,7 @@ fn each_frame<Va: Valid, const SUMS: bool, const ODD: bool>(
                     low = if sum.abs() < low { sum.abs() } else { low };
                 }
                 let i = i0 + q;
-                word |= (emit(i, cl[je] - cl[js], sum) as u64) << (i & 63);
-                if i & 63 == 63 {
-                    // (the word a part shares with the next is ORed in)
-                    words[i >> 6].fetch_or(std::mem::take(&mut word), Ordering::Relaxed);
-                }
+                bits.put(i, emit(i, cl[je] - cl[js], sum));
             }
             j = k;
         }
@@ -658,9 +654,7 @@ fn each_frame<Va: Valid, const SUMS: bool, const ODD: bool>(
     if SUMS && r1 > a {
         settle(va, x, frame, (a, r1, h0), (run, low), (&ph, &pl), &mut emit);
     }
-    if r1 & 63 != 0 {
-        words[r1 >> 6].fetch_or(word, Ordering::Relaxed);
-    }
+    bits.end(r1);
 }
 
 /// The rows `[a, b)` of one prefix (row `a`'s frame starting at `h0`; the

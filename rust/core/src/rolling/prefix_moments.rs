@@ -38,14 +38,14 @@
 //! windows fail and go exact. Each window then costs eight loads, a few
 //! dozen flops that vectorise, and its output write.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 use arrow_array::ArrayRef;
 
 use super::prefix::{columns, populate, prefix_counts, split_rows};
 use super::moments::{as_f64, finite_filled, m2_of, Lane, S};
 use super::shape::Frame;
-use super::valid::{non_finite_bits, nulls_of_words, word_at, All, Bitmap, Valid, Words};
+use super::valid::{non_finite_bits, word_at, All, Bitmap, PartBits, Valid, Words};
 use super::{buffer, FastNum, Split};
 use crate::engine::{AggKind, Column, ToArrow};
 use crate::ops::moments::Moments;
@@ -456,7 +456,7 @@ pub(super) fn frame_vars(values: &dyn arrow_array::Array, frame: &Frame, agg: Ag
         Some(nb) => how.run_at(detected(), Bitmap::new(nb), x, (r0, r1, hint), o, &words),
     });
     super::assert_filled(&out);
-    Some(<f64 as ToArrow>::to_arrow(out, nulls_of_words(words.into_iter().map(AtomicU64::into_inner).collect(), n)))
+    Some(<f64 as ToArrow>::to_arrow(out, Words::nulls(words, n)))
 }
 
 /// A part of a column's rows: `[r0, r1)` and the frame of the row before.
@@ -552,13 +552,14 @@ impl FrameVars<'_> {
         let (mut rows, mut p) = (Rows::default(), Prefix::default());
         let (mut sb, mut eb) = (Vec::new(), Vec::new()); // the chunk's frames
         let ((mut s, mut e), mut a) = (hint, r0);
+        let mut bits = PartBits::new(words);
         for i in r0..r1 {
             let pe = e;
             (s, e) = self.frame.bounds(i, n, s, e);
             // (`a` starts at `r0`: the part's first chunk starts there)
             if super::prefix::restarts(i, s, a, pe) {
                 if i > a {
-                    self.chunk::<Va, FMA>(va, x, a, &sb, &eb, &mut rows, &mut p, &mut out[a - r0..i - r0], words);
+                    self.chunk::<Va, FMA>(va, x, a, &sb, &eb, &mut rows, &mut p, &mut out[a - r0..i - r0], &mut bits);
                 }
                 a = i;
                 sb.clear();
@@ -568,14 +569,15 @@ impl FrameVars<'_> {
             eb.push(e);
         }
         if r1 > a {
-            self.chunk::<Va, FMA>(va, x, a, &sb, &eb, &mut rows, &mut p, &mut out[a - r0..], words);
+            self.chunk::<Va, FMA>(va, x, a, &sb, &eb, &mut rows, &mut p, &mut out[a - r0..], &mut bits);
         }
+        bits.end(r1);
     }
 
-    /// Rows `a..` (frames `sb`, `eb`) into `out`, their validity into `words`.
+    /// Rows `a..` (frames `sb`, `eb`) into `out`, their validity into `bits`.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn chunk<Va: Valid, const FMA: bool>(&self, va: Va, x: &[f64], a: usize, sb: &[usize], eb: &[usize], r: &mut Rows, p: &mut Prefix, out: &mut [f64], words: &[AtomicU64]) {
+    fn chunk<Va: Valid, const FMA: bool>(&self, va: Va, x: &[f64], a: usize, sb: &[usize], eb: &[usize], r: &mut Rows, p: &mut Prefix, out: &mut [f64], bits: &mut PartBits) {
         // Frames' starts and ends never decrease: the chunk reads [h0, h1).
         let (h0, h1) = (sb[0], eb[eb.len() - 1]);
         // Every row valid and finite (clean data): the values in place, a
@@ -599,22 +601,15 @@ impl FrameVars<'_> {
             None => prefix::<FMA, false>(vals, &[], p),
             Some(w) => prefix::<FMA, true>(vals, w, p),
         };
-        // a word of validity bits at a time (ORed in: a word may be a
-        // neighbour part's too)
-        let (mut word, mut wi) = (0u64, a / 64);
         for (q, o) in out.iter_mut().enumerate() {
-            let i = a + q;
-            if i / 64 != wi {
-                words[wi].fetch_or(std::mem::take(&mut word), Ordering::Relaxed);
-                wi = i / 64;
-            }
             let (js, je) = (sb[q] - h0, eb[q] - h0);
             let valid = if clean { (je - js) as u32 } else { r.cnt[je] - r.cnt[js] };
-            if (valid as usize) < self.min_periods || valid as f64 <= self.ddof {
+            let ok = valid as usize >= self.min_periods && valid as f64 > self.ddof;
+            bits.put(a + q, ok);
+            if !ok {
                 *o = 0.0;
                 continue;
             }
-            word |= 1u64 << (i % 64);
             if !clean && r.bad[je] > r.bad[js] {
                 *o = f64::NAN;
                 continue;
@@ -646,6 +641,5 @@ impl FrameVars<'_> {
                 }
             };
         }
-        words[wi].fetch_or(word, Ordering::Relaxed);
     }
 }

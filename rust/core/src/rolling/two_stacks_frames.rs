@@ -19,11 +19,11 @@
 //! beat a real NaN) and counts for `min_periods` only. Every dtype runs as
 //! float64 or int64 (widened).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 use arrow_array::{Array, ArrayRef};
 
-use super::valid::{nulls_of_words, All, Bitmap, Valid, Words};
+use super::valid::{All, Bitmap, PartBits, Valid, Words};
 use super::{FastNum, Split};
 use crate::engine::{AggKind, DType, FromArrow, ToArrow};
 use crate::Result;
@@ -90,7 +90,7 @@ fn frames<T: FastNum + ToArrow, Va: Valid, const MAX: bool>(
         part::<T, Va, MAX>(x, va, bounds, if r0 == 0 { 0 } else { below(r0) }, min_periods, (r0, r1), o, &words)
     });
     super::assert_filled(&out);
-    T::to_arrow(out, nulls_of_words(words.into_iter().map(AtomicU64::into_inner).collect(), n))
+    T::to_arrow(out, Words::nulls(words, n))
 }
 
 /// Rows `[r0, r1)` into `out` (theirs), from `s0`, at or below row `r0`'s
@@ -112,7 +112,7 @@ fn part<T: FastNum, Va: Valid, const MAX: bool>(
     // `suf[j - s0]`: read only where a flip wrote it
     let mut suf = super::buffer_to_fill::<T>(x.len() + 1 - s0);
     suf[0] = id;
-    let mut word = 0u64;
+    let mut bits = PartBits::new(words);
     let (mut lo, mut m, mut hi, mut valid, mut run) = (s0, s0, s0, 0usize, id);
     for i in r0..r1 {
         let (s, e) = bounds(i, lo, hi);
@@ -142,12 +142,7 @@ fn part<T: FastNum, Va: Valid, const MAX: bool>(
         }
         // an empty frame's row is null, whatever it stores
         out[i - r0] = pick(suf[s - s0], run);
-        word |= ((valid >= need) as u64) << (i & 63);
-        if i & 63 == 63 {
-            words[i >> 6].fetch_or(std::mem::take(&mut word), Ordering::Relaxed);
-        }
+        bits.put(i, valid >= need);
     }
-    if r1 & 63 != 0 {
-        words[r1 >> 6].fetch_or(word, Ordering::Relaxed);
-    }
+    bits.end(r1);
 }

@@ -616,6 +616,12 @@ impl Words<'_> {
         NullBuffer::new(BooleanBuffer::new(arrow_buffer::Buffer::from_vec(words), 0, n))
     }
 
+    /// The words as validity, `None` when every row is valid
+    /// ([`nulls_of_words`]).
+    pub(crate) fn nulls(words: Vec<AtomicU64>, n: usize) -> Option<NullBuffer> {
+        nulls_of_words(words.into_iter().map(AtomicU64::into_inner).collect(), n)
+    }
+
     /// The validity a `nan="skip"` output derives from: the words
     /// ([`Words::into_nulls`]), or the column's own `nulls` where they
     /// clear no more rows (no NaN was masked: the words are `nulls AND NOT
@@ -646,6 +652,36 @@ impl Sink for Words<'_> {
                 self.0[q].fetch_or(w, Ordering::Relaxed);
             }
             r = e;
+        }
+    }
+}
+
+/// A part's validity bits, its rows in order, into the column's shared
+/// words (a thread's part of `Words::zeroed`): a word at a time, ORed in,
+/// since a part's first and last words may be its neighbours' too.
+pub(crate) struct PartBits<'a> {
+    words: &'a [AtomicU64],
+    word: u64,
+}
+
+impl<'a> PartBits<'a> {
+    pub(crate) fn new(words: &'a [AtomicU64]) -> PartBits<'a> {
+        PartBits { words, word: 0 }
+    }
+
+    /// Row `i`'s bit (rows in order, each once).
+    #[inline(always)]
+    pub(crate) fn put(&mut self, i: usize, ok: bool) {
+        self.word |= (ok as u64) << (i & 63);
+        if i & 63 == 63 {
+            self.words[i >> 6].fetch_or(std::mem::take(&mut self.word), Ordering::Relaxed);
+        }
+    }
+
+    /// After the part's last row, `r1 - 1`.
+    pub(crate) fn end(self, r1: usize) {
+        if r1 & 63 != 0 {
+            self.words[r1 >> 6].fetch_or(self.word, Ordering::Relaxed);
         }
     }
 }
