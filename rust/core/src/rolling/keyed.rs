@@ -9,8 +9,9 @@
 //!    minus smallest) is at most 2 per row + 64k are their offset from the
 //!    smallest key, with no hashing; other integers and strings go through a
 //!    fresh `KeyIndex` (FxHash). Null keys are refused, as in streams.
-//! 2. **Partition** (a counting sort, one thread) and **gather** of the
-//!    values (and times) into key segments, the gather split over threads.
+//! 2. **Partition** (a counting sort, `keys::partition_on`) and **gather**
+//!    of the values, their validity (and times) into key segments, each
+//!    split over threads from `KEYED_SPLIT_MIN_ROWS` rows.
 //! 3. **Segments over threads**: columns of `KEYED_SPLIT_MIN_ROWS` (2^18)
 //!    rows or more split their segments into `thread_cap()` runs of whole
 //!    keys of about equal rows (`SLIDEWISE_THREADS` caps it). A key of 2^20
@@ -76,7 +77,7 @@ use arrow_buffer::{NullBuffer, ScalarBuffer};
 
 use crate::engine::{AggKind, DType, FromArrow, ToArrow};
 use crate::fifo::Algorithm;
-use crate::keys::{batch_ids, describe_key, gather, gather_nulls, partition, Partition};
+use crate::keys::{batch_ids, describe_key, gather, gather_nulls, partition_on, Partition, Shared};
 use crate::engine::first_decrease;
 use crate::rolling::shape::{self, Shape};
 use crate::rolling::ends::{is_end, rolling_ends};
@@ -90,6 +91,9 @@ struct Grouped {
     values: ArrayRef,
     /// Threads the segments run on (1: the calling thread).
     threads: usize,
+    /// Threads the grouping and the gathers run on (`threads` is 1 where a
+    /// long key splits its own rows; these passes end before it starts).
+    split: usize,
     tuning: KeyedTuning,
 }
 
@@ -159,11 +163,12 @@ fn group_rows(keys: &dyn Array, values: &dyn Array) -> Result<Grouped> {
     }
     let dtype = DType::of(values.data_type())?;
     let ids = batch_ids(keys)?;
-    let part = partition(&ids, &mut Vec::new());
-    drop(ids);
-    let n = part.perm.len();
+    let n = ids.len();
     let tuning = TUNING.with(|c| c.get());
-    let mut threads = if n < tuning.min_rows.max(2) { 1 } else { tuning.threads.unwrap_or_else(super::thread_cap).clamp(1, 64) };
+    let split = if n < tuning.min_rows.max(2) { 1 } else { tuning.threads.unwrap_or_else(super::thread_cap).clamp(1, 64) };
+    let part = partition_on(&ids, split);
+    drop(ids);
+    let mut threads = split;
     // A key long enough for the kernels to split its rows over threads
     // themselves: the segments run one after another, so threads are not
     // started inside threads.
@@ -172,9 +177,9 @@ fn group_rows(keys: &dyn Array, values: &dyn Array) -> Result<Grouped> {
     }
     let values: ArrayRef = crate::with_dtype!(dtype, |T| {
         let col = <T as FromArrow>::column(values)?;
-        T::to_arrow(par_gather(col.values, &part.perm, threads), gather_nulls(col.nulls, &part.perm))
+        T::to_arrow(par_gather(col.values, &part.perm, split), gather_nulls(col.nulls, &part.perm, split))
     });
-    Ok(Grouped { keys: keys.slice(0, keys.len()), part, values, threads, tuning })
+    Ok(Grouped { keys: keys.slice(0, keys.len()), part, values, threads, split, tuning })
 }
 
 /// [`gather`] with the output rows split evenly over `threads`.
@@ -206,23 +211,6 @@ fn segment_ranges(bounds: &[usize], threads: usize) -> Vec<(usize, usize)> {
     let at = super::cuts(bounds[segs], threads, |r| super::nearest(bounds, r)).into_iter().map(|c| bounds.partition_point(|&b| b < c));
     let cs: Vec<usize> = std::iter::once(0).chain(at).chain(std::iter::once(segs)).collect();
     cs.windows(2).map(|c| (c[0], c[1])).collect()
-}
-
-/// A raw pointer that scoped threads may share: each writes rows no other
-/// thread writes (the rows of its own segments, `perm` being a
-/// permutation).
-#[derive(Clone, Copy)]
-struct Shared<T>(*mut T);
-unsafe impl<T: Send> Send for Shared<T> {}
-unsafe impl<T: Send> Sync for Shared<T> {}
-
-impl<T> Shared<T> {
-    /// SAFETY: `i` is in bounds, and no other thread touches element `i`.
-    /// (A method, so closures capture the whole `Shared`, not its pointer.)
-    #[inline(always)]
-    unsafe fn write(self, i: usize, v: T) {
-        *self.0.add(i) = v;
-    }
 }
 
 /// Run `f` on every key's segment of the grouped values (`n_out` arrays
@@ -807,7 +795,7 @@ fn each_alone(
 /// offending row in input order, over all keys.
 fn times_per_key(g: &Grouped, ts: &dyn Array, n: usize) -> Result<PrimitiveArray<Int64Type>> {
     let times = crate::engine::event_times(ts, n)?;
-    let tsg = par_gather(times, &g.part.perm, g.threads);
+    let tsg = par_gather(times, &g.part.perm, g.split);
     let mut worst: Option<(usize, usize, i64)> = None;
     for s in 0..g.part.seg_key.len() {
         let (lo, hi) = (g.part.bounds[s], g.part.bounds[s + 1]);

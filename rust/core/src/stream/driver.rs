@@ -150,7 +150,7 @@ struct Gathered<T> {
 fn gathered<T: Copy>(col: &Column<'_, T>, b: &GroupBatch<'_>, part: &Partition) -> Gathered<T> {
     Gathered {
         vals: gather(col.values, &part.perm),
-        nulls: gather_nulls(col.nulls, &part.perm),
+        nulls: gather_nulls(col.nulls, &part.perm, 1),
         ts: b.ts.map(|t| gather(t, &part.perm)),
         args: b.args.map(|a| gather(a, &part.perm)),
     }
