@@ -512,7 +512,16 @@ pub fn partition_on(ids: &[u32], threads: usize) -> Partition {
                 .collect()
         })
         .collect();
-    let mut perm = vec![0u32; n];
+    // Not zeroed (every position is written once, below); debug builds
+    // fill it with u32::MAX and check that none is left.
+    let mut perm: Vec<u32> = Vec::with_capacity(n);
+    if cfg!(debug_assertions) {
+        perm.resize(n, u32::MAX);
+    } else {
+        // SAFETY: capacity n; u32 has no invalid bit patterns, and every
+        // position is written before `perm` is read.
+        unsafe { perm.set_len(n) };
+    }
     let out = Shared(perm.as_mut_ptr());
     on_threads(threads, |c| {
         let mut next = firsts[c].clone();
@@ -524,6 +533,7 @@ pub fn partition_on(ids: &[u32], threads: usize) -> Partition {
             *at += 1;
         }
     });
+    debug_assert!(!perm.contains(&u32::MAX), "a position of perm was never written");
     Partition { perm, bounds, seg_key }
 }
 
