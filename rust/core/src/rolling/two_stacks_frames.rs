@@ -125,19 +125,19 @@ fn part<T: FastNum, Va: Valid, const MAX: bool>(
             suf[m - s0] = id;
             let mut acc = id;
             for j in (s..m).rev() {
-                acc = pick(if va.bits(j) & 1 != 0 { x[j] } else { id }, acc);
+                acc = pick(if va.bit(j) { x[j] } else { id }, acc);
                 suf[j - s0] = acc;
             }
             run = id;
         }
         while hi < e {
-            let b = va.bits(hi) & 1;
-            run = pick(run, if b != 0 { x[hi] } else { id });
+            let b = va.bit(hi);
+            run = pick(run, if b { x[hi] } else { id });
             valid += b as usize;
             hi += 1;
         }
         while lo < s {
-            valid -= (va.bits(lo) & 1) as usize;
+            valid -= va.bit(lo) as usize;
             lo += 1;
         }
         // an empty frame's row is null, whatever it stores

@@ -23,6 +23,12 @@ pub trait Valid: Copy + Send + Sync {
     /// bitmap gives 57; the sum kernel uses 56 a read) and rows below the
     /// column's length; bits past those are unspecified.
     fn bits(self, r: usize) -> u64;
+    /// Whether row `r` is valid: `bits(r)`'s first bit, which a bitmap
+    /// reads as one byte (the time max's loops read a row's bit at a time).
+    #[inline(always)]
+    fn bit(self, r: usize) -> bool {
+        self.bits(r) & 1 != 0
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -75,6 +81,11 @@ impl Valid for Bitmap<'_> {
         let b8 = b.min(len - 8);
         let w = u64::from_le_bytes(self.bytes[b8..b8 + 8].try_into().unwrap());
         w.checked_shr(8 * (b - b8) as u32).unwrap_or(0) >> (p & 7)
+    }
+    #[inline(always)]
+    fn bit(self, r: usize) -> bool {
+        let p = self.off.wrapping_add(r);
+        self.bytes[p >> 3] >> (p & 7) & 1 != 0
     }
 }
 
@@ -796,6 +807,24 @@ mod tests {
                 assert_eq!(unsafe { wide::bits512::<true>(c.as_ptr()) }, nan, "avx512 NaN, round {round}");
             }
             assert_eq!(nan_bits(&c), nan);
+        }
+    }
+
+    /// A bitmap's one-row read is its row's bit, at every offset into the
+    /// buffer and up to its last row.
+    #[test]
+    fn a_bitmaps_bit_is_its_row() {
+        let mut st = 0x9E37_79B9_7F4A_7C15u64;
+        for n in [1usize, 7, 8, 9, 64, 65, 200] {
+            for off in [0usize, 1, 5, 8, 13] {
+                let bits: Vec<bool> = (0..n + off).map(|_| crate::rolling::xorshift(&mut st) % 3 != 0).collect();
+                let nb = NullBuffer::new(BooleanBuffer::from(bits.clone()).slice(off, n));
+                let b = Bitmap::new(&nb);
+                for r in 0..n {
+                    assert_eq!(b.bit(r), bits[off + r], "n {n} off {off} row {r}");
+                    assert_eq!(b.bit(r), b.bits(r) & 1 != 0, "n {n} off {off} row {r}");
+                }
+            }
         }
     }
 
