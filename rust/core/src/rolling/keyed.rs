@@ -68,6 +68,7 @@
 //! batches bit for bit on values whose rounding depends on a chain's
 //! history.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -318,9 +319,9 @@ fn put_back(g: &Grouped, parts: &[Unit], n_out: usize, o: usize) -> Result<Array
 }
 
 /// Each segment's values written to its input rows (`perm[lo..hi]`), one
-/// copy, each thread its own segments; validity as a byte per row (bits
-/// would share bytes between threads), packed once, only if some segment
-/// has a null.
+/// copy, each thread its own segments; a null row's bit cleared in words
+/// of all ones, atomically (two threads' rows may share a word), only if
+/// some segment has a null.
 fn scatter<T: ArrowPrimitiveType>(g: &Grouped, parts: &[Unit], n_out: usize, o: usize) -> ArrayRef
 where
     T::Native: super::FastNum,
@@ -329,8 +330,9 @@ where
     let has_nulls = parts.iter().flat_map(|p| p.got.iter().skip(o).step_by(n_out)).any(|a| a.null_count() > 0);
     // every row is some segment's (perm is a permutation): not zeroed
     let mut values = super::buffer_to_fill::<T::Native>(n);
-    let mut valid: Vec<u8> = if has_nulls { vec![1; n] } else { Vec::new() };
-    let (vp, bp) = (Shared(values.as_mut_ptr()), Shared(valid.as_mut_ptr()));
+    // (a byte a row, packed after, was a serial pass over the rows)
+    let valid: Vec<AtomicU64> = if has_nulls { (0..n.div_ceil(64)).map(|_| AtomicU64::new(u64::MAX)).collect() } else { Vec::new() };
+    let vp = Shared(values.as_mut_ptr());
     let job = |t: usize| {
         for (k, &(s0, s1)) in parts[t].runs.iter().enumerate() {
             let rows = &g.part.perm[g.part.bounds[s0]..g.part.bounds[s1]];
@@ -342,11 +344,9 @@ where
                 unsafe { vp.write(r as usize, v) };
             }
             if let Some(nb) = a.nulls().filter(|nb| nb.null_count() > 0) {
-                for (k, &r) in rows.iter().enumerate() {
-                    if nb.is_null(k) {
-                        // SAFETY: as above; `valid` has n bytes when a null exists.
-                        unsafe { bp.write(r as usize, 0) };
-                    }
+                for k in nb.iter().enumerate().filter(|(_, ok)| !ok).map(|(k, _)| k) {
+                    let r = rows[k] as usize;
+                    valid[r / 64].fetch_and(!(1u64 << (r % 64)), Ordering::Relaxed);
                 }
             }
         }
@@ -363,8 +363,8 @@ where
         });
     }
     super::assert_filled(&values);
-    let nulls = has_nulls.then(|| NullBuffer::new(arrow_buffer::BooleanBuffer::collect_bool(n, |i| valid[i] != 0)));
-    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls.filter(|nb| nb.null_count() > 0)))
+    let nulls = if has_nulls { super::valid::Words::nulls(valid, n) } else { None };
+    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls))
 }
 
 /// Per-row rolling within each key: row `i` aggregates the last `window`
