@@ -147,35 +147,45 @@ impl Frame<'_> {
                 let (s, e) = (clip(i as isize + a), clip(i as isize + b + 1));
                 (s, e.max(s))
             }
-            Frame::Time { ts, range, closed, center: false } => {
-                // The default `rolling("5s")` path, in i64 as before shapes
-                // existed; t - r below i64::MIN: no row is that old. Rows
-                // before `cut` leave (`<= lb` is `< lb + 1`: lb < i64::MAX).
-                let mut s = s0;
-                if let Some(lb) = ts[i].checked_sub(range) {
-                    let cut = if closed.left() { lb } else { lb + 1 };
-                    s = advance(ts, s, i, |t| t < cut);
-                }
-                let e = if closed.right() {
-                    i + 1
-                } else {
-                    let ti = ts[i];
-                    advance(ts, e0.max(s), i, |t| t < ti)
-                };
-                (s, e)
-            }
-            Frame::Time { ts, range, closed, center: true } => {
-                // Doubled, in i128, so that r/2 is exact and nothing
-                // overflows; `<= x` as `< x + 1`.
-                let (t, r) = (ts[i] as i128, range as i128);
-                let lb = 2 * t - r + !closed.left() as i128;
-                let s = advance(ts, s0, i, |v| 2 * (v as i128) < lb);
-                let ub = 2 * t + r + closed.right() as i128;
-                let e = advance(ts, e0.max(s), n, |v| 2 * (v as i128) < ub);
-                (s, e)
-            }
+            Frame::Time { ts, range, closed, center: false } => trailing_time(ts, range, closed, i, s0, e0),
+            Frame::Time { ts, range, closed, center: true } => centred_time(ts, range, closed, n, i, s0, e0),
         }
     }
+}
+
+/// [`Frame::bounds`] of a time frame that ends at its row: one shape's
+/// code, small enough to inline into a kernel's loop (the time max's loop
+/// called the whole `bounds` a row: a quarter of its time).
+#[inline(always)]
+pub(crate) fn trailing_time(ts: &[i64], range: i64, closed: Closed, i: usize, s0: usize, e0: usize) -> (usize, usize) {
+    // The default `rolling("5s")` path, in i64 as before shapes existed;
+    // t - r below i64::MIN: no row is that old. Rows before `cut` leave
+    // (`<= lb` is `< lb + 1`: lb < i64::MAX).
+    let mut s = s0;
+    if let Some(lb) = ts[i].checked_sub(range) {
+        let cut = if closed.left() { lb } else { lb + 1 };
+        s = advance(ts, s, i, |t| t < cut);
+    }
+    let e = if closed.right() {
+        i + 1
+    } else {
+        let ti = ts[i];
+        advance(ts, e0.max(s), i, |t| t < ti)
+    };
+    (s, e)
+}
+
+/// [`Frame::bounds`] of a centred time frame (`n` rows).
+#[inline(always)]
+pub(crate) fn centred_time(ts: &[i64], range: i64, closed: Closed, n: usize, i: usize, s0: usize, e0: usize) -> (usize, usize) {
+    // Doubled, in i128, so that r/2 is exact and nothing overflows; `<= x`
+    // as `< x + 1`.
+    let (t, r) = (ts[i] as i128, range as i128);
+    let lb = 2 * t - r + !closed.left() as i128;
+    let s = advance(ts, s0, i, |v| 2 * (v as i128) < lb);
+    let ub = 2 * t + r + closed.right() as i128;
+    let e = advance(ts, e0.max(s), n, |v| 2 * (v as i128) < ub);
+    (s, e)
 }
 
 /// The first row from `s` on (at most `end`, `end <= ts.len()`) whose time

@@ -64,7 +64,14 @@ fn time_split(values: &dyn Array, ts: &dyn Array, range: i64, agg: AggKind, min_
         // a frame starts at or after the first row at least `range` (+1)
         // before its row's time, whatever its shape
         let below = |i: usize| times[..=i].partition_point(|&t| t < times[i].saturating_sub(range).saturating_sub(1));
-        return super::two_stacks_frames::selective_frames_dyn(values, |i, s, e| frame.bounds(i, n, s, e), below, agg, min_periods, split);
+        // one shape's bounds a call, so the kernel's loop inlines them
+        let (ts, closed) = (times, shape.closed);
+        use super::two_stacks_frames::selective_frames_dyn as run;
+        return if shape.center {
+            run(values, |i, s, e| super::shape::centred_time(ts, range, closed, n, i, s, e), below, agg, min_periods, split)
+        } else {
+            run(values, |i, s, e| super::shape::trailing_time(ts, range, closed, i, s, e), below, agg, min_periods, split)
+        };
     }
     super::shape::rolling_frames_dyn(values, &frame, agg, min_periods, algo, 1)
 }
