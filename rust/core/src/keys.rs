@@ -600,12 +600,7 @@ mod tests {
     #[test]
     fn partition_on_threads_is_the_serial_partition() {
         let mut st = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            st ^= st << 13;
-            st ^= st >> 7;
-            st ^= st << 17;
-            st
-        };
+        let mut next = || crate::rolling::xorshift(&mut st);
         for case in 0..60 {
             let n = [0usize, 1, 2, 7, 100, 1000, 5000][case % 7];
             let keys = [1u64, 2, 5, 50, 3000][case % 5];
