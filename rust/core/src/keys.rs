@@ -447,8 +447,9 @@ impl<T> Shared<T> {
 }
 
 /// Runs `job(c)` for each of `n` chunks, chunk 0 on the calling thread,
-/// the others on scoped threads; their results in chunk order.
-fn on_threads<R: Send>(n: usize, job: impl Fn(usize) -> R + Sync) -> Vec<R> {
+/// the others on scoped threads; their results in chunk order (a panic on
+/// a thread is raised again here).
+pub(crate) fn on_threads<R: Send>(n: usize, job: impl Fn(usize) -> R + Sync) -> Vec<R> {
     let job = &job;
     std::thread::scope(|s| {
         let hs: Vec<_> = (1..n).map(|c| s.spawn(move || job(c))).collect();
@@ -550,16 +551,13 @@ pub fn gather_nulls(nulls: Option<&NullBuffer>, perm: &[u32], threads: usize) ->
     let words = n.div_ceil(64);
     let threads = threads.min(words).max(1);
     let step = words.div_ceil(threads);
-    let mut out = vec![0u64; words];
-    let w = Shared(out.as_mut_ptr());
-    on_threads(threads, |c| {
-        for k in (c * step).min(words)..((c + 1) * step).min(words) {
-            let rows = &perm[k * 64..(k * 64 + 64).min(n)];
-            let bits = rows.iter().enumerate().fold(0u64, |b, (j, &i)| b | (nb.is_valid(i as usize) as u64) << j);
-            // SAFETY: word k is in bounds and only chunk c writes it.
-            unsafe { w.write(k, bits) };
-        }
-    });
+    // each chunk's words, then joined (n / 8 bytes: nothing next to the rows)
+    let out: Vec<u64> = on_threads(threads, |c| {
+        ((c * step).min(words)..((c + 1) * step).min(words))
+            .map(|k| perm[k * 64..(k * 64 + 64).min(n)].iter().enumerate().fold(0u64, |b, (j, &i)| b | (nb.is_valid(i as usize) as u64) << j))
+            .collect::<Vec<u64>>()
+    })
+    .concat();
     let bits = BooleanBuffer::new(arrow_buffer::Buffer::from_vec(out), 0, n);
     Some(NullBuffer::new(bits)).filter(|n| n.null_count() > 0)
 }

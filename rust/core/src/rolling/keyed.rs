@@ -78,7 +78,7 @@ use arrow_buffer::{NullBuffer, ScalarBuffer};
 
 use crate::engine::{AggKind, DType, FromArrow, ToArrow};
 use crate::fifo::Algorithm;
-use crate::keys::{batch_ids, describe_key, gather, gather_nulls, partition_on, Partition, Shared};
+use crate::keys::{batch_ids, describe_key, gather, gather_nulls, on_threads, partition_on, Partition, Shared};
 use crate::engine::first_decrease;
 use crate::rolling::shape::{self, Shape};
 use crate::rolling::ends::{is_end, rolling_ends};
@@ -268,17 +268,8 @@ fn per_segment_many(
         }
         Ok(u)
     };
-    let parts: Vec<Unit> = if ranges.len() == 1 {
-        vec![run(ranges[0])?]
-    } else {
-        let run = &run;
-        std::thread::scope(|s| {
-            let hs: Vec<_> = ranges[1..].iter().map(|&r| s.spawn(move || run(r))).collect();
-            let first = run(ranges[0]);
-            // The first failing segment's error, as one thread would give.
-            std::iter::once(first).chain(hs.into_iter().map(|h| h.join().expect("keyed segment thread panicked"))).collect::<Result<Vec<_>>>()
-        })?
-    };
+    // The first failing segment's error, as one thread would give.
+    let parts: Vec<Unit> = on_threads(ranges.len(), |c| run(ranges[c])).into_iter().collect::<Result<_>>()?;
     (0..n_out).map(|o| put_back(g, &parts, n_out, o)).collect()
 }
 
@@ -351,17 +342,7 @@ where
             }
         }
     };
-    if parts.len() == 1 {
-        job(0);
-    } else {
-        let job = &job;
-        std::thread::scope(|s| {
-            for t in 1..parts.len() {
-                s.spawn(move || job(t));
-            }
-            job(0);
-        });
-    }
+    on_threads(parts.len(), job);
     super::assert_filled(&values);
     let nulls = if has_nulls { super::valid::Words::nulls(valid, n) } else { None };
     Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls))
