@@ -106,9 +106,14 @@ pub(super) fn float_sums<T: Num>(x: &[T], window: usize, threads: usize, min_row
 
 /// What a job stores for a row: its sum times a constant (a mean without
 /// missing rows is the sum times `1 / window`, multiplied as it is stored:
-/// no second pass over the output; 1 changes nothing), or divided by the
-/// window's valid rows (a mean with missing rows: the kernel counts them
-/// as it slides, one more exact add a row).
+/// no second pass over the output; 1 changes nothing), or times the
+/// reciprocal of the window's valid rows (a mean with missing rows: the
+/// kernel counts them as it slides, one more exact add a row). A product,
+/// not a quotient, as the clean mean's (a full window gets its bits): the
+/// vector kernel keeps each segment's `1 / n` while no validity changes
+/// and so divides on few tiles (1% missing, one thread: 4-6% faster);
+/// every path stores `sum * (1 / n)`, so any thread count or path gives
+/// the same bits.
 #[derive(Clone, Copy, PartialEq)]
 pub(super) enum Out {
     Scale(f64),
@@ -627,7 +632,7 @@ fn row<T: Num, Va: Valid>(x: &[T], va: Va, i: usize) -> (f64, f64) {
 fn store(sum: f64, n: f64, how: Out) -> f64 {
     match how {
         Out::Scale(sc) => sum * sc,
-        Out::PerValid => sum / n,
+        Out::PerValid => sum * (1.0 / n),
     }
 }
 
@@ -860,8 +865,12 @@ mod avx2 {
         let mut c = _mm256_loadu_pd(c0.as_ptr());
         let sign = _mm256_set1_pd(-0.0);
         let (mut cm, mut rm) = (_mm256_andnot_pd(sign, c), _mm256_set1_pd(f64::INFINITY));
-        // Valid rows per segment before the tile (whole numbers: exact).
+        // Valid rows per segment before the tile (whole numbers: exact),
+        // and their reciprocals (`Out`).
         let mut cnt = n0;
+        let one = _mm256_set1_pd(1.0);
+        let mut inv = [0.0; 4];
+        _mm256_storeu_pd(inv.as_mut_ptr(), _mm256_div_pd(one, _mm256_loadu_pd(cnt.as_ptr())));
         let sc = _mm256_set1_pd(scale);
         let xin = x.as_ptr().add(b0);
         let o = out.as_mut_ptr();
@@ -935,16 +944,27 @@ mod avx2 {
             }
             let mut r = transpose(r);
             if DIV {
-                // Segment k's four rows over their valid rows: its count
-                // before the tile plus the running counts of the rows in
-                // and out ([`NET`] of their bits), after
-                // the transpose: no weights loaded, masked or transposed
-                // (they were a third of the masked mean's shuffles).
-                for k in 0..4 {
-                    let d = &NET[((bn[k] & 15) << 4 | (bo[k] & 15)) as usize];
-                    let n = _mm256_add_pd(_mm256_set1_pd(cnt[k]), _mm256_loadu_pd(d.as_ptr()));
-                    r[k] = _mm256_div_pd(r[k], n);
-                    cnt[k] += d[3];
+                // Where every segment lets in the validity it lets out (bit
+                // for bit: its running count is its count before the tile),
+                // each row is its sum times its segment's kept reciprocal:
+                // 72% of tiles with 1% missing, no division.
+                if ((bn[0] ^ bo[0]) | (bn[1] ^ bo[1]) | (bn[2] ^ bo[2]) | (bn[3] ^ bo[3])) & 15 == 0 {
+                    for k in 0..4 {
+                        r[k] = _mm256_mul_pd(r[k], _mm256_set1_pd(inv[k]));
+                    }
+                } else {
+                    // Segment k's four rows: its count before the tile plus
+                    // the running counts of the rows in and out ([`NET`] of
+                    // their bits), after the transpose: no weights loaded,
+                    // masked or transposed (they were a third of the masked
+                    // mean's shuffles).
+                    for k in 0..4 {
+                        let d = &NET[((bn[k] & 15) << 4 | (bo[k] & 15)) as usize];
+                        let n = _mm256_add_pd(_mm256_set1_pd(cnt[k]), _mm256_loadu_pd(d.as_ptr()));
+                        r[k] = _mm256_mul_pd(r[k], _mm256_div_pd(one, n));
+                        cnt[k] += d[3];
+                    }
+                    _mm256_storeu_pd(inv.as_mut_ptr(), _mm256_div_pd(one, _mm256_loadu_pd(cnt.as_ptr())));
                 }
             }
             if !Kp::ALL {
@@ -1200,15 +1220,22 @@ pub(super) fn mean_into<T: FastNum>(xs: &[T], window: usize, counts: Option<&[u3
                 float_sums_into(xs, All, window, Out::Scale(1.0 / window as f64), out);
                 rescale_partial(0, out, window);
             }
-            Some(_) => {
+            Some(c) => {
                 float_sums_into(xs, All, window, Out::Scale(1.0), out);
-                divide_sums(0, out, window, counts);
+                per_valid(0, out, c);
             }
         }
         return;
     }
     T::exact_sums_range(xs, window, 0, xs.len(), out);
     divide_sums(0, out, window, counts);
+}
+
+/// A float mean's sums (rows `r0..` of the column) times `1 / n`, `c`
+/// their windows' valid rows: as the kernel stores a mean with nulls
+/// ([`Out`]), so a key batched with others gets the bits of its own call.
+fn per_valid(r0: usize, o: &mut [f64], c: &[u32]) {
+    o.iter_mut().zip(&c[r0..]).for_each(|(o, &k)| *o *= 1.0 / k as f64);
 }
 
 /// A float mean's sums stored times `1 / window`, rows `r0..` of the
@@ -1256,7 +1283,7 @@ pub(super) fn rolling_geomean<T: FastNum>(col: &Column<T>, window: usize, min_pe
             exp_all(o);
         }),
         Some(c) => float_sums_scaled(&logs, All, window, Out::Scale(1.0), th, split.min_rows, |r0, o| {
-            divide_sums(r0, o, window, Some(c));
+            per_valid(r0, o, c);
             exp_all(o);
         }),
     };
