@@ -354,7 +354,7 @@ fn specialised<T: FastNum>(col: &Column<T>, window: usize, mp: usize, agg: AggKi
         AggKind::Sum => sum::rolling_sum::<T>(col, window, mp, split),
         AggKind::Mean => sum::rolling_mean::<T>(col, window, mp, split),
         AggKind::Geomean => sum::rolling_geomean::<T>(col, window, mp, split),
-        AggKind::Count => sum::rolling_count(col, window, mp),
+        AggKind::Count => sum::rolling_count(col, window, mp, th),
         // Values whose squares could overflow take Chan's merge (`block`):
         // the kernel says so (`None`) rather than a pass over the column
         // first. Nulls stay on the exact kernel: it shifts a block by a
@@ -542,20 +542,8 @@ fast_int!(i64);
 /// the running count of valid rows, then, from the end, minus the count
 /// `window` rows earlier.
 fn window_counts(nulls: &NullBuffer, window: usize) -> Vec<u32> {
-    let n = nulls.len();
-    let mut out = buffer::<u32>(n);
-    let mut c = 0u32;
-    let chunks = nulls.inner().bit_chunks();
-    let words = chunks.iter().chain(std::iter::once(chunks.remainder_bits()));
-    for (block, word) in out.chunks_mut(64).zip(words) {
-        for (j, o) in block.iter_mut().enumerate() {
-            c += ((word >> j) & 1) as u32;
-            *o = c;
-        }
-    }
-    for i in (window..n).rev() {
-        out[i] -= out[i - window];
-    }
+    let mut out = buffer::<u32>(nulls.len());
+    valid::ValidPrefix::new(nulls).window_counts(window, 0, &mut out, |c| c);
     out
 }
 

@@ -25,7 +25,7 @@
 use arrow_array::ArrayRef;
 use arrow_buffer::NullBuffer;
 
-use super::valid::{any_non_finite, set_missing, skip_mask, All, Bitmap, NonFinite, Sink, Valid, Words};
+use super::valid::{any_non_finite, set_missing, skip_mask, All, Bitmap, NonFinite, Sink, Valid, ValidPrefix, Words};
 use super::{buffer, filled, validity, window_counts, FastNum, Split};
 use crate::engine::{Column, ToArrow};
 use crate::ops::arith::two_sum;
@@ -1320,16 +1320,19 @@ pub(super) fn geomean_into(logs: &[f64], window: usize, counts: Option<&[u32]>, 
 
 /// count never is null for lack of rows (an empty window counts 0), only
 /// below `min_periods`.
-pub(super) fn rolling_count<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize) -> ArrayRef {
+/// With nulls each row's count is a difference of valid-row prefixes
+/// ([`ValidPrefix`]), rows split over `threads`; the validity from the
+/// bitmap a word at a time, as every kernel's ([`super::out_nulls`]).
+pub(super) fn rolling_count<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize, threads: usize) -> ArrayRef {
     let n = col.len();
-    let (out, counts) = match col.nulls {
-        None => ((0..n).map(|i| (i + 1).min(window) as i64).collect::<Vec<i64>>(), None),
-        Some(nb) => {
-            let c = window_counts(nb, window);
-            (c.iter().map(|&k| k as i64).collect(), Some(c))
-        }
+    let Some(nb) = col.nulls else {
+        return i64::to_arrow((0..n).map(|i| (i + 1).min(window) as i64).collect(), validity(n, window, min_periods, None));
     };
-    let nulls = validity(n, window, min_periods, counts.as_deref());
+    let vp = ValidPrefix::new(nb);
+    let mut out = super::buffer_to_fill::<i64>(n);
+    super::par_ranges(&mut out[..], &super::cuts(n, threads, Some), |r0, _, o| vp.window_counts(window, r0, o, i64::from));
+    super::assert_filled(&out);
+    let nulls = if min_periods == 0 { None } else { super::out_nulls(Some(nb), n, window, min_periods) };
     i64::to_arrow(out, nulls)
 }
 

@@ -236,6 +236,63 @@ pub fn nan_to_null_dyn(values: &dyn Array) -> Option<ArrayRef> {
     }
 }
 
+/// A validity bitmap's words and the valid rows before each word: the
+/// valid rows in any window are then two lookups and two popcounts, so
+/// each row's count is independent of the row before (a running count
+/// a row was one serial chain: count with nulls ran at 0.28x of clean).
+pub(crate) struct ValidPrefix {
+    words: Vec<u64>,
+    /// `pre[q]`: valid rows before word `q` (one more than the words).
+    pre: Vec<u32>,
+}
+
+impl ValidPrefix {
+    pub(crate) fn new(nb: &NullBuffer) -> Self {
+        let n = nb.len();
+        let chunks = nb.inner().bit_chunks();
+        let words: Vec<u64> = chunks.iter().chain(std::iter::once(chunks.remainder_bits())).take(n.div_ceil(64)).collect();
+        let mut pre = Vec::with_capacity(words.len() + 1);
+        let mut c = 0u32;
+        pre.push(0);
+        for &w in &words {
+            c += w.count_ones();
+            pre.push(c);
+        }
+        ValidPrefix { words, pre }
+    }
+
+    /// Valid rows before row `r` (at most the bitmap's length).
+    #[inline(always)]
+    fn before(&self, r: usize) -> u32 {
+        let q = r / 64;
+        self.pre[q] + (self.words.get(q).copied().unwrap_or(0) & low_ones(r % 64)).count_ones()
+    }
+
+    /// Rows `r0..` of `out` (those rows): the valid rows of each row's
+    /// window of `window` rows (fewer at the start), as `C`. Row `i`'s is
+    /// `before(i + 1) - before(i + 1 - window)`; 64 rows at a time, the
+    /// prefixes at their first row and the 64 bits from each, so a row
+    /// adds two popcounts of those bits below it.
+    pub(crate) fn window_counts<C>(&self, window: usize, r0: usize, out: &mut [C], conv: impl Fn(u32) -> C) {
+        let r1 = r0 + out.len();
+        let mut i = r0;
+        while i < r1 {
+            let a = i + 1;
+            // Rows whose window starts at row 0 (partial) and the others
+            // run apart: only the others take rows out.
+            let full = a > window;
+            let m = if full { (r1 - i).min(64) } else { (r1 - i).min(64).min(window - i) };
+            let (cin, bin) = (self.before(a), bits_at(&self.words, a));
+            let (cout, bout) = if full { (self.before(a - window), bits_at(&self.words, a - window)) } else { (0, 0) };
+            for (k, o) in out[i - r0..i - r0 + m].iter_mut().enumerate() {
+                let lm = low_ones(k);
+                *o = conv(cin + (bin & lm).count_ones() - cout - (bout & lm).count_ones());
+            }
+            i += m;
+        }
+    }
+}
+
 /// The output validity of a window aggregate that needs one valid row
 /// (`min_periods` at most 1): row `i` is valid when some row of
 /// `(i - window, i]` is ([`in_window`] of the validity words). `None` when
