@@ -537,13 +537,12 @@ fast_int!(i32);
 fast_int!(i64);
 
 /// Non-null rows in each window `(i - window, i]`; only built for columns
-/// with nulls. The validity bits are read a 64-bit word at a time (a bit
-/// lookup per row measured ~10x slower than the sum kernel itself): first
-/// the running count of valid rows, then, from the end, minus the count
-/// `window` rows earlier.
+/// with nulls. The validity bits are read 64 rows at a time, each row's
+/// count a difference of valid-row prefixes ([`valid::ValidPrefix`]; a
+/// bit lookup per row measured ~10x slower than the sum kernel itself).
 fn window_counts(nulls: &NullBuffer, window: usize) -> Vec<u32> {
     let mut out = buffer::<u32>(nulls.len());
-    valid::ValidPrefix::new(nulls).window_counts(window, 0, &mut out, |c| c);
+    valid::ValidPrefix::new(nulls).window_counts(window, 0, &mut out, |c| c as u32);
     out
 }
 

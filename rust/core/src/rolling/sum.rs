@@ -1330,7 +1330,7 @@ pub(super) fn rolling_count<T: FastNum>(col: &Column<T>, window: usize, min_peri
     };
     let vp = ValidPrefix::new(nb);
     let mut out = super::buffer_to_fill::<i64>(n);
-    super::par_ranges(&mut out[..], &super::cuts(n, threads, Some), |r0, _, o| vp.window_counts(window, r0, o, i64::from));
+    super::par_ranges(&mut out[..], &super::cuts(n, threads, Some), |r0, _, o| vp.window_counts(window, r0, o, |c| c as i64));
     super::assert_filled(&out);
     let nulls = if min_periods == 0 { None } else { super::out_nulls(Some(nb), n, window, min_periods) };
     i64::to_arrow(out, nulls)

@@ -241,21 +241,21 @@ pub fn nan_to_null_dyn(values: &dyn Array) -> Option<ArrayRef> {
 /// each row's count is independent of the row before (a running count
 /// a row was one serial chain: count with nulls ran at 0.28x of clean).
 pub(crate) struct ValidPrefix {
-    words: Vec<u64>,
+    /// The bitmap's words (bit `i % 64` of word `i / 64`: row `i`), zero
+    /// past its last row.
+    pub(crate) words: Vec<u64>,
     /// `pre[q]`: valid rows before word `q` (one more than the words).
-    pre: Vec<u32>,
+    pre: Vec<usize>,
 }
 
 impl ValidPrefix {
     pub(crate) fn new(nb: &NullBuffer) -> Self {
-        let n = nb.len();
-        let chunks = nb.inner().bit_chunks();
-        let words: Vec<u64> = chunks.iter().chain(std::iter::once(chunks.remainder_bits())).take(n.div_ceil(64)).collect();
+        let words = words_of(nb);
         let mut pre = Vec::with_capacity(words.len() + 1);
-        let mut c = 0u32;
+        let mut c = 0;
         pre.push(0);
         for &w in &words {
-            c += w.count_ones();
+            c += w.count_ones() as usize;
             pre.push(c);
         }
         ValidPrefix { words, pre }
@@ -263,9 +263,9 @@ impl ValidPrefix {
 
     /// Valid rows before row `r` (at most the bitmap's length).
     #[inline(always)]
-    fn before(&self, r: usize) -> u32 {
+    pub(crate) fn before(&self, r: usize) -> usize {
         let q = r / 64;
-        self.pre[q] + (self.words.get(q).copied().unwrap_or(0) & low_ones(r % 64)).count_ones()
+        self.pre[q] + (self.words.get(q).copied().unwrap_or(0) & low_ones(r % 64)).count_ones() as usize
     }
 
     /// Rows `r0..` of `out` (those rows): the valid rows of each row's
@@ -273,7 +273,7 @@ impl ValidPrefix {
     /// `before(i + 1) - before(i + 1 - window)`; 64 rows at a time, the
     /// prefixes at their first row and the 64 bits from each, so a row
     /// adds two popcounts of those bits below it.
-    pub(crate) fn window_counts<C>(&self, window: usize, r0: usize, out: &mut [C], conv: impl Fn(u32) -> C) {
+    pub(crate) fn window_counts<C>(&self, window: usize, r0: usize, out: &mut [C], conv: impl Fn(usize) -> C) {
         let r1 = r0 + out.len();
         let mut i = r0;
         while i < r1 {
@@ -286,7 +286,7 @@ impl ValidPrefix {
             let (cout, bout) = if full { (self.before(a - window), bits_at(&self.words, a - window)) } else { (0, 0) };
             for (k, o) in out[i - r0..i - r0 + m].iter_mut().enumerate() {
                 let lm = low_ones(k);
-                *o = conv(cin + (bin & lm).count_ones() - cout - (bout & lm).count_ones());
+                *o = conv(cin + (bin & lm).count_ones() as usize - cout - (bout & lm).count_ones() as usize);
             }
             i += m;
         }
@@ -299,9 +299,14 @@ impl ValidPrefix {
 /// every row is valid.
 pub(crate) fn any_in_window(nb: &NullBuffer, window: usize) -> Option<NullBuffer> {
     let n = nb.len();
+    nulls_of_words(in_window(&words_of(nb), n, window), n)
+}
+
+/// A bitmap's words, 64 rows each from its first row (its offset
+/// applied), zero past its last row.
+fn words_of(nb: &NullBuffer) -> Vec<u64> {
     let chunks = nb.inner().bit_chunks();
-    let words: Vec<u64> = chunks.iter().chain(std::iter::once(chunks.remainder_bits())).take(n.div_ceil(64)).collect();
-    nulls_of_words(in_window(&words, n, window), n)
+    chunks.iter().chain(std::iter::once(chunks.remainder_bits())).take(nb.len().div_ceil(64)).collect()
 }
 
 /// Validity words (bit `i` of word `i / 64` for row `i`) as the validity
@@ -565,24 +570,8 @@ pub(crate) fn set_missing<K: Valid>(keep: K, r0: usize, out: &mut [f64]) {
 /// kernel with nulls.)
 pub(crate) fn at_least_in_window(nb: &NullBuffer, window: usize, need: usize) -> Option<NullBuffer> {
     let n = nb.len();
-    let chunks = nb.inner().bit_chunks();
-    let words: Vec<u64> = chunks.iter().chain(std::iter::once(chunks.remainder_bits())).take(n.div_ceil(64)).collect();
-    // pre[q]: valid rows before word q.
-    let mut pre = Vec::with_capacity(words.len() + 1);
-    let mut c = 0usize;
-    for (q, &w) in words.iter().enumerate() {
-        pre.push(c);
-        c += (w & low_ones(n - 64 * q)).count_ones() as usize;
-    }
-    pre.push(c);
-    // Valid rows before row r.
-    let before = |r: usize| -> usize {
-        let q = r / 64;
-        if q >= words.len() {
-            return pre[words.len()];
-        }
-        pre[q] + (words[q] & low_ones(r % 64)).count_ones() as usize
-    };
+    let vp = ValidPrefix::new(nb);
+    let (words, before) = (&vp.words, |r: usize| vp.before(r));
     let mut out = Vec::with_capacity(words.len());
     for q in 0..words.len() {
         let i0 = 64 * q;
@@ -601,7 +590,7 @@ pub(crate) fn at_least_in_window(nb: &NullBuffer, window: usize, need: usize) ->
             // row i - window's (`old`, rows before 0 dropping nothing).
             let new = words[q];
             let old = if i0 >= window {
-                bits_at(&words, i0 - window)
+                bits_at(words, i0 - window)
             } else if window - i0 < 64 {
                 words[0] << (window - i0)
             } else {
