@@ -271,8 +271,11 @@ impl ValidPrefix {
     /// Rows `r0..` of `out` (those rows): the valid rows of each row's
     /// window of `window` rows (fewer at the start), as `C`. Row `i`'s is
     /// `before(i + 1) - before(i + 1 - window)`; 64 rows at a time, the
-    /// prefixes at their first row and the 64 bits from each, so a row
-    /// adds two popcounts of those bits below it.
+    /// prefixes at their first row and the 64 bits from each, then 8 rows
+    /// a byte of each: a row adds its entries of [`BELOW`] for the two
+    /// bytes, no row waits for the one before, and the eight compile to
+    /// vector adds (two popcounts a row before: 0.55x of the clean
+    /// count's speed).
     pub(crate) fn window_counts<C>(&self, window: usize, r0: usize, out: &mut [C], conv: impl Fn(usize) -> C) {
         let r1 = r0 + out.len();
         let mut i = r0;
@@ -284,14 +287,36 @@ impl ValidPrefix {
             let m = if full { (r1 - i).min(64) } else { (r1 - i).min(64).min(window - i) };
             let (cin, bin) = (self.before(a), bits_at(&self.words, a));
             let (cout, bout) = if full { (self.before(a - window), bits_at(&self.words, a - window)) } else { (0, 0) };
-            for (k, o) in out[i - r0..i - r0 + m].iter_mut().enumerate() {
-                let lm = low_ones(k);
-                *o = conv(cin + (bin & lm).count_ones() as usize - cout - (bout & lm).count_ones() as usize);
+            // Valid rows in the window of the byte's first row (in >= out).
+            let mut base = cin - cout;
+            for (g, o) in out[i - r0..i - r0 + m].chunks_mut(8).enumerate() {
+                let (bi, bo) = ((bin >> (8 * g)) as u8, (bout >> (8 * g)) as u8);
+                let (ti, to) = (&BELOW[bi as usize], &BELOW[bo as usize]);
+                for (t, o) in o.iter_mut().enumerate() {
+                    *o = conv(base + ti[t] as usize - to[t] as usize);
+                }
+                base = base + bi.count_ones() as usize - bo.count_ones() as usize;
             }
             i += m;
         }
     }
 }
+
+/// `BELOW[b][t]`: the bits of byte `b` below bit `t` (how many rows of a
+/// byte's eight came in, or went out, before row `t`).
+static BELOW: [[u8; 8]; 256] = {
+    let mut t = [[0u8; 8]; 256];
+    let mut b = 0;
+    while b < 256 {
+        let mut j = 1;
+        while j < 8 {
+            t[b][j] = t[b][j - 1] + ((b >> (j - 1)) & 1) as u8;
+            j += 1;
+        }
+        b += 1;
+    }
+    t
+};
 
 /// The output validity of a window aggregate that needs one valid row
 /// (`min_periods` at most 1): row `i` is valid when some row of
