@@ -22,7 +22,8 @@ polars the nulls. Checked first: nulls against bottleneck and polars,
 whose jobs without NaN run unmasked: to 1e-13), ``nan="skip"`` on the clean
 column against ``nan="propagate"`` bit for bit, ``nan="propagate"``
 against bottleneck's result with NaN wherever the window holds a NaN
-(max / sum / mean / var / std; min is NaN only where every value is).
+(max / sum / mean / var / std; min is NaN only where every value is; count
+counts NaN as a value).
 """
 
 from __future__ import annotations
@@ -43,8 +44,10 @@ else:  # python benches/compare_rolling.py
 
 AGGS = ("max", "min", "sum", "mean", "std", "var", "std_pop")
 # --missing also takes these (--aggs): range against max - min of each peer,
-# median against bottleneck's move_median and polars' rolling_median.
-MISSING_AGGS = AGGS + ("range", "median")
+# median against bottleneck's move_median and polars' rolling_median, count
+# against each peer's rolling sum of the valid rows' ones (neither has a
+# rolling count).
+MISSING_AGGS = AGGS + ("range", "median", "count")
 
 
 def peers(x, agg, w):
@@ -210,6 +213,7 @@ def missing_main(a, x) -> None:
         nulls = pa.array(x, mask=miss)
         withnan = pa.array(xn)  # NaN, no nulls
         s = pl.Series(nulls)
+        ok = (~miss).astype(np.float64)
         for agg in a.aggs.split(","):
             for w in map(int, a.windows.split(",")):
                 if w > len(x):
@@ -220,13 +224,16 @@ def missing_main(a, x) -> None:
                        "std": lambda: bn.move_std(xn, w, min_count=1, ddof=ddof), "std_pop": lambda: bn.move_std(xn, w, min_count=1, ddof=ddof),
                        "var": lambda: bn.move_var(xn, w, min_count=1, ddof=ddof),
                        "range": lambda: bn.move_max(xn, w, min_count=1) - bn.move_min(xn, w, min_count=1),
-                       "median": lambda: bn.move_median(xn, w, min_count=1)}[agg]
+                       "median": lambda: bn.move_median(xn, w, min_count=1),
+                       # bottleneck and polars have no rolling count: the sum of the valid rows' ones
+                       "count": lambda: bn.move_sum(ok, w, min_count=1)}[agg]
                 plf = {"max": lambda: s.rolling_max(w, min_samples=1), "min": lambda: s.rolling_min(w, min_samples=1),
                        "sum": lambda: s.rolling_sum(w, min_samples=1), "mean": lambda: s.rolling_mean(w, min_samples=1),
                        "std": lambda: s.rolling_std(w, min_samples=1), "std_pop": lambda: s.rolling_std(w, min_samples=1, ddof=0),
                        "var": lambda: s.rolling_var(w, min_samples=1),
                        "range": lambda: s.rolling_max(w, min_samples=1) - s.rolling_min(w, min_samples=1),
-                       "median": lambda: s.rolling_median(w, min_samples=1)}[agg]
+                       "median": lambda: s.rolling_median(w, min_samples=1),
+                       "count": lambda: s.is_not_null().cast(pl.Float64).rolling_sum(w, min_samples=1)}[agg]
                 calls = {
                     "clean": lambda: sw.rolling(clean, w, agg),
                     "nulls": lambda: sw.rolling(nulls, w, agg),
@@ -248,7 +255,8 @@ def missing_main(a, x) -> None:
                     # Fractions). There, polars' (compensated) values.
                     few = valid_in_window(~miss, w) < 32
                     want = np.where(few, plf().to_numpy(), want)
-                tol = tolerance(agg, "bottleneck", np.nan_to_num(xn), w) if agg != "range" else {"rtol": 0.0}
+                exact = agg in ("range", "count")
+                tol = {"rtol": 0.0} if exact else tolerance(agg, "bottleneck", np.nan_to_num(xn), w)
                 if agg in ("std", "var", "std_pop"):
                     # After a gap a window holds few values, whose variance
                     # is small beside the residue bottleneck's running update
@@ -256,12 +264,14 @@ def missing_main(a, x) -> None:
                     # slidewise equal to statistics.variance on Fractions).
                     tol["rtol"] = 1e-6
                 check(case, got, want, "bottleneck", **tol)
-                check(case, got, plf(), "polars", **(tolerance(agg, "polars", x, w) if agg != "range" else {"rtol": 0.0}))
+                check(case, got, plf(), "polars", **({"rtol": 0.0} if exact else tolerance(agg, "polars", x, w)))
                 # Jobs without NaN run unmasked: mean / var / std within ulps.
                 check(case + ', nan="skip"', calls["skip"](), got, "slidewise on nulls", rtol=1e-13)
                 check(f"rolling {agg}, window {w:,}, no NaN, nan=\"skip\"", calls["skip0"](), calls["clean"](), "slidewise, nan=\"propagate\"", rtol=0.0)
                 if agg != "median":  # NaN is a value there (above +inf), bottleneck's median skips it
-                    prop_want = want if agg == "min" else np.where(valid_in_window(miss, w) > 0, np.nan, want)
+                    # min: NaN is above every number; count: NaN is a value, counted
+                    prop_want = (want if agg == "min" else valid_in_window(np.ones(len(x), dtype=bool), w) if agg == "count"
+                                 else np.where(valid_in_window(miss, w) > 0, np.nan, want))
                     check(case + ', nan="propagate"', calls["propagate"](), prop_want, "bottleneck, NaN where the window holds one", **tol)
                     del prop_want
                 del got, want
