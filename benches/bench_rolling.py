@@ -28,6 +28,9 @@ def _peer(x, agg, window, library):
         import polars as pl
 
         s = pl.Series(x)
+        if agg == "count":  # polars has no rolling count: the sum of the valid rows' ones
+            ones = s.is_not_null().cast(pl.Float64)
+            return lambda: ones.rolling_sum(window, min_samples=1)
         if agg == "range":
             return lambda: s.rolling_max(window, min_samples=1) - s.rolling_min(window, min_samples=1)
         f = {"max": s.rolling_max, "min": s.rolling_min, "sum": s.rolling_sum, "std": s.rolling_std,
@@ -37,6 +40,9 @@ def _peer(x, agg, window, library):
 
     if agg == "range":
         return lambda: bn.move_max(x, window, min_count=1) - bn.move_min(x, window, min_count=1)
+    if agg == "count":  # nor has bottleneck
+        ok = (~np.isnan(x)).astype(np.float64)
+        return lambda: bn.move_sum(ok, window, min_count=1)
     f = {"max": bn.move_max, "min": bn.move_min, "sum": bn.move_sum, "std": bn.move_std, "mean": bn.move_mean,
          "var": bn.move_var, "median": bn.move_median}[agg]
     kw = {"ddof": 1} if agg in ("std", "var") else {}
@@ -52,7 +58,7 @@ def _tolerance(x, agg, window, peer):
     16: stds from 670 among values up to 2e9): on top of 1e-9 relative,
     drift() at the data's scale, the std compared through its variance (the
     error stays below 1/50 of it)."""
-    if agg in ("max", "min", "range"):
+    if agg in ("max", "min", "range", "count"):
         return {"rtol": 0.0}
     if agg == "median":  # a value, or the mean of two
         return {"rtol": 1e-15}
@@ -92,14 +98,15 @@ class RollingMissing:
     compare_rolling.py --missing): 1% or 10% of the rows at random, or runs
     of 10,000 rows (a sensor down), as Arrow nulls, as NaN under
     nan="skip", and as NaN under nan="propagate"; bottleneck on the data
-    with NaN (its missing value), polars on the nulls (range: max - min).
+    with NaN (its missing value), polars on the nulls (range: max - min;
+    count: their rolling sums of the valid rows' ones, neither has a count).
     Each setup checks the call it times: slidewise's nulls against
     bottleneck, "skip" bit for bit against the nulls, "propagate" against
     bottleneck with NaN where the window holds one (min: as bottleneck;
     median: NaN above every number, bottleneck with NaN as +inf), polars
     against slidewise."""
 
-    params = (["max", "min", "range", "sum", "mean", "std", "var", "median"], [16, 1024, 65536], ["1%", "10%", "runs"],
+    params = (["max", "min", "range", "sum", "mean", "std", "var", "median", "count"], [16, 1024, 65536], ["1%", "10%", "runs"],
               ["nulls", "skip", "propagate", "polars", "bottleneck"])
     param_names = ["agg", "window", "missing", "how"]
     timeout = 300
@@ -157,6 +164,8 @@ class RollingMissing:
                 high = bn.move_median(np.where(miss, np.inf, x), window, min_count=1)
                 check(case, runs["propagate"](), np.where(np.isinf(high), np.nan, high),
                       "bottleneck with NaN as +inf", **tol)
+            elif agg == "count":  # NaN is a value, counted
+                check(case, runs["propagate"](), np.minimum(i + 1, window), "the clean column's count", rtol=0.0)
             else:
                 check(case, runs["propagate"](), want if agg == "min" else np.where(holes > 0, np.nan, want),
                       "bottleneck, NaN where the window holds one", **tol)
