@@ -76,11 +76,13 @@ SECTIONS = [
         "The same kernels with 1% and 10% of the rows missing at random and with runs of 10,000 missing "
         "rows: as Arrow nulls, as NaN with `nan=\"skip\"` and with `nan=\"propagate\"`, each as a share "
         "of the kernel's own speed on the clean column, against bottleneck on the data with NaN and polars "
-        "with nulls. Then the other callers (keyed rolling, time windows, rolling_many, Stream pushes) on a "
-        "clean column and with 1% nulls.",
+        "with nulls; then the same with slidewise on one thread, as bottleneck runs. Then the other callers "
+        "(keyed rolling, time windows, rolling_many, Stream pushes) on a clean column and with 1% nulls.",
         full=[Run(["benches/compare_rolling.py", "--missing", "--repeat", "3"]),
+              Run(["benches/compare_rolling.py", "--missing", "--repeat", "3", "--threads", "1", "--aggs", "max,mean,std"]),
               Run(["benches/compare_missing_callers.py", "--repeat", "3"])],
-        quick=[Run(["benches/compare_rolling.py", "--missing", "--repeat", "2", "--aggs", "max,mean,std"]),
+        quick=[Run(["benches/compare_rolling.py", "--missing", "--repeat", "2", "--aggs", "max,mean,std,count"]),
+               Run(["benches/compare_rolling.py", "--missing", "--repeat", "2", "--threads", "1", "--aggs", "max,mean,std"]),
                Run(["benches/compare_missing_callers.py", "--repeat", "2"])],
         check=[Run(["benches/compare_rolling.py", "--missing", "--quick"]),
                Run(["benches/compare_missing_callers.py", "--quick"])],
