@@ -600,8 +600,8 @@ pub(crate) fn set_missing<K: Valid>(keep: K, r0: usize, out: &mut [f64]) {
 /// rows every window of the word holds decide it when they have `need`
 /// valid rows (most words with long windows), or every window is full and
 /// the rows any of them holds miss too few to matter (short windows), else
-/// the count slides along the word from the prefixes, a bit in and a bit
-/// out a row. `None` when every row is valid. (Before: a u32
+/// from each row's count ([`ValidPrefix::window_counts`]). `None` when
+/// every row is valid. (Before: a u32
 /// count per row, three passes over 4 bytes a row; a tenth of the variance
 /// kernel with nulls.)
 pub(crate) fn at_least_in_window(nb: &NullBuffer, window: usize, need: usize) -> Option<NullBuffer> {
@@ -622,22 +622,10 @@ pub(crate) fn at_least_in_window(nb: &NullBuffer, window: usize, need: usize) ->
         let w = if all {
             low_ones(len)
         } else {
-            // Slide the count along the word: row i adds its bit and drops
-            // row i - window's (`old`, rows before 0 dropping nothing).
-            let new = words[q];
-            let old = if i0 >= window {
-                bits_at(words, i0 - window)
-            } else if window - i0 < 64 {
-                words[0] << (window - i0)
-            } else {
-                0
-            };
-            let mut c = (before(i0) - before(i0.saturating_sub(window))) as i64;
-            let need = need as i64;
-            (0..len).fold(0u64, |a, j| {
-                c += ((new >> j) & 1) as i64 - ((old >> j) & 1) as i64;
-                a | (((c >= need) as u64) << j)
-            })
+            // Each row's count, as `window_counts` counts them.
+            let mut c = [0usize; 64];
+            vp.window_counts(window, i0, &mut c[..len], |k| k);
+            c[..len].iter().enumerate().fold(0u64, |a, (j, &k)| a | (((k >= need) as u64) << j))
         };
         out.push(w);
     }
