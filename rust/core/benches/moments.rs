@@ -5,7 +5,8 @@
 //! machine is shared: wall time is noise). The real comparison is
 //! benches/compare_rolling.py; this is for iterating without the extension.
 //!
-//! `cargo bench -p slidewise-core --bench moments [-- AGG[,AGG] [W,W]]`
+//! `cargo bench -p slidewise-core --bench moments [-- AGG[,AGG] [W,W] [MISSING]]`
+//! (`MISSING`: the share of rows null at random, NaN for the clone).
 
 use std::hint::black_box;
 
@@ -142,7 +143,19 @@ fn main() {
             walk
         })
         .collect();
-    let col = Float64Array::from(x.clone());
+    let missing: f64 = args.get(2).map_or(0.0, |s| s.parse().unwrap());
+    let mut r = 7u64;
+    let keep: Vec<bool> = (0..N)
+        .map(|_| {
+            r ^= r << 13;
+            r ^= r >> 7;
+            r ^= r << 17;
+            ((r >> 11) as f64 / (1u64 << 53) as f64) >= missing
+        })
+        .collect();
+    let col = Float64Array::from(x.iter().zip(&keep).map(|(&v, &k)| k.then_some(v)).collect::<Vec<_>>());
+    // The clone reads NaN where the column is null, as bottleneck does.
+    let x: Vec<f64> = x.iter().zip(&keep).map(|(&v, &k)| if k { v } else { f64::NAN }).collect();
     println!("| agg | window | slidewise ms | bn-clone ms | ratio |");
     for agg in aggs.split(',') {
         let kind = match agg {
