@@ -11,8 +11,10 @@
 //! [`SortedWindow`] is the push / evict / query structure: a count-window
 //! stream holds one and pushes / evicts the values its FIFO says.
 
-use arrow_array::ArrayRef;
-use arrow_buffer::NullBuffer;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Float64Array};
+use arrow_buffer::{NullBuffer, ScalarBuffer};
 
 use super::order_stat::{finish, key, quantile_of, rank_of, threads, unkey, Interpolation, OrderStat, QuantileAt};
 
@@ -356,29 +358,28 @@ unsafe fn steady_in_registers<const V: usize>(
         Read::Rank => 0,
     };
     assert!(n >= 1 && n <= 8 * V && idx < n && news.len() == olds.len() && out.len() == news.len());
-    let (mut v, mut buf) = load_registers::<V>(sorted);
+    let mut v = load_registers::<V>(sorted);
     for ((o, &new), &old) in out.iter_mut().zip(news).zip(olds) {
         slide_registers(&mut v, old, new);
         *o = match read {
-            Read::Quantile(at, interp) => read_registers(&v, &mut buf, at, interp, n),
+            Read::Quantile(at, interp) => read_registers(&v, at, interp, n),
             Read::Rank => rank_registers(&v, new, n),
         };
     }
 }
 
-/// The sorted `keys` in `V` vectors of 8, `HI` past them, and the buffer
-/// [`read_registers`] stores them to.
+/// The sorted `keys` in `V` vectors of 8, `HI` past them.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[inline]
-fn load_registers<const V: usize>(keys: &[u64]) -> ([std::arch::x86_64::__m512i; V], [[u64; 8]; V]) {
+fn load_registers<const V: usize>(keys: &[u64]) -> [std::arch::x86_64::__m512i; V] {
     use std::arch::x86_64::*;
     let mut buf = [[HI; 8]; V];
     for (i, &k) in keys.iter().enumerate() {
         buf[i / 8][i % 8] = k;
     }
     // SAFETY: each `buf[j]` is 8 u64, 64 bytes.
-    (std::array::from_fn(|j| unsafe { _mm512_loadu_si512(buf[j].as_ptr() as *const _) }), buf)
+    std::array::from_fn(|j| unsafe { _mm512_loadu_si512(buf[j].as_ptr() as *const _) })
 }
 
 /// One row: remove one `old` (a key held, or `HI`: the first slot past
@@ -409,27 +410,32 @@ fn slide_registers<const V: usize>(v: &mut [std::arch::x86_64::__m512i; V], old:
     }
 }
 
-/// The quantile `at` of the `n` keys in `v`: the vectors it reads stored
-/// to `buf` and read from there.
+/// The quantile `at` of the `n` keys in `v`: the (one or two) keys it
+/// reads taken out of the registers by [`key_at`]. Inlined into the
+/// AVX-512 loops, which is where its intrinsics compile (as a call of its
+/// own it was a quarter of the masked median's time). Safety: AVX-512F.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-#[inline]
-fn read_registers<const V: usize>(
-    v: &[std::arch::x86_64::__m512i; V],
-    buf: &mut [[u64; 8]; V],
-    at: QuantileAt,
-    interp: Interpolation,
-    n: usize,
-) -> f64 {
+#[inline(always)]
+unsafe fn read_registers<const V: usize>(v: &[std::arch::x86_64::__m512i; V], at: QuantileAt, interp: Interpolation, n: usize) -> f64 {
+    let (lo, hi) = (key_at(v, at.idx), key_at(v, (at.idx + 1).min(n - 1)));
+    at.read(interp, |k| unkey(if k == at.idx { lo } else { hi }))
+}
+
+/// Key `k` of the vectors: its lane moved to lane 0 by a permute. Not a
+/// store of the vector and a load of the key: on an Intel Xeon that load
+/// waited on the store every row (half the time of the median at window
+/// 10, as fast as bottleneck's one thread). Safety: AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn key_at<const V: usize>(v: &[std::arch::x86_64::__m512i; V], k: usize) -> u64 {
     use std::arch::x86_64::*;
-    let (ja, jb) = (at.idx / 8, ((at.idx + 1).min(n - 1)) / 8);
-    for j in 0..V {
-        if j == ja || j == jb {
-            // SAFETY: each `buf[j]` is 8 u64, 64 bytes.
-            unsafe { _mm512_storeu_si512(buf[j].as_mut_ptr() as *mut _, v[j]) };
+    let mut x = v[0];
+    for (j, &vj) in v.iter().enumerate().skip(1) {
+        if k / 8 == j {
+            x = vj;
         }
     }
-    at.read(interp, |k| unkey(buf[k / 8][k % 8]))
+    _mm_cvtsi128_si64(_mm512_castsi512_si128(_mm512_permutexvar_epi64(_mm512_set1_epi64((k % 8) as i64), x))) as u64
 }
 
 /// The rank of `new` among the `n` keys in `v` (`rank_of`): lanes at `HI`
@@ -470,14 +476,13 @@ unsafe fn nulls_in_registers<const V: usize>(
     stat: OrderStat,
     r0: usize,
     out: &mut [f64],
-    valid: &mut [bool],
 ) {
     let mut c = sorted.len();
-    assert!(c <= window && window <= 8 * V && out.len() == valid.len() && r0 + out.len() <= keys.len());
-    let (mut v, mut buf) = load_registers::<V>(sorted);
+    assert!(c <= window && window <= 8 * V && r0 + out.len() <= keys.len());
+    let mut v = load_registers::<V>(sorted);
     let quantile = stat.quantile();
     let at: Vec<QuantileAt> = (0..=window).map(|n| QuantileAt::new(n.max(1), quantile.map_or(0.0, |(q, _)| q))).collect();
-    for (o, (out, valid)) in out.iter_mut().zip(valid.iter_mut()).enumerate() {
+    for (o, out) in out.iter_mut().enumerate() {
         let i = r0 + o;
         let add = nulls.is_valid(i);
         let drop = i >= window && nulls.is_valid(i - window);
@@ -485,11 +490,11 @@ unsafe fn nulls_in_registers<const V: usize>(
         let new = if add { keys[i] } else { HI };
         c = c + add as usize - drop as usize;
         slide_registers(&mut v, old, new);
-        // rank: the row's own value's, so a null row has none
-        *valid = c >= need && (add || quantile.is_some());
-        if *valid {
+        // The rows [`rolling_on`]'s validity keeps (rank: the row's own
+        // value's, so a null row has none); the others are not written.
+        if c >= need && (add || quantile.is_some()) {
             *out = match quantile {
-                Some((_, interp)) => read_registers(&v, &mut buf, at[c], interp, c),
+                Some((_, interp)) => read_registers(&v, at[c], interp, c),
                 None => rank_registers(&v, new, c),
             };
         }
@@ -497,8 +502,9 @@ unsafe fn nulls_in_registers<const V: usize>(
 }
 
 /// The per-row loop over a column of keys; `need >= 1` values make a row
-/// valid. Long columns are split over threads ([`threads`]), each range
-/// first pushing the `window` rows before it.
+/// valid (and rank's row its own value). Long columns are split over
+/// threads ([`threads`]), each range first pushing the `window` rows
+/// before it.
 pub fn rolling(keys: &[u64], nulls: Option<&NullBuffer>, window: usize, need: usize, stat: OrderStat) -> ArrayRef {
     rolling_on(keys, nulls, window, need, stat, threads(keys.len()))
 }
@@ -514,17 +520,21 @@ pub(crate) fn rolling_on(
 ) -> ArrayRef {
     let n = keys.len();
     let mut out = super::buffer::<f64>(n);
-    let mut valid = vec![true; n];
     let threads = threads.clamp(1, n.max(1));
     let cs = super::cuts(n, threads, Some);
-    super::par_ranges((&mut out[..], &mut valid[..]), &cs, |r0, r1, (o, v)| {
-        rows_run(keys, nulls, window, need, stat, r0, r1, o, v)
-    });
-    let all_valid = valid.iter().all(|&v| v);
-    finish(out, (!all_valid).then_some(valid))
+    super::par_ranges(&mut out[..], &cs, |r0, r1, o| rows_run(keys, nulls, window, need, stat, r0, r1, o));
+    // The validity from the bitmap, 64 rows a word, not a flag a row
+    // packed after (a tenth of the masked median's time at window 10):
+    // `need` values in the window, and for rank the row's own.
+    let mut valid = super::out_nulls(nulls, n, window, need);
+    if stat.quantile().is_none() {
+        valid = NullBuffer::union(valid.as_ref(), nulls);
+    }
+    Arc::new(Float64Array::new(ScalarBuffer::from(out), valid.filter(|v| v.null_count() > 0)))
 }
 
-/// Rows `r0..r1` (`out` / `valid` hold them). Compiled twice, the AVX-512
+/// Rows `r0..r1` (`out` holds them; a row [`rolling_on`]'s validity drops
+/// may be left unwritten). Compiled twice, the AVX-512
 /// copy picked at run time (the replacement loop is where the width pays).
 #[allow(clippy::too_many_arguments)]
 fn rows_run(
@@ -536,14 +546,13 @@ fn rows_run(
     r0: usize,
     r1: usize,
     out: &mut [f64],
-    valid: &mut [bool],
 ) {
     #[cfg(target_arch = "x86_64")]
     if crate::ops::reduce::detected() == crate::ops::reduce::Level::Avx512 {
         // SAFETY: the CPU has AVX-512F (`detected`).
-        return unsafe { rows_avx512(keys, nulls, window, need, stat, r0, r1, out, valid) };
+        return unsafe { rows_avx512(keys, nulls, window, need, stat, r0, r1, out) };
     }
-    rows_body::<false>(keys, nulls, window, need, stat, r0, r1, out, valid)
+    rows_body::<false>(keys, nulls, window, need, stat, r0, r1, out)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -558,9 +567,8 @@ unsafe fn rows_avx512(
     r0: usize,
     r1: usize,
     out: &mut [f64],
-    valid: &mut [bool],
 ) {
-    rows_body::<true>(keys, nulls, window, need, stat, r0, r1, out, valid)
+    rows_body::<true>(keys, nulls, window, need, stat, r0, r1, out)
 }
 
 #[inline(always)]
@@ -574,7 +582,6 @@ fn rows_body<const AVX512: bool>(
     r0: usize,
     r1: usize,
     out: &mut [f64],
-    valid: &mut [bool],
 ) {
     let mut win = Padded::with_capacity(window + 1);
     let ok = |i: usize| nulls.map_or(true, |nb| nb.is_valid(i));
@@ -584,13 +591,13 @@ fn rows_body<const AVX512: bool>(
             win.push(keys[i]);
         }
     }
-    let (out, valid) = (&mut out[..r1 - r0], &mut valid[..r1 - r0]);
+    let out = &mut out[..r1 - r0];
     #[cfg(target_arch = "x86_64")]
     if let (true, Some(nb)) = (AVX512 && window <= IN_REGISTERS_MAX, nulls) {
         // SAFETY: `AVX512` is only set on CPUs with AVX-512F (`rows_run`).
         unsafe {
             let f = registers_for!(window, nulls_in_registers);
-            f(win.keys(), keys, nb, window, need, stat, r0, out, valid);
+            f(win.keys(), keys, nb, window, need, stat, r0, out);
         }
         return;
     }
@@ -619,7 +626,6 @@ fn rows_body<const AVX512: bool>(
             let end = (i..r1).find(|&j| !ok(j)).unwrap_or(r1);
             if end - i >= MIN_STRETCH {
                 let o = &mut out[i - r0..end - r0];
-                valid[i - r0..end - r0].fill(true);
                 if steady_rows::<AVX512>(&mut win, keys, window, stat, i, end, o) {
                     win.set(&keys[end - window..end]);
                 }
@@ -641,14 +647,12 @@ fn rows_body<const AVX512: bool>(
         let (c, o, row) = (win.len(), i - r0, i);
         i += 1;
         if c < need {
-            valid[o] = false;
             continue;
         }
         out[o] = match stat.quantile() {
             Some((q, interp)) => quantile_of(c, q, interp, |k| unkey(win.kth(k))),
             None => {
                 if !add {
-                    valid[o] = false;
                     continue;
                 }
                 let (less, equal) = win.less_equal(keys[row]);
@@ -657,11 +661,10 @@ fn rows_body<const AVX512: bool>(
         };
     }
     if steady < r1 {
-        let (out, valid) = (&mut out[steady - r0..], &mut valid[steady - r0..]);
         if window < need {
-            valid.fill(false);
             return;
         }
+        let out = &mut out[steady - r0..];
         steady_rows::<AVX512>(&mut win, keys, window, stat, steady, r1, out);
     }
 }
