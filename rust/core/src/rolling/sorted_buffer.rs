@@ -421,10 +421,10 @@ unsafe fn read_registers<const V: usize>(v: &[std::arch::x86_64::__m512i; V], at
     at.read(interp, |k| unkey(if k == at.idx { lo } else { hi }))
 }
 
-/// Key `k` of the vectors: its lane moved to lane 0 by a permute. Not a
-/// store of the vector and a load of the key: on an Intel Xeon that load
-/// waited on the store every row (half the time of the median at window
-/// 10, as fast as bottleneck's one thread). Safety: AVX-512F.
+/// Key `k` of the vectors: its lane moved to lane 0 by a permute, not a
+/// store of the vector and a load of the key (on an Intel Xeon that load
+/// waited on the store every row: half of a one-thread median's time at
+/// window 10). Safety: AVX-512F.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 unsafe fn key_at<const V: usize>(v: &[std::arch::x86_64::__m512i; V], k: usize) -> u64 {
