@@ -222,8 +222,12 @@ pub fn rank_of(less: usize, equal: usize, n: usize) -> f64 {
 
 /// A float64 result with its validity.
 pub(crate) fn finish(vals: Vec<f64>, valid: Option<Vec<bool>>) -> ArrayRef {
-    let nulls = valid.map(|v| NullBuffer::new(BooleanBuffer::from(v))).filter(|n| n.null_count() > 0);
-    Arc::new(Float64Array::new(ScalarBuffer::from(vals), nulls))
+    finish_nulls(vals, valid.map(|v| NullBuffer::new(BooleanBuffer::from(v))))
+}
+
+/// [`finish`] with the validity as a bitmap already.
+pub(crate) fn finish_nulls(vals: Vec<f64>, nulls: Option<NullBuffer>) -> ArrayRef {
+    Arc::new(Float64Array::new(ScalarBuffer::from(vals), nulls.filter(|n| n.null_count() > 0)))
 }
 
 /// Columns of at least this many rows are split over threads by the

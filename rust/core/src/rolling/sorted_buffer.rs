@@ -11,12 +11,10 @@
 //! [`SortedWindow`] is the push / evict / query structure: a count-window
 //! stream holds one and pushes / evicts the values its FIFO says.
 
-use std::sync::Arc;
+use arrow_array::ArrayRef;
+use arrow_buffer::NullBuffer;
 
-use arrow_array::{ArrayRef, Float64Array};
-use arrow_buffer::{NullBuffer, ScalarBuffer};
-
-use super::order_stat::{finish, key, quantile_of, rank_of, threads, unkey, Interpolation, OrderStat, QuantileAt};
+use super::order_stat::{finish, finish_nulls, key, quantile_of, rank_of, threads, unkey, Interpolation, OrderStat, QuantileAt};
 
 /// Windows up to this many values replace by walking instead of memmove.
 const SHIFT_MAX: usize = 48;
@@ -530,7 +528,7 @@ pub(crate) fn rolling_on(
     if stat.quantile().is_none() {
         valid = NullBuffer::union(valid.as_ref(), nulls);
     }
-    Arc::new(Float64Array::new(ScalarBuffer::from(out), valid.filter(|v| v.null_count() > 0)))
+    finish_nulls(out, valid)
 }
 
 /// Rows `r0..r1` (`out` holds them; a row [`rolling_on`]'s validity drops
