@@ -583,6 +583,9 @@ fn nan_seen<T: Copy + PartialEq + 'static>(values: &[T]) -> bool {
 /// `need` valid rows a window: for one (every aggregate but `count` and
 /// var / std by default) a word at a time ([`valid::any_in_window`]),
 /// else from prefix counts a word at a time ([`valid::at_least_in_window`]).
+/// One thread: split over two by words it measured 1.2 -> 1.0 ms at
+/// window 16 and no faster at 1,024 (10M rows, Intel Xeon), bound by
+/// memory, not by its bit arithmetic.
 fn out_nulls(nulls: Option<&NullBuffer>, n: usize, window: usize, need: usize) -> Option<NullBuffer> {
     match nulls {
         Some(nb) if need <= 1 => valid::any_in_window(nb, window),
