@@ -128,6 +128,14 @@ fn bn_var(a: &[f64], w: usize, sqrt: bool) -> Vec<f64> {
     y
 }
 
+/// The next xorshift64 state's top 53 bits as a uniform value in [0, 1).
+fn uniform(st: &mut u64) -> f64 {
+    *st ^= *st << 13;
+    *st ^= *st >> 7;
+    *st ^= *st << 17;
+    (*st >> 11) as f64 / (1u64 << 53) as f64
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
     let aggs = args.first().cloned().unwrap_or_else(|| "mean,std,var".into());
@@ -136,23 +144,13 @@ fn main() {
     let mut walk = 0.0;
     let x: Vec<f64> = (0..N)
         .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            walk += (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+            walk += uniform(&mut s) - 0.5;
             walk
         })
         .collect();
     let missing: f64 = args.get(2).map_or(0.0, |s| s.parse().unwrap());
     let mut r = 7u64;
-    let keep: Vec<bool> = (0..N)
-        .map(|_| {
-            r ^= r << 13;
-            r ^= r >> 7;
-            r ^= r << 17;
-            ((r >> 11) as f64 / (1u64 << 53) as f64) >= missing
-        })
-        .collect();
+    let keep: Vec<bool> = (0..N).map(|_| uniform(&mut r) >= missing).collect();
     let col = Float64Array::from(x.iter().zip(&keep).map(|(&v, &k)| k.then_some(v)).collect::<Vec<_>>());
     // The clone reads NaN where the column is null, as bottleneck does.
     let x: Vec<f64> = x.iter().zip(&keep).map(|(&v, &k)| if k { v } else { f64::NAN }).collect();
