@@ -40,13 +40,22 @@ fn value<T: Num>(v: T, ok: u64) -> f64 {
     f64::from_bits(v.to_f64().to_bits() & 0u64.wrapping_sub(ok & 1))
 }
 
+/// Bit `k` set where `ch[k]` (at most 8 values) is not NaN: a
+/// `nan="skip"` kernel's own validity, from the values it reads.
+#[inline(always)]
+fn not_nan8<T: Num>(ch: &[T]) -> u64 {
+    #[allow(clippy::eq_op)] // v == v: not NaN
+    ch.iter().enumerate().fold(0, |b, (k, v)| b | (((v.to_f64() == v.to_f64()) as u64) << k))
+}
+
 /// Exact-ish sum of the valid rows of `xs` (rows `r0..` of the column `va`
-/// describes) as `(s, c)`, and how many there are: 8 Neumaier lanes
+/// describes; `SKIP`: its NaN rows missing too) as `(s, c)`, and how many
+/// there are: 8 Neumaier lanes
 /// (independent, so the loop vectorises and is not latency bound), then
 /// merged with TwoSum. Also the largest `|c|` a lane held, which bounds
 /// the compensations' own rounding ([`certify`]).
 #[inline(always)]
-fn exact_sum_valid<T: Num, Va: Valid>(xs: &[T], va: Va, r0: usize) -> ((f64, f64, f64), f64) {
+fn exact_sum_valid<const SKIP: bool, T: Num, Va: Valid>(xs: &[T], va: Va, r0: usize) -> ((f64, f64, f64), f64) {
     const L: usize = 8;
     let mut s = [0.0f64; L];
     let mut c = [0.0f64; L];
@@ -56,6 +65,7 @@ fn exact_sum_valid<T: Num, Va: Valid>(xs: &[T], va: Va, r0: usize) -> ((f64, f64
     let mut r = r0;
     for ch in &mut it {
         let b = if Va::ALL { u64::MAX } else { va.bits(r) };
+        let b = if SKIP { b & not_nan8(ch) } else { b };
         n += (b & 0xFF).count_ones() as u64;
         for k in 0..L {
             let (t, e) = two_sum(s[k], value(ch[k], b >> k));
@@ -68,6 +78,7 @@ fn exact_sum_valid<T: Num, Va: Valid>(xs: &[T], va: Va, r0: usize) -> ((f64, f64
         r += L;
     }
     let b = if Va::ALL { u64::MAX } else { va.bits(r) };
+    let b = if SKIP { b & not_nan8(it.remainder()) } else { b };
     for (k, v) in it.remainder().iter().enumerate() {
         n += (b >> k) & 1;
         let (t, e) = two_sum(s[k], value(*v, b >> k));
@@ -208,6 +219,15 @@ pub(super) fn float_sums_skip<T: Num>(
             }
             return;
         }
+        if job.seg > 0 && avx2_group::<T>() {
+            let fused = match nulls {
+                Some(nb) => skip_group(x, Bitmap::new(nb), window, job, how, stream, o, sink),
+                None => skip_group(x, All, window, job, how, stream, o, sink),
+            };
+            if fused {
+                return;
+            }
+        }
         let lo = job.r0.saturating_sub(window);
         let local = match nulls {
             Some(nb) => skip_mask(x, Bitmap::new(nb), lo, job.r1),
@@ -219,6 +239,40 @@ pub(super) fn float_sums_skip<T: Num>(
     };
     let out = jobs_into(n, window, threads, min_rows, each, |_, _| {});
     (out, Words::validity(words, n, nulls))
+}
+
+/// A `nan="skip"` group job ([`float_sums_skip`]) whose kernel finds the
+/// NaN rows as it loads them ([`group`]'s `skip`) and puts the rows'
+/// validity as it goes: the column read once, as with nulls, where a
+/// mask built first read it twice (issue 36). The same bits as the masked
+/// job: the same values and counts reach the same adds. False, its rows
+/// garbage, where a segment met an inf (or overflowed): the caller redoes
+/// the job with a mask.
+#[allow(clippy::too_many_arguments)]
+fn skip_group<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, job: &Job, how: Out, stream: bool, out: &mut [f64], sink: Words) -> bool {
+    let (b0, seg) = (job.r0, job.seg);
+    let st: [((f64, f64, f64), f64); 4] = std::array::from_fn(|k| start_state::<true, T, Va>(x, va, window, b0 + k * seg));
+    let mut bits = vec![0u64; (4 * seg).div_ceil(64)];
+    let runs = group(x, va, All, window, b0, seg, job.mode, st.map(|v| v.0), how, stream, true, Some(&mut bits), out);
+    if runs.iter().any(|r| !r.finite) {
+        return false;
+    }
+    // Little-endian words as the bytes of a bitmap from row `b0`.
+    let bytes: Vec<u8> = bits.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let mut mask: Option<Vec<u8>> = None;
+    for (k, run) in runs.into_iter().enumerate() {
+        let (a, b) = (b0 + k * seg, b0 + (k + 1) * seg);
+        let run = Run { cm: run.cm.max(st[k].1), ..run };
+        // The rare check that reads the rows again takes a mask of them
+        // and the window before (the kernel's bits start at `b0`).
+        if doubtful(window, a, b, run) {
+            let lo = b0.saturating_sub(window);
+            let m = mask.get_or_insert_with(|| skip_mask(x, va, lo, job.r1));
+            certify(x, Bitmap::local(m, lo), window, a, b, how, run, &mut out[a - b0..b - b0]);
+        }
+    }
+    sink.put(Bitmap::local(&bytes, b0), b0, job.r1);
+    true
 }
 
 /// A `nan="skip"` job run on the column as it is ([`float_sums_skip`]):
@@ -395,8 +449,8 @@ fn attempt<T: Num, Va: Valid, Kp: Valid>(x: &[T], va: Va, keep: Kp, window: usiz
         certify(x, va, window, b0, job.r1, how, run, out);
         return Vec::new();
     }
-    let st: [((f64, f64, f64), f64); 4] = std::array::from_fn(|k| start_state(x, va, window, b0 + k * seg));
-    let runs = group(x, va, keep, window, b0, seg, job.mode, st.map(|v| v.0), how, stream, bail, out);
+    let st: [((f64, f64, f64), f64); 4] = std::array::from_fn(|k| start_state::<false, T, Va>(x, va, window, b0 + k * seg));
+    let runs = group(x, va, keep, window, b0, seg, job.mode, st.map(|v| v.0), how, stream, bail, None, out);
     let mut bad = Vec::new();
     for (k, run) in runs.into_iter().enumerate() {
         let (a, b) = (b0 + k * seg, b0 + (k + 1) * seg);
@@ -443,8 +497,7 @@ struct Run {
 /// cost the one pass that finds the smallest value.
 #[allow(clippy::too_many_arguments)]
 fn certify<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, r0: usize, r1: usize, how: Out, run: Run, out: &mut [f64]) {
-    let err = 2.0 * f64::EPSILON * run.cm * (r1 - r0 + window + 16) as f64;
-    let thr = err * (1u64 << 44) as f64;
+    let (err, thr) = bound(window, r0, r1, run);
     if run.rm >= thr || err <= min_nonzero(x, va, r0.saturating_sub(window), r1) * (-50f64).exp2() {
         return;
     }
@@ -454,6 +507,18 @@ fn certify<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, r0: usize, r1: usi
         Out::PerValid => thr,
     };
     exact_rows(x, va, window, r0, r1, how, lim, out);
+}
+
+/// [`certify`]'s bound on a row's error beyond its own rounding, and the
+/// `|sum|` under which a row may be spoilt by it.
+fn bound(window: usize, r0: usize, r1: usize, run: Run) -> (f64, f64) {
+    let err = 2.0 * f64::EPSILON * run.cm * (r1 - r0 + window + 16) as f64;
+    (err, err * (1u64 << 44) as f64)
+}
+
+/// Whether [`certify`] may have rows to redo: it reads the rows again.
+fn doubtful(window: usize, r0: usize, r1: usize, run: Run) -> bool {
+    run.rm < bound(window, r0, r1, run).1
 }
 
 /// The smallest `|x|` of the valid nonzero rows of `[lo, hi)` (inf if
@@ -534,6 +599,9 @@ const PAD0: u8 = 2;
 /// Four segments `[b0 + k seg, b0 + (k+1) seg)` from start states `st`
 /// (sum, compensation, valid rows), into `out` (those rows): per segment,
 /// its [`Run`] (not finite: its rows are garbage and must be redone).
+/// `skip` (only where [`avx2_group`]): `nan="skip"`, the NaN rows
+/// missing too, found as the kernel loads them; the rows' validity ORed
+/// into it (bit `r - b0` for row `r`).
 #[allow(clippy::too_many_arguments)]
 fn group<T: Num, Va: Valid, Kp: Valid>(
     x: &[T],
@@ -547,6 +615,7 @@ fn group<T: Num, Va: Valid, Kp: Valid>(
     how: Out,
     stream: bool,
     bail: bool,
+    mut skip: Option<&mut [u64]>,
     out: &mut [f64],
 ) -> [Run; 4] {
     assert!(b0 + 4 * seg <= x.len() && out.len() == 4 * seg);
@@ -556,9 +625,10 @@ fn group<T: Num, Va: Valid, Kp: Valid>(
         _ => b0 == 0 && seg >= window,
     });
     let fin = st.map(|(s, c, _)| s.is_finite() && c.is_finite());
+    assert!(skip.as_ref().is_none_or(|b| avx2_group::<T>() && b.len() * 64 >= 4 * seg));
     #[cfg(target_arch = "x86_64")]
     {
-        if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>() && std::is_x86_feature_detected!("avx2") {
+        if avx2_group::<T>() {
             // SAFETY: T is f64 (same type, checked above), AVX2 is present
             // (and AVX-512 F / VL where `wide`), and the bounds the kernel
             // relies on are asserted above.
@@ -568,15 +638,23 @@ fn group<T: Num, Va: Valid, Kp: Valid>(
                 Out::Scale(sc) => sc,
                 Out::PerValid => 1.0,
             };
-            let a = avx2::Args { x: xf, va, keep, window, b0, seg, st, bail, scale, stream, out };
-            let (ok, cm, rm) = unsafe {
+            let bits = skip.as_mut().map_or(std::ptr::null_mut(), |b| b.as_mut_ptr());
+            let a = avx2::Args { x: xf, va, keep, window, b0, seg, st, bail, scale, stream, out, bits };
+            /// The kernel for the mode and what it stores.
+            unsafe fn pick<const SKIP: bool, Va: Valid, Kp: Valid>(mode: u8, how: Out, wide: bool, a: avx2::Args<'_, Va, Kp>) -> ([bool; 4], [f64; 4], [f64; 4]) {
                 match (mode, how) {
-                    (SLIDE, Out::Scale(_)) => avx2::group::<SLIDE, false, Va, Kp>(wide, a),
-                    (INSERT, Out::Scale(_)) => avx2::group::<INSERT, false, Va, Kp>(wide, a),
-                    (_, Out::Scale(_)) => avx2::group::<PAD0, false, Va, Kp>(wide, a),
-                    (SLIDE, Out::PerValid) => avx2::group::<SLIDE, true, Va, Kp>(wide, a),
-                    (INSERT, Out::PerValid) => avx2::group::<INSERT, true, Va, Kp>(wide, a),
-                    (_, Out::PerValid) => avx2::group::<PAD0, true, Va, Kp>(wide, a),
+                    (SLIDE, Out::Scale(_)) => avx2::group::<SLIDE, false, SKIP, Va, Kp>(wide, a),
+                    (INSERT, Out::Scale(_)) => avx2::group::<INSERT, false, SKIP, Va, Kp>(wide, a),
+                    (_, Out::Scale(_)) => avx2::group::<PAD0, false, SKIP, Va, Kp>(wide, a),
+                    (SLIDE, Out::PerValid) => avx2::group::<SLIDE, true, SKIP, Va, Kp>(wide, a),
+                    (INSERT, Out::PerValid) => avx2::group::<INSERT, true, SKIP, Va, Kp>(wide, a),
+                    (_, Out::PerValid) => avx2::group::<PAD0, true, SKIP, Va, Kp>(wide, a),
+                }
+            }
+            let (ok, cm, rm) = unsafe {
+                match skip {
+                    Some(_) => pick::<true, Va, Kp>(mode, how, wide, a),
+                    None => pick::<false, Va, Kp>(mode, how, wide, a),
                 }
             };
             return [0, 1, 2, 3].map(|k| Run { finite: ok[k] && fin[k], cm: cm[k], rm: rm[k] });
@@ -589,20 +667,29 @@ fn group<T: Num, Va: Valid, Kp: Valid>(
     [0, 1, 2, 3].map(|k| Run { finite: runs[k].finite && fin[k], ..runs[k] })
 }
 
+/// Whether [`group`] runs its AVX2 kernel here for `T` (f64, on an x86-64
+/// CPU with AVX2): the one that finds `nan="skip"`'s NaN as it loads.
+fn avx2_group<T: 'static>() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>() && std::is_x86_feature_detected!("avx2");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 /// Start state of the segment beginning at row `r`: the exact sum of its
-/// first window's valid rows before `r`, and their number; and the largest
-/// `|c|` its lanes held.
-fn start_state<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, r: usize) -> ((f64, f64, f64), f64) {
+/// first window's valid rows before `r` (`SKIP`: NaN rows missing too),
+/// and their number; and the largest `|c|` its lanes held.
+fn start_state<const SKIP: bool, T: Num, Va: Valid>(x: &[T], va: Va, window: usize, r: usize) -> ((f64, f64, f64), f64) {
     let a = r.saturating_sub(window);
     let xs = &x[a..r];
     #[cfg(target_arch = "x86_64")]
     {
         if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>() && std::is_x86_feature_detected!("avx2") {
             // SAFETY: T is f64 (checked above), and AVX2 is present.
-            return unsafe { avx2::exact_sum(std::slice::from_raw_parts(xs.as_ptr() as *const f64, xs.len()), va, a) };
+            return unsafe { avx2::exact_sum::<SKIP, Va>(std::slice::from_raw_parts(xs.as_ptr() as *const f64, xs.len()), va, a) };
         }
     }
-    exact_sum_valid(xs, va, a)
+    exact_sum_valid::<SKIP, T, Va>(xs, va, a)
 }
 
 /// The row `i` evicts from its window: row `i - window`, or none (0, 0)
@@ -733,34 +820,36 @@ mod avx2 {
         t
     };
 
-    /// Rows `r..r + 4` (`r` the row `p` points at), missing ones as 0, and
-    /// their weights (1 / 0).
+    /// Rows `r..r + 4` at `p` (bit `t` of `b`: row `r + t`'s validity),
+    /// missing ones as 0, and their validity bits: `b` as given, or with
+    /// `SKIP` (`nan="skip"`) its four with the NaN rows cleared, found by
+    /// one compare of the values as they are loaded (issue 36: a mask
+    /// built in a pass first read the column once more, and its pass and
+    /// the kernel ran one after the other: a fifth of the time).
     #[inline(always)]
-    unsafe fn row4<Va: Valid>(p: *const f64, va: Va, r: usize) -> (__m256d, __m256d) {
-        row4_bits::<Va>(p, if Va::ALL { 15 } else { va.bits(r) })
-    }
-
-    /// [`row4`] with the rows' validity bits given (bit `t`: row `r + t`).
-    #[inline(always)]
-    unsafe fn row4_bits<Va: Valid>(p: *const f64, b: u64) -> (__m256d, __m256d) {
+    unsafe fn load4<const SKIP: bool, Va: Valid>(p: *const f64, b: u64) -> (__m256d, u64) {
         let v = _mm256_loadu_pd(p);
-        if Va::ALL {
-            return (v, _mm256_set1_pd(1.0));
+        if !SKIP {
+            return (if Va::ALL { v } else { _mm256_and_pd(v, lanes_of(b)) }, b);
         }
-        let m = lanes_of(b);
-        (_mm256_and_pd(v, m), _mm256_and_pd(m, _mm256_set1_pd(1.0)))
+        let mut m = _mm256_cmp_pd::<_CMP_ORD_Q>(v, v);
+        if !Va::ALL {
+            m = _mm256_and_pd(m, lanes_of(b));
+        }
+        (_mm256_and_pd(v, m), _mm256_movemask_pd(m) as u64)
     }
 
     /// A 4x4 tile at rows `r, r + seg, ...` (`p` at row `r`), transposed,
-    /// missing rows 0; `b[k]`: the validity bits of segment `k`'s four rows.
+    /// missing rows 0; `b[k]`: the validity bits of segment `k`'s four
+    /// rows; and those bits as [`load4`] gives them.
     #[inline(always)]
-    unsafe fn tile<Va: Valid>(p: *const f64, seg: usize, b: [u64; 4]) -> [__m256d; 4] {
+    unsafe fn tile<const SKIP: bool, Va: Valid>(p: *const f64, seg: usize, b: [u64; 4]) -> ([__m256d; 4], [u64; 4]) {
         // (No closure: it would be compiled without the caller's features.)
-        let a0 = row4_bits::<Va>(p, b[0]).0;
-        let a1 = row4_bits::<Va>(p.add(seg), b[1]).0;
-        let a2 = row4_bits::<Va>(p.add(2 * seg), b[2]).0;
-        let a3 = row4_bits::<Va>(p.add(3 * seg), b[3]).0;
-        transpose([a0, a1, a2, a3])
+        let (a0, b0) = load4::<SKIP, Va>(p, b[0]);
+        let (a1, b1) = load4::<SKIP, Va>(p.add(seg), b[1]);
+        let (a2, b2) = load4::<SKIP, Va>(p.add(2 * seg), b[2]);
+        let (a3, b3) = load4::<SKIP, Va>(p.add(3 * seg), b[3]);
+        (transpose([a0, a1, a2, a3]), [b0, b1, b2, b3])
     }
 
     /// The four segments' validity from a row on, four bits a tile: one
@@ -796,23 +885,34 @@ mod avx2 {
     }
 
     /// Evicted values of rows `i..i + 4` of a segment starting at row 0:
-    /// zero before row `window`; and their weights.
+    /// zero before row `window`; and their validity bits ([`load4`]).
     #[inline(always)]
-    unsafe fn old_row0<Va: Valid>(x: &[f64], va: Va, i: usize, window: usize) -> (__m256d, __m256d) {
+    unsafe fn old_row0<const SKIP: bool, Va: Valid>(x: &[f64], va: Va, i: usize, window: usize) -> (__m256d, u64) {
         if i >= window {
-            row4(x.as_ptr().add(i - window), va, i - window)
+            load4::<SKIP, Va>(x.as_ptr().add(i - window), va.bits(i - window))
         } else if i + 4 <= window {
-            (_mm256_setzero_pd(), _mm256_setzero_pd())
+            (_mm256_setzero_pd(), 0)
         } else {
-            let v: [(f64, f64); 4] = std::array::from_fn(|t| super::evicted(x, va, i + t, window));
-            (_mm256_loadu_pd(v.map(|p| p.0).as_ptr()), _mm256_loadu_pd(v.map(|p| p.1).as_ptr()))
+            let (mut v, mut b) = ([0.0f64; 4], 0u64);
+            let mut t = 0;
+            while t < 4 {
+                if i + t >= window {
+                    let r = i + t - window;
+                    if va.bits(r) & 1 != 0 && !(SKIP && x[r].is_nan()) {
+                        v[t] = x[r];
+                        b |= 1 << t;
+                    }
+                }
+                t += 1;
+            }
+            (_mm256_loadu_pd(v.as_ptr()), b)
         }
     }
 
     /// [`super::exact_sum_valid`] compiled for AVX2 (its lanes fill two vectors).
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn exact_sum<Va: Valid>(xs: &[f64], va: Va, r0: usize) -> ((f64, f64, f64), f64) {
-        super::exact_sum_valid(xs, va, r0)
+    pub(super) unsafe fn exact_sum<const SKIP: bool, Va: Valid>(xs: &[f64], va: Va, r0: usize) -> ((f64, f64, f64), f64) {
+        super::exact_sum_valid::<SKIP, f64, Va>(xs, va, r0)
     }
 
     /// A group's arguments (the caller's, `super::group`).
@@ -828,6 +928,9 @@ mod avx2 {
         pub(super) scale: f64,
         pub(super) stream: bool,
         pub(super) out: &'a mut [f64],
+        /// `SKIP`: where the group ORs its rows' validity (bit `r - b0`
+        /// for row `r`, zeroed before), for the output's.
+        pub(super) bits: *mut u64,
     }
 
     /// Bounds are the caller's (`super::group` asserts them). `DIV`: each
@@ -837,27 +940,27 @@ mod avx2 {
     /// `wide`: the CPU has AVX-512 (VL), so the same code compiles with 32
     /// vector registers, not 16: the tile, its evicted rows and the chains
     /// no longer spill to the stack (the masked mean spilled most).
-    pub(super) unsafe fn group<const MODE: u8, const DIV: bool, Va: Valid, Kp: Valid>(wide: bool, a: Args<'_, Va, Kp>) -> ([bool; 4], [f64; 4], [f64; 4]) {
+    pub(super) unsafe fn group<const MODE: u8, const DIV: bool, const SKIP: bool, Va: Valid, Kp: Valid>(wide: bool, a: Args<'_, Va, Kp>) -> ([bool; 4], [f64; 4], [f64; 4]) {
         // The same body compiled for each feature set (`target_feature` is
         // a function's: one function each).
         #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-        unsafe fn w<const MODE: u8, const DIV: bool, Va: Valid, Kp: Valid>(a: Args<'_, Va, Kp>) -> ([bool; 4], [f64; 4], [f64; 4]) {
-            body::<MODE, DIV, Va, Kp>(a)
+        unsafe fn w<const MODE: u8, const DIV: bool, const SKIP: bool, Va: Valid, Kp: Valid>(a: Args<'_, Va, Kp>) -> ([bool; 4], [f64; 4], [f64; 4]) {
+            body::<MODE, DIV, SKIP, Va, Kp>(a)
         }
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn n<const MODE: u8, const DIV: bool, Va: Valid, Kp: Valid>(a: Args<'_, Va, Kp>) -> ([bool; 4], [f64; 4], [f64; 4]) {
-            body::<MODE, DIV, Va, Kp>(a)
+        unsafe fn n<const MODE: u8, const DIV: bool, const SKIP: bool, Va: Valid, Kp: Valid>(a: Args<'_, Va, Kp>) -> ([bool; 4], [f64; 4], [f64; 4]) {
+            body::<MODE, DIV, SKIP, Va, Kp>(a)
         }
         if wide {
-            w::<MODE, DIV, Va, Kp>(a)
+            w::<MODE, DIV, SKIP, Va, Kp>(a)
         } else {
-            n::<MODE, DIV, Va, Kp>(a)
+            n::<MODE, DIV, SKIP, Va, Kp>(a)
         }
     }
 
     #[inline(always)]
-    unsafe fn body<const MODE: u8, const DIV: bool, Va: Valid, Kp: Valid>(a: Args<'_, Va, Kp>) -> ([bool; 4], [f64; 4], [f64; 4]) {
-        let Args { x, va, keep, window, b0, seg, st, bail, scale, stream, out } = a;
+    unsafe fn body<const MODE: u8, const DIV: bool, const SKIP: bool, Va: Valid, Kp: Valid>(a: Args<'_, Va, Kp>) -> ([bool; 4], [f64; 4], [f64; 4]) {
+        let Args { x, va, keep, window, b0, seg, st, bail, scale, stream, out, bits } = a;
         let s0 = st.map(|v| v.0);
         let c0 = st.map(|v| v.1);
         let n0 = st.map(|v| v.2);
@@ -883,8 +986,15 @@ mod avx2 {
         let nan = _mm256_set1_pd(f64::NAN);
         let mut check_in = 64u32;
         while j < seg {
-            let bn = new_bits.next(va, b0 + j, seg);
-            let a = tile::<Va>(xin.add(j), seg, bn);
+            let (a, bn) = tile::<SKIP, Va>(xin.add(j), seg, new_bits.next(va, b0 + j, seg));
+            if SKIP {
+                // Row `b0 + k seg + j` is bit `k seg + j`, a multiple of 4:
+                // the four rows' nibble never straddles two words.
+                for (k, b) in bn.into_iter().enumerate() {
+                    let p = k * seg + j;
+                    *bits.add(p / 64) |= (b & 15) << (p % 64);
+                }
+            }
             // The evicted rows, and their validity bits per segment.
             let (b, bo) = match MODE {
                 INSERT => (a, [0; 4]),
@@ -892,33 +1002,16 @@ mod avx2 {
                 PAD0 => {
                     let p = xin.add(j + seg - window);
                     let r = b0 + j + seg - window;
-                    let i = b0 + j;
                     // Lane 0's rows before `window` evict nothing. (No
                     // closures here: they would be compiled without the
                     // kernel's features.)
-                    let mut l0 = 0;
-                    if i >= window {
-                        l0 = va.bits(i - window);
-                    } else {
-                        let mut t = 0;
-                        while t < 4 {
-                            if i + t >= window {
-                                l0 |= (va.bits(i + t - window) & 1) << t;
-                            }
-                            t += 1;
-                        }
-                    }
-                    let bo = [l0, va.bits(r), va.bits(r + seg), va.bits(r + 2 * seg)];
-                    let (o0, _) = old_row0(x, va, i, window);
-                    let o1 = row4_bits::<Va>(p, bo[1]).0;
-                    let o2 = row4_bits::<Va>(p.add(seg), bo[2]).0;
-                    let o3 = row4_bits::<Va>(p.add(2 * seg), bo[3]).0;
-                    (transpose([o0, o1, o2, o3]), bo)
+                    let (o0, l0) = old_row0::<SKIP, Va>(x, va, b0 + j, window);
+                    let (o1, l1) = load4::<SKIP, Va>(p, va.bits(r));
+                    let (o2, l2) = load4::<SKIP, Va>(p.add(seg), va.bits(r + seg));
+                    let (o3, l3) = load4::<SKIP, Va>(p.add(2 * seg), va.bits(r + 2 * seg));
+                    (transpose([o0, o1, o2, o3]), [l0, l1, l2, l3])
                 }
-                _ => {
-                    let bo = old_bits.next(va, b0 + j - window, seg);
-                    (tile::<Va>(xin.add(j).sub(window), seg, bo), bo)
-                }
+                _ => tile::<SKIP, Va>(xin.add(j).sub(window), seg, old_bits.next(va, b0 + j - window, seg)),
             };
             let mut r = [_mm256_setzero_pd(); 4];
             for t in 0..4 {
@@ -1028,7 +1121,7 @@ mod avx2 {
 /// column is read once.
 #[inline(always)]
 fn finite_block<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, b0: usize, b1: usize, how: Out, out: &mut [f64]) -> Run {
-    let ((mut s, mut c, mut n), mut cm) = start_state(x, va, window, b0);
+    let ((mut s, mut c, mut n), mut cm) = start_state::<false, T, Va>(x, va, window, b0);
     let mut rm = f64::INFINITY;
     // Rows before `window` only insert (partial windows at the start).
     let mid = window.clamp(b0, b1);
