@@ -1439,6 +1439,11 @@ pub(super) fn geomean_into(logs: &[f64], window: usize, counts: Option<&[u32]>, 
 /// With nulls each row's count is a difference of valid-row prefixes
 /// ([`ValidPrefix`]), rows split over `threads`; the validity from the
 /// bitmap a word at a time, as every kernel's ([`super::out_nulls`]).
+/// `nan="skip"` runs it on the column with its NaN rows null (a pass
+/// first). Counting as each thread builds its words, 4,096 rows at a time,
+/// measured no faster (Intel Xeon, 10M rows, 1% NaN: 9.4-11.0 ms against
+/// 9.6-12.9 on two threads, 18.5 on one either way; a column without NaN
+/// slower on one): the reads of the values, not the two passes, set it.
 pub(super) fn rolling_count<T: FastNum>(col: &Column<T>, window: usize, min_periods: usize, threads: usize) -> ArrayRef {
     let n = col.len();
     let vp = col.nulls.map(ValidPrefix::new);
