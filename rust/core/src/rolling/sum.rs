@@ -187,10 +187,11 @@ fn jobs_into(
 /// the pass and ran at 0.6x of the clean speed) costs no mask; a column
 /// seen to hold NaN does not try (with runs of NaN in most long jobs,
 /// each ran up to its first NaN twice: 0.75x of the masks' speed at
-/// window 2^20). A job that meets one, or every job then, builds the
-/// validity of its rows and of the window before them (`valid AND NOT
-/// isnan`, a 64-row word at a time), which brings them into cache for its
-/// kernel; its kernel reads that as any bitmap. Each job writes its words
+/// window 2^20). A job that meets one, or every job then, runs the AVX2
+/// group kernel that finds NaN as it loads ([`skip_group`]); the others
+/// (the tail, other CPUs, a job holding an inf) build the validity of
+/// their rows and of the window before them (`valid AND NOT isnan`, a
+/// 64-row word at a time) for the kernel to read as any bitmap. Each job writes its words
 /// of the column's validity, from which the caller derives the output's
 /// ([`Words::validity`]). The jobs and masks of the nulls path: the same
 /// bits; `plain`: how the jobs run as they are store (a mean without
