@@ -63,9 +63,19 @@ fn exact_sum_valid<const SKIP: bool, T: Num, Va: Valid>(xs: &[T], va: Va, r0: us
     let mut n = 0u64;
     let mut it = xs.chunks_exact(L);
     let mut r = r0;
+    // `SKIP`: the NaN of 64 rows at a time, by the widest compares.
+    let mut nan = 0u64;
     for ch in &mut it {
         let b = if Va::ALL { u64::MAX } else { va.bits(r) };
-        let b = if SKIP { b & not_nan8(ch) } else { b };
+        let b = if SKIP {
+            let q = r - r0;
+            if q % 64 == 0 {
+                nan = super::valid::nan_bits(&xs[q..(q + 64).min(xs.len())]);
+            }
+            b & !(nan >> (q % 64))
+        } else {
+            b
+        };
         n += (b & 0xFF).count_ones() as u64;
         for k in 0..L {
             let (t, e) = two_sum(s[k], value(ch[k], b >> k));
