@@ -2,16 +2,12 @@
 session: rowsBetween (count windows) and rangeBetween (time windows), keyed
 and unkeyed, with nulls, NaN, ties and duplicate order keys, on data forced
 into several partitions so that halos cross partition and batch boundaries;
-aggregate() against groupBy(F.window(...)); shipping to executors whose
-Python has no slidewise. Results are compared as Arrow (toArrow keeps null
+aggregate() against groupBy(F.window(...)). (Shipping to executors whose
+Python has no slidewise: test_spark_cluster.py, on executor JVMs of their
+own.) Results are compared as Arrow (toArrow keeps null
 and NaN apart, which toPandas merges): null and NaN positions exactly,
 integers exactly, floats within 1e-9 relative. Every test that checks
 which code path ran also checks the values it gave. Seeds are fixed."""
-
-import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pandas as pd
@@ -764,105 +760,6 @@ def test_aggregate_sessions_equal_session_window(spark, case):
     assert counts.min() <= 1 and counts.max() >= 5
     _same_windows(ss.aggregate(sdf, sw.Query("sum", session="2m"), "v", "ts", key=keys or None),
                   _spark_sessions(sdf, keys, "ts", "v", F.sum, "2 minutes"), keys, "long")
-
-
-# ---------------------------------------------------------------------------
-# shipping: executors on a Python without slidewise
-
-_SHIP_SCRIPT = textwrap.dedent(r'''
-    import json, os, sys
-    import numpy as np, pandas as pd
-    import pyarrow.feather as feather
-    from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
-    out = sys.argv[1]
-    spark = (SparkSession.builder.master("local[2]").appName("slidewise-ship")
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "3").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    sc = spark.sparkContext
-
-    def probe(_):
-        import importlib.util, os, sys
-        return {"python": sys.executable, "bare": os.environ.get("SLIDEWISE_TEST_BARE"),
-                "lacks_slidewise": importlib.util.find_spec("slidewise") is None}
-
-    worker = sc.parallelize([0], 1).map(probe).collect()[0]
-    import slidewise.spark as ss
-    rng = np.random.default_rng(7)
-    n = 3000
-    pdf = pd.DataFrame({"id": np.arange(n), "k": rng.integers(0, 3, n), "t": rng.permutation(n),
-                        "v": rng.normal(size=n)})
-    v = F.when(F.col("id") % 17 == 3, F.lit(None)).when(F.col("id") % 23 == 5, F.lit(float("nan")))
-    sdf = spark.createDataFrame(pdf).withColumn("v", v.otherwise(F.col("v")).cast("double"))
-    feather.write_feather(sdf.toArrow(), os.path.join(out, "input.arrow"))
-    feather.write_feather(ss.rolling(sdf, "v", "t", 50, ["max", "sum"], partition_by="k").toArrow(),
-                          os.path.join(out, "keyed.arrow"))
-    feather.write_feather(ss.rolling(sdf, "v", "t", 50, ["sum", "max"], num_partitions=3).toArrow(),
-                          os.path.join(out, "unkeyed.arrow"))
-    from slidewise.spark._ship import _import_slidewise as imp  # pickled by value since ship()
-    used = sc.parallelize([0], 1).map(lambda _: imp().__file__).collect()[0]
-    print(json.dumps({"worker": worker, "worker_slidewise": used}))
-    spark.stop()
-''')
-
-
-@pytest.fixture(scope="session")
-def bare_python(tmp_path_factory):
-    """An executor Python that cannot import the driver's slidewise (see
-    tests/bare_python.py): this interpreter with a sitecustomize that hides
-    the installed package; no network, no second environment."""
-    import bare_python as bp
-
-    hide = os.path.dirname(os.path.realpath(sw.__file__))
-    py = bp.make(tmp_path_factory.mktemp("bare"), hide)
-    r = subprocess.run([py, "-c", "import importlib.util as u, os; "
-                        "print(u.find_spec('slidewise') is None, os.environ.get('SLIDEWISE_TEST_BARE'))"],
-                       capture_output=True, text=True, check=True)
-    assert r.stdout.split() == ["True", "1"], ("the bare Python must not see slidewise", r.stdout, r.stderr)
-    return py
-
-
-def test_ships_itself_to_executors_without_slidewise(bare_python, tmp_path):
-    """Executors run a Python that cannot import slidewise; the job still
-    runs (the package is shipped as a zip with addArchive, and the workers
-    import that copy) and matches the in-process result row by row."""
-    import json
-
-    import pyarrow.feather as feather
-
-    script = tmp_path / "ship.py"
-    script.write_text(_SHIP_SCRIPT)
-    res_dir = tmp_path / "res"
-    res_dir.mkdir()
-    env = dict(os.environ)
-    env["PYSPARK_PYTHON"] = bare_python
-    env["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    env["SLIDEWISE_CACHE"] = str(tmp_path / "cache")
-    r = subprocess.run([sys.executable, str(script), str(res_dir)], capture_output=True, text=True, env=env,
-                       timeout=600, cwd=str(tmp_path))
-    assert r.returncode == 0, r.stderr[-3000:]
-    res = json.loads(r.stdout.strip().splitlines()[-1])
-    worker = res["worker"]
-    assert worker["bare"] == "1", res  # the worker ran under the wrapper
-    assert os.path.realpath(worker["python"]) == os.path.realpath(sys.executable), res
-    assert worker["lacks_slidewise"], res
-    hide = os.path.dirname(os.path.realpath(sw.__file__))
-    used = os.path.realpath(res["worker_slidewise"])
-    assert not used.startswith(hide + os.sep) and _ship._DIST_ALIAS in used.split(os.sep), res
-    assert list((tmp_path / "cache").glob("slidewise-*.zip"))
-    # the in-process result on the same input, in (t) order (t has no ties)
-    inp = feather.read_table(res_dir / "input.arrow").sort_by("t")
-    assert inp["v"].null_count and pc.sum(pc.is_nan(inp["v"])).as_py()
-    v, k = inp["v"].combine_chunks(), inp["k"].combine_chunks()
-    want = pa.table({"id": inp["id"], "k_max": sw.rolling(v, 50, "max", keys=k),
-                     "k_sum": sw.rolling(v, 50, "sum", keys=k), "u_sum": sw.rolling(v, 50, "sum"),
-                     "u_max": sw.rolling(v, 50, "max")})
-    keyed = feather.read_table(res_dir / "keyed.arrow")
-    unkeyed = feather.read_table(res_dir / "unkeyed.arrow")
-    for got in (keyed, unkeyed):
-        _compare(got, inp, [("k", "k"), ("t", "t"), ("v", "v")])
-    _compare(keyed, want, [("max_50", "k_max"), ("sum_50", "k_sum")])
-    _compare(unkeyed, want, [("sum_50", "u_sum"), ("max_50", "u_max")])
 
 
 # ---------------------------------------------------------------------------
