@@ -40,14 +40,6 @@ fn value<T: Num>(v: T, ok: u64) -> f64 {
     f64::from_bits(v.to_f64().to_bits() & 0u64.wrapping_sub(ok & 1))
 }
 
-/// Bit `k` set where `ch[k]` (at most 8 values) is not NaN: a
-/// `nan="skip"` kernel's own validity, from the values it reads.
-#[inline(always)]
-fn not_nan8<T: Num>(ch: &[T]) -> u64 {
-    #[allow(clippy::eq_op)] // v == v: not NaN
-    ch.iter().enumerate().fold(0, |b, (k, v)| b | (((v.to_f64() == v.to_f64()) as u64) << k))
-}
-
 /// Exact-ish sum of the valid rows of `xs` (rows `r0..` of the column `va`
 /// describes; `SKIP`: its NaN rows missing too) as `(s, c)`, and how many
 /// there are: 8 Neumaier lanes
@@ -88,7 +80,7 @@ fn exact_sum_valid<const SKIP: bool, T: Num, Va: Valid>(xs: &[T], va: Va, r0: us
         r += L;
     }
     let b = if Va::ALL { u64::MAX } else { va.bits(r) };
-    let b = if SKIP { b & not_nan8(it.remainder()) } else { b };
+    let b = if SKIP { b & !super::valid::nan_bits(it.remainder()) } else { b };
     for (k, v) in it.remainder().iter().enumerate() {
         n += (b >> k) & 1;
         let (t, e) = two_sum(s[k], value(*v, b >> k));
@@ -268,8 +260,8 @@ fn skip_group<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, job: &Job, how:
     if runs.iter().any(|r| !r.finite) {
         return false;
     }
-    // Little-endian words as the bytes of a bitmap from row `b0`.
-    let bytes: Vec<u8> = bits.iter().flat_map(|w| w.to_le_bytes()).collect();
+    // The words as the bytes of a bitmap from row `b0` (no copy).
+    let bytes = arrow_buffer::Buffer::from_vec(bits);
     let mut mask: Option<Vec<u8>> = None;
     for (k, run) in runs.into_iter().enumerate() {
         let (a, b) = (b0 + k * seg, b0 + (k + 1) * seg);
@@ -282,7 +274,7 @@ fn skip_group<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, job: &Job, how:
             certify(x, Bitmap::local(m, lo), window, a, b, how, run, &mut out[a - b0..b - b0]);
         }
     }
-    sink.put(Bitmap::local(&bytes, b0), b0, job.r1);
+    sink.put(Bitmap::local(bytes.as_slice(), b0), b0, job.r1);
     true
 }
 
