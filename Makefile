@@ -75,11 +75,11 @@ PROFILE ?= release
 wheel: setup
 	$(call stage,wheel,rm -f dist/slidewise-*.whl && maturin build --quiet --profile $(PROFILE) $(COMPAT) -i $(PY) -o dist $(LINK))
 
-# Compiles the tests (the core's own build is `rust-build`'s) and runs them.
-# In `make test` it runs beside pytest, niced: pytest's Spark tests are the
-# longer stage, and the Rust tests fill the CPU they leave idle.
+# Compiles the tests (the core's own build is `rust-build`'s) and runs them;
+# in `make test`, beside pytest. Not niced: the two share the CPU and end
+# together (niced, the Rust tests waited on the Spark JVM and ended last).
 test-rust: rust-build
-	$(call stage,test-rust,nice -n 10 cargo test --workspace --tests)
+	$(call stage,test-rust,cargo test --workspace --tests)
 
 # The tests check the wheel of the test build (PROFILE=dev, also for
 # test-abi3): SLIDEWISE_TEST_WHEELS makes tests/test_wheel.py and the

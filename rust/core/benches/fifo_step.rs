@@ -3,7 +3,7 @@
 //! Experiment 1 setting (§5). Static dispatch through `with_fifo!`, so each
 //! algorithm is monomorphised per operation as in production.
 //!
-//! `cargo bench -p slidewise-core --bench fifo_step -- --quick`
+//! `cargo bench -p slidewise-core --features bench --bench fifo_step -- --quick`
 
 use std::hint::black_box;
 use std::time::Duration;

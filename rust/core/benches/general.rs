@@ -4,7 +4,7 @@
 //! Static dispatch: each aggregator monomorphised for max over f64.
 //! The full sweep with ⊕ counts is benches/cbix_experiment.py.
 //!
-//! `cargo bench -p slidewise-core --bench general -- --quick`
+//! `cargo bench -p slidewise-core --features bench --bench general -- --quick`
 
 use std::hint::black_box;
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! machine is shared: wall time is noise). The real comparison is
 //! benches/compare_rolling.py; this is for iterating without the extension.
 //!
-//! `cargo bench -p slidewise-core --bench moments [-- AGG[,AGG] [W,W] [MISSING]]`
+//! `cargo bench -p slidewise-core --features bench --bench moments [-- AGG[,AGG] [W,W] [MISSING]]`
 //! (`MISSING`: the share of rows null at random, NaN for the clone).
 
 use std::hint::black_box;

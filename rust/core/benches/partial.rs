@@ -5,7 +5,7 @@
 //! (`lift` + `combine` per row). numpy's `np.add.reduceat` /
 //! `np.maximum.reduceat` on the same slices: benches/bench_partial.py.
 //!
-//! `cargo bench -p slidewise-core --bench partial`
+//! `cargo bench -p slidewise-core --features bench --bench partial`
 
 use std::hint::black_box;
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! prefix differences, max: Lemire's filter, std: the FIFO over frames);
 //! polars' `rolling_*_by` is in benches/bench_rolling.py `TimeWindows`.
 //!
-//! `cargo bench -p slidewise-core --bench rolling`
+//! `cargo bench -p slidewise-core --features bench --bench rolling`
 
 use std::hint::black_box;
 use std::time::Duration;
