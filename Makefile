@@ -38,12 +38,10 @@ $(VENV)/.bench-deps: $(VENV)/.plot-deps
 
 setup: $(VENV)/.deps
 
-# The libraries the extension links (the core, arrow, pyo3), compiled while
-# pip installs: `build` after it compiles little more than the binding. The
-# whole workspace, so that its features are those `maturin develop` and
-# `cargo test --workspace` resolve: all three share one build of the core.
+# The Rust tests, compiled (not run): this also compiles the core the
+# extension links, so `build` after it only compiles the binding.
 rust-build:
-	$(call stage,rust-build,cargo build --workspace --lib)
+	$(call stage,rust-build,cargo test --workspace --tests --no-run)
 
 # The portable extension: on Linux (glibc), the extension's final link goes
 # through zig (rust/zigcc) against glibc 2.17's symbol versions, so its wheel
@@ -75,9 +73,6 @@ PROFILE ?= release
 wheel: setup
 	$(call stage,wheel,rm -f dist/slidewise-*.whl && maturin build --quiet --profile $(PROFILE) $(COMPAT) -i $(PY) -o dist $(LINK))
 
-# Compiles the tests (the core's own build is `rust-build`'s) and runs them;
-# in `make test`, beside pytest. Not niced: the two share the CPU and end
-# together (niced, the Rust tests waited on the Spark JVM and ended last).
 test-rust: rust-build
 	$(call stage,test-rust,cargo test --workspace --tests)
 
@@ -110,15 +105,19 @@ test-abi3: wheel $(ABI3_VENV)/.deps
 typecheck: setup
 	$(call stage,typecheck,$(PY) -m mypy)
 
-# Two jobs. First the extension (the Python setups and the type check
-# beside the Rust build of its libraries, then the binding); pytest starts
-# as soon as it is built. The Rust tests compile and run beside pytest,
-# whose Spark tests leave part of the CPU idle while they wait on the JVM;
-# compiled before pytest, they held it back by their compile (the core's
-# unit tests and proptests, ~100 s on 2 cores). Each target's output is
-# printed whole when it ends. The wheel is packed between the two
-# (seconds: the test build's extension), alone, so that it never waits on
-# cargo's lock behind the Rust tests.
+# Two jobs: pip installs while the Rust compiles; the Rust tests run while
+# the binding links; the type check fits in beside the Rust build. Each
+# target's output is printed whole when it ends.
+# The compiles first (the Python setups and the type check beside the Rust
+# build, then the binding), the test runs after: cargo's proptests then run beside pytest,
+# whose Spark tests leave a core idle while they wait on the JVM, instead of
+# beside the binding's compile, which keeps both cores busy.
+# The wheel is packed between the two (seconds: the test build's extension),
+# alone, so that it never waits on cargo's lock behind the Rust tests.
+# Measured and not kept: pytest starting on the extension alone, with the
+# Rust tests compiled beside it (CI 1021-1042 s against 956 s, Intel Xeon,
+# 2 vCPUs): a run is bound by its CPU, and pytest lost more to that compile
+# than it gained by starting 50 s earlier.
 test:
 	@$(MAKE) --no-print-directory -j2 --output-sync=target build typecheck $(ABI3_VENV)/.deps
 	@$(MAKE) --no-print-directory PROFILE=dev -o build -o rust-build -o setup wheel
