@@ -260,7 +260,8 @@ fn skip_group<T: Num, Va: Valid>(x: &[T], va: Va, window: usize, job: &Job, how:
     if runs.iter().any(|r| !r.finite) {
         return false;
     }
-    // The words as the bytes of a bitmap from row `b0` (no copy).
+    // The words as the bytes of a bitmap from row `b0`, no copy: native
+    // words are little-endian here (an AVX2 kernel: x86-64 only).
     let bytes = arrow_buffer::Buffer::from_vec(bits);
     let mut mask: Option<Vec<u8>> = None;
     for (k, run) in runs.into_iter().enumerate() {
