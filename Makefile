@@ -22,9 +22,12 @@ stage = @t0=$$(date +%s); $(2); rc=$$?; echo "== stage $(1): $$(( $$(date +%s) -
 # What the tests and the demo need (a variable: its commas stay out of $(call)).
 PIP_TEST := "maturin>=1.9.4,<2" "ziglang>=0.13,<0.18" numpy "pyarrow>=15" pandas polars bottleneck hypothesis pytest "pyspark>=4,<5" protobuf grpcio grpcio-status googleapis-common-protos zstandard mypy
 
+# --no-compile: no .pyc for every module of every package at install (21 of
+# its 45 CPU-seconds, beside the Rust build; Intel Xeon, 2 vCPUs): Python
+# writes them for the modules imported, when first imported.
 $(VENV)/.deps: pyproject.toml
 	$(call stage,setup,$(PYTHON) -m venv $(VENV) && $(PY) -m pip install --quiet --upgrade pip && \
-		$(PY) -m pip install --quiet $(PIP_TEST) && touch $@)
+		$(PY) -m pip install --quiet --no-compile $(PIP_TEST) && touch $@)
 
 # matplotlib for the demo's plot and the papers' figures; asv for benchmarks.
 # Neither is needed by the tests.
@@ -93,7 +96,7 @@ ABI3_VENV := .venv-abi3
 
 $(ABI3_VENV)/.deps:
 	@if [ -z "$(ABI3_PYTHON)" ]; then echo "no CPython 3.9 under pyenv: set ABI3_PYTHON to a second CPython"; exit 1; fi
-	$(call stage,abi3-setup,$(ABI3_PYTHON) -m venv $(ABI3_VENV) && $(ABI3_VENV)/bin/pip install --quiet numpy "pyarrow>=15" && touch $@)
+	$(call stage,abi3-setup,$(ABI3_PYTHON) -m venv $(ABI3_VENV) && $(ABI3_VENV)/bin/pip install --quiet --no-compile numpy "pyarrow>=15" && touch $@)
 
 test-abi3: wheel $(ABI3_VENV)/.deps
 	$(call stage,test-abi3,$(ABI3_VENV)/bin/pip install --quiet --no-deps --force-reinstall dist/slidewise-*-cp39-abi3-*.whl && \
