@@ -108,15 +108,14 @@ test-abi3: wheel $(ABI3_VENV)/.deps
 typecheck: setup
 	$(call stage,typecheck,$(PY) -m mypy)
 
-# Two jobs: pip installs while the Rust compiles; the Rust tests run while
-# the binding links; the type check fits in beside the Rust build. Each
-# target's output is printed whole when it ends.
-# The compiles first (the Python setups and the type check beside the Rust
-# build, then the binding), the test runs after: cargo's proptests then run beside pytest,
-# whose Spark tests leave a core idle while they wait on the JVM, instead of
-# beside the binding's compile, which keeps both cores busy.
-# The wheel is packed between the two (seconds: the test build's extension),
-# alone, so that it never waits on cargo's lock behind the Rust tests.
+# Two jobs. The compiles first (the Python setups and the type check beside
+# the Rust build of the tests and the core, then the binding), the test runs
+# after: cargo's proptests then run beside pytest, whose Spark tests leave a
+# core idle while they wait on the JVM, instead of beside the binding's
+# compile, which keeps both cores busy. Each target's output is printed
+# whole when it ends. The wheel is packed between the two (seconds: the
+# test build's extension), alone, so that it never waits on cargo's lock
+# behind the Rust tests.
 # Measured and not kept: pytest starting on the extension alone, with the
 # Rust tests compiled beside it (CI 1021-1042 s against 956 s, Intel Xeon,
 # 2 vCPUs): a run is bound by its CPU, and pytest lost more to that compile

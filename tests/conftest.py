@@ -33,8 +33,21 @@ def algo(request):
     return request.param
 
 
-# The Spark JVMs' options (the `spark` session's and the Connect server's).
-JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# The settings of both test Spark servers (the `spark` session's JVM and the
+# Connect server's), so that both answer alike.
+SPARK_CONF = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "4",
+    # Python workers connecting back (transformWithStateInPandas runners)
+    # time out on a loaded 2-core machine at the default 15 s
+    "spark.python.authenticate.socketTimeout": "120s",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # The JVM's quick compiler only, and one GC thread: the tests' jobs are
+    # many and small, and C2 compiling Spark's hot paths cost more CPU than
+    # it saved (test_spark.py: 216 -> 137 CPU-seconds, 121 -> 102 s; Intel
+    # Xeon, 2 vCPUs). Spark's answers do not change.
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+}
 
 
 @pytest.fixture(scope="session")
@@ -46,18 +59,7 @@ def spark():
     from pyspark.sql import SparkSession
 
     s = (SparkSession.builder.master("local[2]").appName("slidewise-tests")
-         .config("spark.sql.session.timeZone", "UTC")
-         .config("spark.sql.shuffle.partitions", "4")
-         .config("spark.ui.enabled", "false")
-         # Python workers connecting back (transformWithStateInPandas runners)
-         # time out on a loaded 2-core machine at the default 15 s
-         .config("spark.python.authenticate.socketTimeout", "120s")
-         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-         # The JVM's quick compiler only, and one GC thread: the tests' jobs
-         # are many and small, and C2 compiling Spark's hot paths cost more
-         # CPU than it saved (test_spark.py: 216 -> 137 CPU-seconds, 121 ->
-         # 102 s; Intel Xeon, 2 vCPUs). Spark's answers do not change.
-         .config("spark.driver.extraJavaOptions", JVM_OPTIONS)
+         .config(map={**SPARK_CONF, "spark.ui.enabled": "false"})
          .getOrCreate())
     s.sparkContext.setLogLevel("ERROR")
     yield s
@@ -73,10 +75,7 @@ def connect_url(spark):
     the classic ``spark`` session in one process)."""
     from benches._check import connect_server
 
-    conf = {"spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "4",
-            "spark.python.authenticate.socketTimeout": "120s", "spark.sql.execution.arrow.pyspark.enabled": "true",
-            "spark.driver.extraJavaOptions": JVM_OPTIONS}
-    with connect_server(conf) as url:
+    with connect_server(SPARK_CONF) as url:
         yield url
 
 

@@ -25,7 +25,7 @@
 use arrow_array::ArrayRef;
 use arrow_buffer::NullBuffer;
 
-use super::valid::{any_non_finite, set_missing, skip_mask, All, Bitmap, NonFinite, Sink, Valid, ValidPrefix, Words};
+use super::valid::{any_non_finite, nan_bits, set_missing, skip_mask, All, Bitmap, NonFinite, Sink, Valid, ValidPrefix, Words};
 use super::{buffer, filled, validity, window_counts, FastNum, Split};
 use crate::engine::{Column, ToArrow};
 use crate::ops::arith::two_sum;
@@ -80,7 +80,7 @@ fn exact_sum_valid<const SKIP: bool, T: Num, Va: Valid>(xs: &[T], va: Va, r0: us
         r += L;
     }
     let b = if Va::ALL { u64::MAX } else { va.bits(r) };
-    let b = if SKIP { b & !super::valid::nan_bits(it.remainder()) } else { b };
+    let b = if SKIP { b & !nan_bits(it.remainder()) } else { b };
     for (k, v) in it.remainder().iter().enumerate() {
         n += (b >> k) & 1;
         let (t, e) = two_sum(s[k], value(*v, b >> k));
