@@ -87,3 +87,19 @@ def spark_connect(connect_url):
     s = ConnectSession.builder.remote(connect_url).getOrCreate()
     yield s
     s.stop()
+
+
+# Tests that run Spark (a JVM) carry the `spark` marker, so that `make test`
+# runs them (`-m spark`) beside the rest (`-m "not spark"`) in two pytest
+# processes: the Spark tests leave a core idle while they wait on the JVM.
+# The marker only places a test; each test runs in exactly one of the two.
+_SPARK_FIXTURES = {"spark", "connect_url", "spark_connect"}
+# Modules whose tests start Spark without the fixtures (a driver subprocess,
+# or the README's examples, which take the session by name at run time).
+_SPARK_MODULES = {"test_spark_cluster.py", "test_docs.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if _SPARK_FIXTURES & set(getattr(item, "fixturenames", ())) or item.path.name in _SPARK_MODULES:
+            item.add_marker(pytest.mark.spark)
