@@ -12,7 +12,7 @@ PY := $(VENV)/bin/python
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup build build-release rust-build wheel test test-rust test-python test-spark test-local test-abi3 typecheck demo bench clean
+.PHONY: setup build build-release rust-build wheel test test-rust test-python test-spark test-spark-long test-local test-abi3 typecheck demo bench clean
 
 SHELL := /bin/bash
 # $(call stage,NAME,COMMAND): run COMMAND and print how long it took, so the
@@ -82,17 +82,20 @@ test-rust: rust-build
 # The tests check the wheel of the test build (PROFILE=dev, also for
 # test-abi3): SLIDEWISE_TEST_WHEELS makes tests/test_wheel.py and the
 # local-cluster test require it (they skip without it when run by hand).
-# pytest runs as two processes, side by side: the tests that run Spark
-# (marked `spark` by tests/conftest.py) and the rest. A Spark test spends
-# much of its time waiting on the JVM, with a core idle, which the other
-# process fills. Each test runs in exactly one of the two.
-PYTEST = SLIDEWISE_TEST_WHEELS=dist $(PY) -m pytest -p no:cacheprovider --durations=15
-test-python test-spark test-local test-abi3: PROFILE = dev
-test-python: test-spark test-local
+# pytest runs as three processes, side by side: the tests that run Spark,
+# in two (marked `spark_long`, Structured Streaming and the local cluster,
+# and `spark`, by tests/conftest.py), and the rest. A Spark test spends
+# much of its time waiting on the JVM, with a core idle, which the others
+# fill. Each test runs in exactly one of the three.
+PYTEST = SLIDEWISE_TEST_WHEELS=dist $(PY) -m pytest -p no:cacheprovider --durations=10
+test-python test-spark test-spark-long test-local test-abi3: PROFILE = dev
+test-python: test-spark-long test-spark test-local
+test-spark-long: build wheel
+	$(call stage,test-spark-long,$(PYTEST) -m spark_long)
 test-spark: build wheel
 	$(call stage,test-spark,$(PYTEST) -m spark)
 test-local: build wheel
-	$(call stage,test-local,$(PYTEST) -m "not spark")
+	$(call stage,test-local,$(PYTEST) -m "not spark and not spark_long")
 
 # abi3: the extension is built for CPython's stable ABI (3.9 and later), so
 # one wheel serves every version. The wheel `make wheel` packs (in `make
@@ -118,12 +121,12 @@ typecheck: setup
 
 # The compiles first (the Python setups and the type check beside the Rust
 # build of the tests and the core, then the binding), the test runs after,
-# all at once: cargo's proptests and the two pytest processes (test-spark,
-# test-local), whose Spark tests leave a core idle while they wait on the
-# JVM, instead of the proptests beside the binding's compile, which keeps
-# both cores busy. Each target's output is printed whole when it ends. The wheel is packed between the two (seconds: the
-# test build's extension), alone, so that it never waits on cargo's lock
-# behind the Rust tests.
+# all at once: cargo's proptests and the three pytest processes, whose
+# Spark tests leave a core idle while they wait on the JVM, instead of the
+# proptests beside the binding's compile, which keeps both cores busy.
+# Each target's output is printed whole when it ends. The wheel is packed
+# between the two (seconds: the test build's extension), alone, so that it
+# never waits on cargo's lock behind the Rust tests.
 # Measured and not kept: pytest starting on the extension alone, with the
 # Rust tests compiled beside it (CI 1021-1042 s against 956 s, Intel Xeon,
 # 2 vCPUs): a run is bound by its CPU, and pytest lost more to that compile
@@ -131,7 +134,7 @@ typecheck: setup
 test:
 	@$(MAKE) --no-print-directory -j2 --output-sync=target build typecheck $(ABI3_VENV)/.deps
 	@$(MAKE) --no-print-directory PROFILE=dev -o build -o rust-build -o setup wheel
-	@$(MAKE) --no-print-directory -j4 --output-sync=target -o build -o rust-build -o setup -o wheel test-rust test-spark test-local test-abi3
+	@$(MAKE) --no-print-directory -j5 --output-sync=target -o build -o rust-build -o setup -o wheel test-spark-long test-spark test-rust test-local test-abi3
 
 demo: build-release $(VENV)/.plot-deps
 	$(PY) -m slidewise demo

@@ -89,17 +89,24 @@ def spark_connect(connect_url):
     s.stop()
 
 
-# Tests that run Spark (a JVM) carry the `spark` marker, so that `make test`
-# runs them (`-m spark`) beside the rest (`-m "not spark"`) in two pytest
-# processes: the Spark tests leave a core idle while they wait on the JVM.
-# The marker only places a test; each test runs in exactly one of the two.
+
+# Tests that run Spark (a JVM) carry a marker, `spark_long` for the long
+# ones (Structured Streaming queries, which wait on their triggers, and the
+# local-cluster driver, on its executors), `spark` for the others, so that
+# `make test` runs them in two pytest processes beside a third for the rest
+# (`-m "not spark and not spark_long"`): a Spark test leaves a core idle
+# while it waits on the JVM. The markers only place a test; each test runs
+# in exactly one of the three.
 _SPARK_FIXTURES = {"spark", "connect_url", "spark_connect"}
 # Modules whose tests start Spark without the fixtures (a driver subprocess,
 # or the README's examples, which take the session by name at run time).
 _SPARK_MODULES = {"test_spark_cluster.py", "test_docs.py"}
+_SPARK_LONG = {"test_spark_streaming.py", "test_spark_cluster.py"}
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if _SPARK_FIXTURES & set(getattr(item, "fixturenames", ())) or item.path.name in _SPARK_MODULES:
+        if item.path.name in _SPARK_LONG:
+            item.add_marker(pytest.mark.spark_long)
+        elif _SPARK_FIXTURES & set(getattr(item, "fixturenames", ())) or item.path.name in _SPARK_MODULES:
             item.add_marker(pytest.mark.spark)
