@@ -106,7 +106,9 @@ _SPARK_LONG = {"test_spark_streaming.py", "test_spark_cluster.py"}
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if item.path.name in _SPARK_LONG:
+        uses = set(getattr(item, "fixturenames", ()))
+        # The Connect server is started once, in the `spark` process.
+        if item.path.name in _SPARK_LONG and not uses & {"connect_url", "spark_connect"}:
             item.add_marker(pytest.mark.spark_long)
-        elif _SPARK_FIXTURES & set(getattr(item, "fixturenames", ())) or item.path.name in _SPARK_MODULES:
+        elif _SPARK_FIXTURES & uses or item.path.name in _SPARK_MODULES:
             item.add_marker(pytest.mark.spark)
