@@ -17,9 +17,9 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 SHELL := /bin/bash
 # $(call stage,NAME,COMMAND): run COMMAND and print how long it took and
 # the CPU it used (user + system, its children's included), so the cost of
-# each CI stage stays visible: on 2 cores, a CI run is bound by its CPU.
-# (`times` in the subshell: the processes it waited for; a JVM a test
-# process starts may be left out.)
+# each CI stage, and how much of the 2 cores it kept busy, stays visible.
+# (`times` in the subshell: the processes it waited for; the JVMs a test
+# process starts are left out.)
 stage = @t0=$$(date +%s); f=$$(mktemp); ( $(2); rc=$$?; times > $$f; exit $$rc ); rc=$$?; \
 	cpu=$$(tail -1 $$f | awk '{ for (i = 1; i <= 2; i++) { split($$i, t, "m"); s += 60 * t[1] + t[2] } } END { printf "%.0f", s }'); rm -f $$f; \
 	echo "== stage $(1): $$(( $$(date +%s) - t0 ))s, $$cpu CPU-s (exit $$rc)"; exit $$rc
