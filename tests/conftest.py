@@ -89,26 +89,24 @@ def spark_connect(connect_url):
     s.stop()
 
 
-
 # Tests that run Spark (a JVM) carry a marker, `spark_long` for the long
-# ones (Structured Streaming queries, which wait on their triggers, and the
-# local-cluster driver, on its executors), `spark` for the others, so that
-# `make test` runs them in two pytest processes beside a third for the rest
-# (`-m "not spark and not spark_long"`): a Spark test leaves a core idle
-# while it waits on the JVM. The markers only place a test; each test runs
-# in exactly one of the three.
-_SPARK_FIXTURES = {"spark", "connect_url", "spark_connect"}
-# Modules whose tests start Spark without the fixtures (a driver subprocess,
-# or the README's examples, which take the session by name at run time).
-_SPARK_MODULES = {"test_spark_cluster.py", "test_docs.py"}
+# ones (Structured Streaming queries and the local-cluster driver), `spark`
+# for the others, so that `make test` runs them in two pytest processes
+# beside a third for the rest (`-m "not spark and not spark_long"`): a
+# Spark test leaves a core idle while it waits on the JVM. The markers only
+# place a test; each test runs in exactly one of the three.
+_CONNECT_FIXTURES = {"connect_url", "spark_connect"}
+_SPARK_FIXTURES = {"spark"} | _CONNECT_FIXTURES
 _SPARK_LONG = {"test_spark_streaming.py", "test_spark_cluster.py"}
+# The README's examples take the session by name at run time.
+_SPARK_MODULES = {"test_docs.py"}
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
         uses = set(getattr(item, "fixturenames", ()))
         # The Connect server is started once, in the `spark` process.
-        if item.path.name in _SPARK_LONG and not uses & {"connect_url", "spark_connect"}:
+        if item.path.name in _SPARK_LONG and not uses & _CONNECT_FIXTURES:
             item.add_marker(pytest.mark.spark_long)
-        elif _SPARK_FIXTURES & uses or item.path.name in _SPARK_MODULES:
+        elif uses & _SPARK_FIXTURES or item.path.name in _SPARK_MODULES:
             item.add_marker(pytest.mark.spark)
