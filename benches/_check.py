@@ -226,3 +226,26 @@ class connect_server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
 
+
+
+def ends_want(agg: str, w: int, x: np.ndarray, miss: np.ndarray, propagate: bool = False):
+    """rolling ``agg`` (first, last, first_ignore_nulls, last_ignore_nulls)
+    of ``x`` over windows of ``w`` rows, ``miss`` its missing rows, by
+    numpy's gather of the row each window picks: as a pyarrow array with
+    nulls, or (``propagate``: ``nan="propagate"``, NaN a value) as floats
+    with NaN at the missing rows."""
+    import pyarrow as pa
+
+    i = np.arange(len(x))
+    lo = np.maximum(i + 1 - w, 0)
+    if propagate or agg in ("first", "last"):
+        at = lo if agg.startswith("first") else i
+        return np.where(miss[at], np.nan, x[at]) if propagate else pa.array(x[at], mask=miss[at])
+    if agg == "first_ignore_nulls":  # the next valid row at or after the start
+        at = np.minimum.accumulate(np.where(miss, len(x), i)[::-1])[::-1][lo]
+        none = at > i
+    else:  # the last valid row at or before the end
+        at = np.maximum.accumulate(np.where(miss, -1, i))
+        none = at < lo
+    at = np.where(none, 0, at)
+    return pa.array(x[at], mask=none)

@@ -10,7 +10,7 @@ of being timed.
 
 import numpy as np
 
-from ._check import check, drift
+from ._check import check, drift, ends_want
 
 N = 2_000_000
 WINDOWS = [16, 1024, 65536, 1 << 20]
@@ -99,14 +99,17 @@ class RollingMissing:
     of 10,000 rows (a sensor down), as Arrow nulls, as NaN under
     nan="skip", and as NaN under nan="propagate"; bottleneck on the data
     with NaN (its missing value), polars on the nulls (range: max - min;
-    count: their rolling sums of the valid rows' ones, neither has a count).
+    count: their rolling sums of the valid rows' ones, neither has a count;
+    first / last / last_ignore_nulls: neither has them, numpy's gather
+    checks them).
     Each setup checks the call it times: slidewise's nulls against
     bottleneck, "skip" bit for bit against the nulls, "propagate" against
     bottleneck with NaN where the window holds one (min: as bottleneck;
     median: NaN above every number, bottleneck with NaN as +inf), polars
     against slidewise."""
 
-    params = (["max", "min", "range", "sum", "mean", "std", "var", "median", "count"], [16, 1024, 65536], ["1%", "10%", "runs"],
+    params = (["max", "min", "range", "sum", "mean", "std", "var", "median", "count", "first", "last", "last_ignore_nulls"],
+              [16, 1024, 65536], ["1%", "10%", "runs"],
               ["nulls", "skip", "propagate", "polars", "bottleneck"])
     param_names = ["agg", "window", "missing", "how"]
     timeout = 300
@@ -125,6 +128,9 @@ class RollingMissing:
             miss = rng.random(len(x)) < float(missing[:-1]) / 100
         xn = np.where(miss, np.nan, x)
         nulls, withnan = pa.array(x, mask=miss), pa.array(xn)
+        if agg in ("first", "last", "last_ignore_nulls"):
+            self.setup_ends(agg, window, missing, how, x, miss, nulls, withnan)
+            return
         bn_run = _peer(xn, agg, window, "bottleneck")
         want = bn_run()
         c = np.concatenate([[0], np.cumsum(miss)])
@@ -170,6 +176,23 @@ class RollingMissing:
                 check(case, runs["propagate"](), want if agg == "min" else np.where(holes > 0, np.nan, want),
                       "bottleneck, NaN where the window holds one", **tol)
         self.run = runs[how]
+
+    def setup_ends(self, agg, window, missing, how, x, miss, nulls, withnan):
+        """first / last (Spark's: a null row is a row) and last_ignore_nulls
+        (a last known price): no peer has them; each way checked against
+        numpy's gather of the row each window picks (NaN a value under
+        "propagate")."""
+        import slidewise as sw
+
+        if how in ("polars", "bottleneck"):
+            raise NotImplementedError(f"{how} has no rolling {agg}")
+        self.run = {
+            "nulls": lambda: sw.rolling(nulls, window, agg),
+            "skip": lambda: sw.rolling(withnan, window, agg, nan="skip"),
+            "propagate": lambda: sw.rolling(withnan, window, agg, nan="propagate"),
+        }[how]
+        check(f"RollingMissing({agg}, {window}, {missing}, {how})", self.run(),
+              ends_want(agg, window, x, miss, how == "propagate"), "numpy's gather", rtol=0.0)
 
     def time_rolling(self, agg, window, missing, how):
         self.run()

@@ -38,16 +38,19 @@ import pyarrow as pa
 import slidewise as sw
 
 if __package__:  # imported from the benches package (asv discovers every module)
-    from ._check import Mismatch, check, drift, machine, timed, warm_up
+    from ._check import Mismatch, check, drift, ends_want, machine, timed, warm_up
 else:  # python benches/compare_rolling.py
-    from _check import Mismatch, check, drift, machine, timed, warm_up
+    from _check import Mismatch, check, drift, ends_want, machine, timed, warm_up
 
 AGGS = ("max", "min", "sum", "mean", "std", "var", "std_pop")
 # --missing also takes these (--aggs): range against max - min of each peer,
 # median against bottleneck's move_median and polars' rolling_median, count
 # against each peer's rolling sum of the valid rows' ones (neither has a
-# rolling count).
-MISSING_AGGS = AGGS + ("range", "median", "count")
+# rolling count); first / last (Spark's: a null row is a row) and their
+# ignore_nulls forms against numpy's gather of the row each window picks,
+# neither peer has them.
+ENDS = ("first", "last", "first_ignore_nulls", "last_ignore_nulls")
+MISSING_AGGS = AGGS + ("range", "median", "count") + ENDS
 
 
 def peers(x, agg, w):
@@ -218,6 +221,9 @@ def missing_main(a, x) -> None:
             for w in map(int, a.windows.split(",")):
                 if w > len(x):
                     continue
+                if agg in ENDS:
+                    ends_row(agg, w, kind, miss, x, clean, nulls, withnan, a.repeat)
+                    continue
                 ddof = 0 if agg == "std_pop" else 1
                 bnf = {"max": lambda: bn.move_max(xn, w, min_count=1), "min": lambda: bn.move_min(xn, w, min_count=1),
                        "sum": lambda: bn.move_sum(xn, w, min_count=1), "mean": lambda: bn.move_mean(xn, w, min_count=1),
@@ -281,6 +287,26 @@ def missing_main(a, x) -> None:
                 vs = [f"{r[k] / r['bottleneck']:.1f}x" for k in ("nulls", "skip", "propagate")]
                 print(f"| {agg} | {w:,} | {kind} | {r['clean']:.0f} | " + " | ".join(share + vs)
                       + f" | {r['nulls'] / r['polars']:.1f}x |", flush=True)
+
+
+def ends_row(agg, w, kind, miss, x, clean, nulls, withnan, repeat) -> None:
+    """One --missing row for first / last and their ignore_nulls forms:
+    each way checked against numpy's gather of the row each window picks
+    (NaN a value under nan="propagate"), then timed beside the clean
+    column; no peer has them, so no ratios to peers."""
+    case = f"rolling {agg}, window {w:,}, {kind} missing"
+    want = ends_want(agg, w, x, miss)
+    check(case, sw.rolling(nulls, w, agg), want, "numpy's gather", rtol=0.0)
+    check(case + ', nan="skip"', sw.rolling(withnan, w, agg, nan="skip"), want, "numpy's gather", rtol=0.0)
+    check(case + ', nan="propagate"', sw.rolling(withnan, w, agg, nan="propagate"), ends_want(agg, w, x, miss, True),
+          "numpy's gather, NaN a value", rtol=0.0)
+    t = timed({"clean": lambda: sw.rolling(clean, w, agg), "nulls": lambda: sw.rolling(nulls, w, agg),
+               "skip": lambda: sw.rolling(withnan, w, agg, nan="skip"),
+               "propagate": lambda: sw.rolling(withnan, w, agg, nan="propagate"),
+               "skip0": lambda: sw.rolling(clean, w, agg, nan="skip")}, repeat)
+    r = {k: len(x) / v / 1e6 for k, v in t.items()}
+    share = [f"{r[k] / r['clean']:.2f}x" for k in ("nulls", "skip", "propagate", "skip0")]
+    print(f"| {agg} | {w:,} | {kind} | {r['clean']:.0f} | " + " | ".join(share) + " | — | — | — | — |", flush=True)
 
 
 def main():

@@ -79,9 +79,11 @@ SECTIONS = [
         "with nulls; then the same with slidewise on one thread, as bottleneck runs. Then the other callers "
         "(keyed rolling, time windows, rolling_many, Stream pushes) on a clean column and with 1% nulls.",
         full=[Run(["benches/compare_rolling.py", "--missing", "--repeat", "3"]),
+              Run(["benches/compare_rolling.py", "--missing", "--repeat", "3", "--aggs",
+                   "count,first,last,first_ignore_nulls,last_ignore_nulls"]),
               Run(["benches/compare_rolling.py", "--missing", "--repeat", "3", "--threads", "1", "--aggs", "max,mean,std"]),
               Run(["benches/compare_missing_callers.py", "--repeat", "3"])],
-        quick=[Run(["benches/compare_rolling.py", "--missing", "--repeat", "2", "--aggs", "max,mean,std,count"]),
+        quick=[Run(["benches/compare_rolling.py", "--missing", "--repeat", "2", "--aggs", "max,mean,std,count,first,last_ignore_nulls"]),
                Run(["benches/compare_rolling.py", "--missing", "--repeat", "2", "--threads", "1", "--aggs", "max,mean,std"]),
                Run(["benches/compare_missing_callers.py", "--repeat", "2"])],
         check=[Run(["benches/compare_rolling.py", "--missing", "--quick"]),
