@@ -16,7 +16,7 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
 use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, PrimitiveArray};
-use arrow_buffer::{BooleanBufferBuilder, NullBuffer, ScalarBuffer};
+use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer, ScalarBuffer};
 
 use super::valid::{in_window, low_ones, ValidPrefix};
 use crate::engine::{AggKind, DType};
@@ -132,10 +132,9 @@ struct Rows<'a> {
     bytes: &'a [u8],
     offset: usize,
     len: usize,
-    /// For windows of `.0` rows: bit `j` set when a row of `(j - .0, j]`
-    /// is valid ([`in_window`]), as bytes; made at its first use (every
-    /// segment of a call has the same window).
-    any: Option<(usize, Vec<u8>)>,
+    /// Bit `j` set when a row of `(j - window, j]` is valid
+    /// ([`in_window`]); made at its first use (a call has one window).
+    any: Option<Buffer>,
 }
 
 impl<'a> Rows<'a> {
@@ -143,13 +142,10 @@ impl<'a> Rows<'a> {
         Rows { vp: ValidPrefix::new(nb), bytes: nb.inner().values(), offset: nb.inner().offset(), len: nb.len(), any: None }
     }
 
-    /// [`Rows::any`] for windows of `window` rows.
+    /// [`Rows::any`]'s bytes, for the call's windows of `window` rows.
     fn any_in(&mut self, window: usize) -> &[u8] {
-        if self.any.as_ref().is_none_or(|(w, _)| *w != window) {
-            let words = in_window(&self.vp.words, self.len, window);
-            self.any = Some((window, words.iter().flat_map(|w| w.to_le_bytes()).collect()));
-        }
-        &self.any.as_ref().expect("made above").1
+        let (words, len) = (&self.vp.words, self.len);
+        self.any.get_or_insert_with(|| Buffer::from_vec(in_window(words, len, window))).as_slice()
     }
 
     #[inline(always)]
