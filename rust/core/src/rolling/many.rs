@@ -31,6 +31,7 @@
 use arrow_array::{Array, ArrayRef};
 
 use super::prefix::{columns, populate, prefix_counts, split_rows};
+use super::valid::{Bitmap, Valid};
 use super::{buffer, check_window, FastNum};
 use crate::ops::reduce::{detected, Level};
 
@@ -253,7 +254,7 @@ fn many_extreme<T: FastNum, const MAX: bool>(col: &Column<T>, windows: &[usize],
         split_rows(&mut outs, n, threads, |r0, r1, mine| extreme_rows_at::<T, MAX>(level, col, windows, r0, r1, chunk, mine));
     }
     let cum = col.nulls.map(prefix_counts);
-    columns(outs, windows, min_periods.max(1), cum.as_deref())
+    columns(outs, windows, min_periods.max(1), cum.as_deref(), threads)
 }
 
 use super::extreme::pick;
@@ -367,7 +368,15 @@ fn fill_raw<T: FastNum, const MAX: bool>(col: &Column<T>, h0: usize, b: usize, b
     let xs = &col.values[h0..b];
     match col.nulls {
         None => buf.extend_from_slice(xs),
-        Some(nb) => buf.extend(xs.iter().enumerate().map(|(j, &v)| if nb.is_valid(h0 + j) { v } else { fill })),
+        Some(nb) => {
+            // 32 rows' bits a read, a select a row (a bit test through the
+            // buffer a row was most of the pass with nulls)
+            let va = Bitmap::new(nb);
+            for (q, c) in xs.chunks(32).enumerate() {
+                let bits = va.bits(h0 + 32 * q);
+                buf.extend(c.iter().enumerate().map(|(j, &v)| if bits >> j & 1 != 0 { v } else { fill }));
+            }
+        }
     }
     T::has_nan(buf)
 }

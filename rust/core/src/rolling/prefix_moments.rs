@@ -46,6 +46,7 @@ use super::prefix::{columns, populate, prefix_counts, split_rows};
 use super::moments::{as_f64, finite_filled, m2_of, Lane, S};
 use super::shape::Frame;
 use super::valid::{non_finite_bits, word_at, All, Bitmap, PartBits, Valid, Words};
+use super::sum::value;
 use super::{buffer, FastNum, Split};
 use crate::engine::{AggKind, Column, ToArrow};
 use crate::ops::moments::Moments;
@@ -75,45 +76,73 @@ pub(super) fn many_vars<T: FastNum>(
     threads: usize,
     chunk: Option<usize>,
 ) -> Option<Vec<ArrayRef>> {
-    let n = col.len();
+    // float64 in place, null slots and all (they weigh 0 as they are
+    // loaded: issue 36, a filled copy and a column of weights, each made
+    // on one thread a bit at a time, cost a third of the kernel).
     let owned: Vec<f64>;
-    let x: &[f64] = match as_f64(col.values).filter(|_| col.nulls.is_none()) {
+    let x: &[f64] = match as_f64(col.values) {
         Some(x) => x,
         None => {
             owned = finite_filled(col);
             &owned
         }
     };
-    if !fits(x) {
+    match col.nulls {
+        None => many_vars_of(x, All, None, windows, min_periods, ddof, sqrt, threads, chunk),
+        Some(nb) => many_vars_of(x, Bitmap::new(nb), Some(nb), windows, min_periods, ddof, sqrt, threads, chunk),
+    }
+}
+
+/// [`many_vars`] of values `x` whose valid rows `va` says (`nb` its
+/// bitmap).
+#[allow(clippy::too_many_arguments)]
+fn many_vars_of<Va: Valid>(
+    x: &[f64],
+    va: Va,
+    nb: Option<&arrow_buffer::NullBuffer>,
+    windows: &[usize],
+    min_periods: usize,
+    ddof: usize,
+    sqrt: bool,
+    threads: usize,
+    chunk: Option<usize>,
+) -> Option<Vec<ArrayRef>> {
+    let n = x.len();
+    if !fits(x, va) {
         return None;
     }
-    let wt: Option<Vec<f64>> = col.nulls.map(|nb| nb.iter().map(|ok| ok as u8 as f64).collect());
-    let cum = col.nulls.map(prefix_counts);
+    let cum = nb.map(prefix_counts);
     let wmax = windows.iter().copied().max().unwrap_or(1);
     let chunk = chunk.unwrap_or_else(|| chunk_rows(wmax)).max(1);
     let mut outs: Vec<Vec<f64>> = windows.iter().map(|_| buffer::<f64>(n)).collect();
     let threads = threads.clamp(1, n.max(1));
     if n > 0 && !windows.is_empty() {
-        let job = Job { x, wt: wt.as_deref(), cum: cum.as_deref(), windows, chunk, ddof: ddof as f64, sqrt };
+        let job = Job { x, va, cum: cum.as_deref(), windows, chunk, ddof: ddof as f64, sqrt };
         let level = detected();
         split_rows(&mut outs, n, threads, |r0, r1, mine| job.rows_at(level, r0, r1, mine));
     }
-    Some(columns(outs, windows, min_periods.max(ddof + 1), cum.as_deref()))
+    Some(columns(outs, windows, min_periods.max(ddof + 1), cum.as_deref(), threads))
 }
 
-/// Every finite value below 2^497 in magnitude: squares and sums of
+/// Every finite valid value below 2^497 in magnitude: squares and sums of
 /// squares of a chunk stay finite, and the exact kernel takes every slice
 /// (it refuses a block whose shift plus largest deviation reaches 2^499).
-fn fits(xs: &[f64]) -> bool {
+fn fits<Va: Valid>(xs: &[f64], va: Va) -> bool {
     const LIMIT: u64 = 0x5F00_0000_0000_0000; // 2^497
     const INF: u64 = 0x7FF0_0000_0000_0000;
-    xs.chunks(512).all(|c| c.iter().fold(0u64, |a, v| a | ((v.to_bits() & !(1u64 << 63)).wrapping_sub(LIMIT) < INF - LIMIT) as u64) == 0)
+    xs.chunks(32).enumerate().all(|(q, c)| {
+        let bits = if Va::ALL { u64::MAX } else { va.bits(32 * q) };
+        c.iter().enumerate().fold(0u64, |a, (j, v)| {
+            let v = if Va::ALL { *v } else { value(*v, bits >> j) };
+            a | ((v.to_bits() & !(1u64 << 63)).wrapping_sub(LIMIT) < INF - LIMIT) as u64
+        }) == 0
+    })
 }
 
 /// Everything a thread needs, shared read-only.
-struct Job<'a> {
+struct Job<'a, Va> {
     x: &'a [f64],
-    wt: Option<&'a [f64]>,
+    va: Va,
     cum: Option<&'a [u32]>,
     windows: &'a [usize],
     chunk: usize,
@@ -196,18 +225,18 @@ fn out_of(m2: f64, inv_d: f64, sqrt: bool) -> f64 {
     }
 }
 
-impl Job<'_> {
+impl<Va: Valid> Job<'_, Va> {
     /// [`Job::rows`] compiled for the CPU's widest level (the window loops
     /// vectorise; FMA for the exact products). `SLIDEWISE_SIMD` caps it.
     fn rows_at(&self, level: Level, r0: usize, r1: usize, outs: &mut [&mut [f64]]) {
         #[cfg(target_arch = "x86_64")]
         {
             #[target_feature(enable = "avx512f,avx2,fma")]
-            unsafe fn avx512(j: &Job, r0: usize, r1: usize, o: &mut [&mut [f64]]) {
+            unsafe fn avx512<Va: Valid>(j: &Job<Va>, r0: usize, r1: usize, o: &mut [&mut [f64]]) {
                 j.rows::<true>(r0, r1, o)
             }
             #[target_feature(enable = "avx2,fma")]
-            unsafe fn avx2(j: &Job, r0: usize, r1: usize, o: &mut [&mut [f64]]) {
+            unsafe fn avx2<Va: Valid>(j: &Job<Va>, r0: usize, r1: usize, o: &mut [&mut [f64]]) {
                 j.rows::<true>(r0, r1, o)
             }
             let fma = std::arch::is_x86_feature_detected!("fma");
@@ -233,10 +262,7 @@ impl Job<'_> {
             let b = (a + self.chunk).min(r1);
             // Prefix entry t sums rows [h0, h0 + t).
             let h0 = a.saturating_sub(wmax);
-            let bound = match self.wt {
-                None => prefix::<FMA, false>(&self.x[h0..b], &[], &mut p),
-                Some(wt) => prefix::<FMA, true>(&self.x[h0..b], &wt[h0..b], &mut p),
-            };
+            let bound = prefix::<FMA, Va>(&self.x[h0..b], self.va, h0, &mut p);
             for (q, &w) in self.windows.iter().enumerate() {
                 let out = &mut outs[q][a - r0..b - r0];
                 match bound {
@@ -313,11 +339,17 @@ impl Job<'_> {
                 let mut bad = 0u64;
                 for j in 0..len {
                     let n = (ce[j] - cs[j]) as f64;
-                    let m2 = m2_diff::<FMA>(h1e[j], h1s[j], l1e[j], l1s[j], h2e[j], h2s[j], l2e[j], l2s[j], n, 1.0 / n);
+                    // 1 / n and 1 / (n - ddof) from one division (two were
+                    // a third of a row's time; a table of them, gathered,
+                    // more), each within an ulp or two: `m` needs no more
+                    // (the module comment), the result takes one rounding
+                    // more. (Rows of one value or none are masked, or 0.)
+                    let r = 1.0 / (n * (n - ddof));
+                    let m2 = m2_diff::<FMA>(h1e[j], h1s[j], l1e[j], l1s[j], h2e[j], h2s[j], l2e[j], l2s[j], n, r * (n - ddof));
                     let one = n <= 1.0;
                     let m2 = if one { 0.0 } else { m2 };
                     bad |= (!(m2 >= thr || one)) as u64;
-                    out[j] = out_of(m2, 1.0 / (n - ddof), sqrt);
+                    out[j] = out_of(m2, r * n, sqrt);
                 }
                 ok && bad == 0
             }
@@ -354,28 +386,56 @@ impl Job<'_> {
     fn exact(&self, w: usize, lo: usize, hi: usize, out: &mut [f64]) {
         let start = (lo + 1).saturating_sub(w);
         let mut tmp = vec![0.0; hi - start];
-        let xs = &self.x[start..hi];
-        let fits = super::moments::var_into(xs, self.wt.map(|v| &v[start..hi]), w.min(hi - start), self.ddof, self.sqrt, &mut tmp);
+        let filled = (!Va::ALL).then(|| filled_rows(self.x, self.va, start, hi));
+        let (xs, wt) = match &filled {
+            None => (&self.x[start..hi], None),
+            Some((xs, wt)) => (&xs[..], Some(&wt[..])),
+        };
+        let fits = super::moments::var_into(xs, wt, w.min(hi - start), self.ddof, self.sqrt, &mut tmp);
         // The whole column was checked (`many_vars`).
         debug_assert!(fits);
         out.copy_from_slice(&tmp[lo - start..]);
     }
 }
 
-/// The chunk's prefix sums into `p` (`x` the chunk plus its halo, `wt` its
-/// weights when `NULLS`), and what the bound needs; `None` when a valid
+/// Rows `[lo, hi)` of `x` as the exact kernel reads them with nulls, and
+/// their weights: moments.rs `finite_filled` of those rows (a null row
+/// holds the last finite valid value before it, the column's first where
+/// there is none, so `y` stays finite; weight 0), made only for the rows
+/// that kernel redoes.
+fn filled_rows<Va: Valid>(x: &[f64], va: Va, lo: usize, hi: usize) -> (Vec<f64>, Vec<f64>) {
+    let good = |t: &usize| va.bit(*t) && x[*t].is_finite();
+    let mut last = (0..lo).rev().find(good).or_else(|| (lo..x.len()).find(good)).map_or(0.0, |t| x[t]);
+    let (mut xs, mut wt) = (Vec::with_capacity(hi - lo), Vec::with_capacity(hi - lo));
+    for t in lo..hi {
+        let ok = va.bit(t);
+        if ok && x[t].is_finite() {
+            last = x[t];
+        }
+        xs.push(if ok { x[t] } else { last });
+        wt.push(ok as u8 as f64);
+    }
+    (xs, wt)
+}
+
+/// The chunk's prefix sums into `p` (`x` the chunk plus its halo, row `h0`
+/// of the column `va` describes: its null rows weigh 0, their slots read
+/// as 0 whatever they hold), and what the bound needs; `None` when a valid
 /// value is not finite.
 #[inline(always)]
-fn prefix<const FMA: bool, const NULLS: bool>(x: &[f64], wt: &[f64], p: &mut Prefix) -> Option<Bound> {
+fn prefix<const FMA: bool, Va: Valid>(x: &[f64], va: Va, h0: usize, p: &mut Prefix) -> Option<Bound> {
     let len = x.len();
     // The shift: the mean of the valid values (eight partial sums, so the
     // pass vectorises).
     let (mut s, mut k) = ([0.0f64; 8], [0.0f64; 8]);
-    for (q, xs) in x.chunks(8).enumerate() {
-        for (j, &v) in xs.iter().enumerate() {
-            let v8 = if NULLS { wt[q * 8 + j] } else { 1.0 };
-            s[j] += v * v8;
-            k[j] += v8;
+    for (q, x32) in x.chunks(32).enumerate() {
+        let bits = if Va::ALL { u64::MAX } else { va.bits(h0 + 32 * q) };
+        for (g, xs) in x32.chunks(8).enumerate() {
+            for (j, &v) in xs.iter().enumerate() {
+                let ok = bits >> (8 * g + j) & 1;
+                s[j] += if Va::ALL { v } else { value(v, ok) };
+                k[j] += if Va::ALL { 1.0 } else { ok as f64 };
+            }
         }
     }
     let (s, k): (f64, f64) = (s.iter().sum(), k.iter().sum());
@@ -390,11 +450,15 @@ fn prefix<const FMA: bool, const NULLS: bool>(x: &[f64], wt: &[f64], p: &mut Pre
     let (h1, l1, h2, l2) = (&mut p.h1[1..], &mut p.l1[1..], &mut p.h2[1..], &mut p.l2[1..]);
     let (mut s1, mut c1, mut s2, mut c2) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
     let (mut ymax, mut p1, mut c1max, mut c2max) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+    let mut bits = u64::MAX;
     for t in 0..len {
         let (mut yh, mut yl) = two_diff(x[t], c);
-        if NULLS {
-            yh *= wt[t];
-            yl *= wt[t];
+        if !Va::ALL {
+            if t % 32 == 0 {
+                bits = va.bits(h0 + t);
+            }
+            let ok = bits >> (t % 32);
+            (yh, yl) = (value(yh, ok), value(yl, ok));
         }
         ymax = ymax.max(yh.abs());
         let (a1, e1) = two_sum(s1, yh);
@@ -477,6 +541,8 @@ struct FrameVars<'a> {
 struct Rows {
     xf: Vec<f64>,
     wt: Vec<f64>,
+    /// The weights as bits (LSB first, a byte per eight rows from `h0`).
+    fin: Vec<u8>,
     cnt: Vec<u32>,
     bad: Vec<u32>,
 }
@@ -498,10 +564,12 @@ impl Rows {
         // filler near the data keeps the exact kernel's shift near it).
         let mut last = (h0..h1).find(|&t| va.bits(t) & 1 != 0 && x[t].is_finite()).map_or(0.0, |t| x[t]);
         let (mut cnt, mut bad) = (0u32, 0u32);
+        self.fin.clear();
         for t in (h0..h1).step_by(64) {
             let m = (h1 - t).min(64);
             let bits = word_at(va, t, m);
             let fin = bits & !non_finite_bits(&x[t..t + m]);
+            self.fin.extend_from_slice(&fin.to_le_bytes());
             for q in 0..m {
                 let at = t + q - h0;
                 if fin >> q & 1 != 0 {
@@ -595,11 +663,11 @@ impl FrameVars<'_> {
         // A valid value from 2^497 (its square could overflow the sums):
         // this chunk's frames by Chan's merges, row by row (rare; the
         // decision is the chunk's, so a key's bits are still its own).
-        let fit = fits(vals);
+        let fit = fits(vals, All);
         let bound = match wt {
             _ if !fit => None,
-            None => prefix::<FMA, false>(vals, &[], p),
-            Some(w) => prefix::<FMA, true>(vals, w, p),
+            None => prefix::<FMA, All>(vals, All, 0, p),
+            Some(_) => prefix::<FMA, Bitmap>(vals, Bitmap::local(&r.fin, 0), 0, p),
         };
         for (q, o) in out.iter_mut().enumerate() {
             let (js, je) = (sb[q] - h0, eb[q] - h0);

@@ -36,7 +36,7 @@ use crate::ops::{FSum, Num, Partials, SumAcc};
 /// No branch, so lanes of these vectorise (the start windows' eight were
 /// scalar with one: a third of the masked mean's time at window 2^20).
 #[inline(always)]
-fn value<T: Num>(v: T, ok: u64) -> f64 {
+pub(super) fn value<T: Num>(v: T, ok: u64) -> f64 {
     f64::from_bits(v.to_f64().to_bits() & 0u64.wrapping_sub(ok & 1))
 }
 
