@@ -120,10 +120,15 @@ pub(super) fn columns<O: ToArrow>(outs: Vec<Vec<O>>, windows: &[usize], need: us
         Some(c) => {
             let level = detected();
             let per = windows.len().div_ceil(threads.clamp(1, windows.len().max(1))).max(1);
+            let each = move |vs: &mut [Option<NullBuffer>], ws: &[usize]| vs.iter_mut().zip(ws).for_each(|(v, &w)| *v = masked_at(level, c, w, need));
+            // The first share here, the others on scoped threads (none for
+            // one share: keyed calls come here per batch of short keys).
+            let (mine, rest) = nulls.split_at_mut(per.min(windows.len()));
             std::thread::scope(|s| {
-                for (vs, ws) in nulls.chunks_mut(per).zip(windows.chunks(per)) {
-                    s.spawn(move || vs.iter_mut().zip(ws).for_each(|(v, &w)| *v = masked_at(level, c, w, need)));
+                for (vs, ws) in rest.chunks_mut(per).zip(windows[mine.len()..].chunks(per)) {
+                    s.spawn(move || each(vs, ws));
                 }
+                each(mine, &windows[..mine.len()]);
             });
         }
     }
