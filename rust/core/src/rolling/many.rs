@@ -30,7 +30,7 @@
 
 use arrow_array::{Array, ArrayRef};
 
-use super::prefix::{columns, populate, prefix_counts, split_rows};
+use super::prefix::{columns, populate, split_rows};
 use super::valid::{Bitmap, Valid};
 use super::{buffer, check_window, FastNum};
 use crate::ops::reduce::{detected, Level};
@@ -253,8 +253,7 @@ fn many_extreme<T: FastNum, const MAX: bool>(col: &Column<T>, windows: &[usize],
         let level = detected();
         split_rows(&mut outs, n, threads, |r0, r1, mine| extreme_rows_at::<T, MAX>(level, col, windows, r0, r1, chunk, mine));
     }
-    let cum = col.nulls.map(prefix_counts);
-    columns(outs, windows, min_periods.max(1), cum.as_deref(), threads)
+    columns(outs, windows, min_periods.max(1), col.nulls, threads)
 }
 
 use super::extreme::pick;

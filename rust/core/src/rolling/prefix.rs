@@ -31,9 +31,9 @@ use arrow_array::{Array, ArrayRef};
 use arrow_buffer::NullBuffer;
 
 use super::shape::Frame;
-use super::valid::{non_finite_bits, nulls_of_words, word_at, All, Bitmap, PartBits, Valid, ValidPrefix, Words};
+use super::valid::{non_finite_bits, word_at, All, Bitmap, PartBits, Valid, ValidPrefix, Words};
 use super::sum::value;
-use super::{buffer, validity, Split};
+use super::{buffer, Split};
 use crate::engine::{AggKind, Column, ToArrow};
 use crate::ops::arith::{two_sum, FSum, SumAcc};
 use crate::ops::reduce::{detected, Level};
@@ -53,30 +53,40 @@ pub(super) fn many_sums(
     threads: usize,
     chunk: Option<usize>,
 ) -> Option<Vec<ArrayRef>> {
-    match col.nulls {
-        None => many_sums_of(col.values, All, None, windows, min_periods, mean, threads, chunk),
-        Some(nb) => many_sums_of(col.values, Bitmap::new(nb), Some(nb), windows, min_periods, mean, threads, chunk),
+    let (x, n) = (col.values, col.len());
+    // The largest valid |x| (`None`: one is not finite); null slots read
+    // as 0 where they are loaded, never copied or filled (issue 36: a
+    // filled copy, made on one thread a bit at a time, cost a third of
+    // the kernel).
+    let top = match col.nulls {
+        None => valid_top(x, All),
+        Some(nb) => valid_top(x, Bitmap::new(nb)),
+    }?;
+    let wmax = windows.iter().copied().max().unwrap_or(1);
+    let chunk = chunk.unwrap_or_else(|| chunk_rows(wmax)).max(1);
+    // A prefix holds at most `chunk + wmax` rows: it must not overflow
+    // (inf - inf would be a NaN window); such a column takes the per-window
+    // kernel, which counts an overflow apart.
+    if top * (chunk + wmax) as f64 >= f64::MAX / 2.0 {
+        return None;
     }
+    let cum = col.nulls.map(prefix_counts);
+    let mut outs: Vec<Vec<f64>> = windows.iter().map(|_| buffer::<f64>(n)).collect();
+    let threads = threads.clamp(1, n.max(1));
+    if n > 0 && !windows.is_empty() {
+        let cum = cum.as_deref();
+        let level = detected();
+        split_rows(&mut outs, n, threads, |r0, r1, mine| match col.nulls {
+            None => sum_rows_at(level, x, All, cum, windows, r0, r1, chunk, mean, mine),
+            Some(nb) => sum_rows_at(level, x, Bitmap::new(nb), cum, windows, r0, r1, chunk, mean, mine),
+        });
+    }
+    Some(columns(outs, windows, min_periods.max(1), col.nulls, threads))
 }
 
-/// [`many_sums`] of values `x` whose valid rows `va` says (`nb` its
-/// bitmap): null rows read as 0 where they are loaded, their slots never
-/// copied or filled (issue 36: a filled copy of the column, made on one
-/// thread a bit at a time, cost a third of the kernel).
-#[allow(clippy::too_many_arguments)]
-fn many_sums_of<Va: Valid>(
-    x: &[f64],
-    va: Va,
-    nb: Option<&NullBuffer>,
-    windows: &[usize],
-    min_periods: usize,
-    mean: bool,
-    threads: usize,
-    chunk: Option<usize>,
-) -> Option<Vec<ArrayRef>> {
-    let n = x.len();
-    // The largest valid |x| (inf or NaN: not finite, the fold's `max` keeps
-    // inf and `v - v` is NaN for both).
+/// The largest |x| of the valid rows `va` says (inf or NaN: not finite,
+/// `None`; the fold's `max` keeps inf and `v - v` is NaN for both).
+fn valid_top<Va: Valid>(x: &[f64], va: Va) -> Option<f64> {
     let mut top = 0.0f64;
     for (q, c) in x.chunks(32).enumerate() {
         let bits = if Va::ALL { u64::MAX } else { va.bits(32 * q) };
@@ -89,50 +99,28 @@ fn many_sums_of<Va: Valid>(
         }
         top = top.max(m);
     }
-    let wmax = windows.iter().copied().max().unwrap_or(1);
-    let chunk = chunk.unwrap_or_else(|| chunk_rows(wmax)).max(1);
-    // A prefix holds at most `chunk + wmax` rows: it must not overflow
-    // (inf - inf would be a NaN window); such a column takes the per-window
-    // kernel, which counts an overflow apart.
-    if top * (chunk + wmax) as f64 >= f64::MAX / 2.0 {
-        return None;
-    }
-    let cum = nb.map(prefix_counts);
-    let mut outs: Vec<Vec<f64>> = windows.iter().map(|_| buffer::<f64>(n)).collect();
-    let threads = threads.clamp(1, n.max(1));
-    if n > 0 && !windows.is_empty() {
-        let cum = cum.as_deref();
-        let level = detected();
-        split_rows(&mut outs, n, threads, |r0, r1, mine| sum_rows_at(level, x, va, cum, windows, r0, r1, chunk, mean, mine));
-    }
-    Some(columns(outs, windows, min_periods.max(1), cum.as_deref(), threads))
+    Some(top)
 }
 
 /// Each window's output as an Arrow array, null below `need` valid rows
-/// (`cum`: the column's prefix counts of valid rows, `None`: no nulls);
-/// shared by every `rolling_many` pass. The windows' validity is built on
-/// up to `threads` threads, a share of the windows each.
-pub(super) fn columns<O: ToArrow>(outs: Vec<Vec<O>>, windows: &[usize], need: usize, cum: Option<&[u32]>, threads: usize) -> Vec<ArrayRef> {
+/// (`nulls`: the column's validity), as the single-window kernels mask
+/// theirs ([`super::out_nulls`]); shared by every `rolling_many` pass. The
+/// windows' validity is built on up to `threads` threads, a share of the
+/// windows each (the first share here: keyed calls come here per batch of
+/// short keys, and one share spawns nothing).
+pub(super) fn columns<O: ToArrow>(outs: Vec<Vec<O>>, windows: &[usize], need: usize, nulls: Option<&NullBuffer>, threads: usize) -> Vec<ArrayRef> {
     let n = outs.first().map_or(0, Vec::len);
-    let mut nulls: Vec<Option<NullBuffer>> = vec![None; windows.len()];
-    match cum {
-        None => nulls.iter_mut().zip(windows).for_each(|(v, &w)| *v = validity(n, w, need, None)),
-        Some(c) => {
-            let level = detected();
-            let per = windows.len().div_ceil(threads.clamp(1, windows.len().max(1))).max(1);
-            let each = move |vs: &mut [Option<NullBuffer>], ws: &[usize]| vs.iter_mut().zip(ws).for_each(|(v, &w)| *v = masked_at(level, c, w, need));
-            // The first share here, the others on scoped threads (none for
-            // one share: keyed calls come here per batch of short keys).
-            let (mine, rest) = nulls.split_at_mut(per.min(windows.len()));
-            std::thread::scope(|s| {
-                for (vs, ws) in rest.chunks_mut(per).zip(windows[mine.len()..].chunks(per)) {
-                    s.spawn(move || each(vs, ws));
-                }
-                each(mine, &windows[..mine.len()]);
-            });
+    let mut valid: Vec<Option<NullBuffer>> = vec![None; windows.len()];
+    let per = windows.len().div_ceil(threads.clamp(1, windows.len().max(1))).max(1);
+    let each = move |vs: &mut [Option<NullBuffer>], ws: &[usize]| vs.iter_mut().zip(ws).for_each(|(v, &w)| *v = super::out_nulls(nulls, n, w, need));
+    let (mine, rest) = valid.split_at_mut(per.min(windows.len()));
+    std::thread::scope(|s| {
+        for (vs, ws) in rest.chunks_mut(per).zip(windows[mine.len()..].chunks(per)) {
+            s.spawn(move || each(vs, ws));
         }
-    }
-    outs.into_iter().zip(nulls).map(|(out, nb)| O::to_arrow(out, nb)).collect()
+        each(mine, &windows[..mine.len()]);
+    });
+    outs.into_iter().zip(valid).map(|(out, nb)| O::to_arrow(out, nb)).collect()
 }
 
 /// Rows `[r0, r1)` of every window (`outs[q]` holds exactly those rows).
@@ -347,52 +335,6 @@ pub(super) fn prefix_counts(nb: &NullBuffer) -> Vec<u32> {
     let mut cum = vec![0u32; n + 1];
     ValidPrefix::new(nb).window_counts(n.max(1), 0, &mut cum[1..], |c| c as u32);
     cum
-}
-
-/// The validity of window `w`'s rows: at least `need` valid rows, from the
-/// prefix counts; 64 rows a word of vector compares, compiled for the
-/// CPU's widest level (a bit a closure call before, then baseline x86-64:
-/// with 58 windows, 0.36x and 0.15x of `rolling_many`'s time with nulls).
-fn masked_at(level: Level, cum: &[u32], w: usize, need: usize) -> Option<NullBuffer> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx512f,avx2")]
-        unsafe fn avx512(c: &[u32], w: usize, need: usize) -> Option<NullBuffer> {
-            masked(c, w, need)
-        }
-        #[target_feature(enable = "avx2")]
-        unsafe fn avx2(c: &[u32], w: usize, need: usize) -> Option<NullBuffer> {
-            masked(c, w, need)
-        }
-        // SAFETY: `detected()` found the CPU feature of the level.
-        match level {
-            Level::Avx512 => return unsafe { avx512(cum, w, need) },
-            Level::Avx2 => return unsafe { avx2(cum, w, need) },
-            Level::Portable => {}
-        }
-    }
-    let _ = level;
-    masked(cum, w, need)
-}
-
-#[inline(always)]
-fn masked(cum: &[u32], w: usize, need: usize) -> Option<NullBuffer> {
-    let n = cum.len() - 1;
-    let need = need.min(u32::MAX as usize) as u32;
-    let words: Vec<u64> = (0..n)
-        .step_by(64)
-        .map(|lo| {
-            let hi = (lo + 64).min(n);
-            if hi == lo + 64 && lo + 1 >= w {
-                // Every window full: two slices of 64 counts, no clamp.
-                let (ce, cs): (&[u32; 64], &[u32; 64]) = (cum[lo + 1..lo + 65].try_into().unwrap(), cum[lo + 1 - w..lo + 65 - w].try_into().unwrap());
-                (0..64).fold(0u64, |b, j| b | (((ce[j] - cs[j]) >= need) as u64) << j)
-            } else {
-                (lo..hi).fold(0u64, |b, i| b | (((cum[i + 1] - cum[(i + 1).saturating_sub(w)]) >= need) as u64) << (i - lo))
-            }
-        })
-        .collect();
-    nulls_of_words(words, n)
 }
 
 /// Fault in the pages of an output range just before it is written: one

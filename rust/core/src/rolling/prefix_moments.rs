@@ -87,41 +87,27 @@ pub(super) fn many_vars<T: FastNum>(
             &owned
         }
     };
-    match col.nulls {
-        None => many_vars_of(x, All, None, windows, min_periods, ddof, sqrt, threads, chunk),
-        Some(nb) => many_vars_of(x, Bitmap::new(nb), Some(nb), windows, min_periods, ddof, sqrt, threads, chunk),
-    }
-}
-
-/// [`many_vars`] of values `x` whose valid rows `va` says (`nb` its
-/// bitmap).
-#[allow(clippy::too_many_arguments)]
-fn many_vars_of<Va: Valid>(
-    x: &[f64],
-    va: Va,
-    nb: Option<&arrow_buffer::NullBuffer>,
-    windows: &[usize],
-    min_periods: usize,
-    ddof: usize,
-    sqrt: bool,
-    threads: usize,
-    chunk: Option<usize>,
-) -> Option<Vec<ArrayRef>> {
     let n = x.len();
-    if !fits(x, va) {
+    let fit = match col.nulls {
+        None => fits(x, All),
+        Some(nb) => fits(x, Bitmap::new(nb)),
+    };
+    if !fit {
         return None;
     }
-    let cum = nb.map(prefix_counts);
+    let cum = col.nulls.map(prefix_counts);
     let wmax = windows.iter().copied().max().unwrap_or(1);
     let chunk = chunk.unwrap_or_else(|| chunk_rows(wmax)).max(1);
     let mut outs: Vec<Vec<f64>> = windows.iter().map(|_| buffer::<f64>(n)).collect();
     let threads = threads.clamp(1, n.max(1));
     if n > 0 && !windows.is_empty() {
-        let job = Job { x, va, cum: cum.as_deref(), windows, chunk, ddof: ddof as f64, sqrt };
-        let level = detected();
-        split_rows(&mut outs, n, threads, |r0, r1, mine| job.rows_at(level, r0, r1, mine));
+        let (cum, ddof) = (cum.as_deref(), ddof as f64);
+        match col.nulls {
+            None => Job { x, va: All, cum, windows, chunk, ddof, sqrt }.split(&mut outs, threads),
+            Some(nb) => Job { x, va: Bitmap::new(nb), cum, windows, chunk, ddof, sqrt }.split(&mut outs, threads),
+        }
     }
-    Some(columns(outs, windows, min_periods.max(ddof + 1), cum.as_deref(), threads))
+    Some(columns(outs, windows, min_periods.max(ddof + 1), col.nulls, threads))
 }
 
 /// Every finite valid value below 2^497 in magnitude: squares and sums of
@@ -226,6 +212,12 @@ fn out_of(m2: f64, inv_d: f64, sqrt: bool) -> f64 {
 }
 
 impl<Va: Valid> Job<'_, Va> {
+    /// Every window's rows into `outs`, split over up to `threads` threads.
+    fn split(&self, outs: &mut [Vec<f64>], threads: usize) {
+        let level = detected();
+        split_rows(outs, self.x.len(), threads, |r0, r1, mine| self.rows_at(level, r0, r1, mine));
+    }
+
     /// [`Job::rows`] compiled for the CPU's widest level (the window loops
     /// vectorise; FMA for the exact products). `SLIDEWISE_SIMD` caps it.
     fn rows_at(&self, level: Level, r0: usize, r1: usize, outs: &mut [&mut [f64]]) {
