@@ -132,3 +132,32 @@ def test_narrow_checkpoint_of_an_older_format_is_refused():
     b = bytes(s64.save())
     back = _slidewise.Stream.restore(bytes([41]) + b[1:], [("max", "count", 4, 2, None, None)], "float64")
     assert back.push(pa.array([9.0]))[0][3].to_pylist() == [9.0]
+
+
+@pytest.mark.parametrize("p", [0.01, 0.1])
+def test_ignore_nulls_on_a_long_column_split_over_threads(p):
+    """2^20 rows and more split over threads (issue 36: the words' copies
+    with their null rows filled), nulls at random, a run longer than the
+    window and runs at the cuts, NaN kept as a value: against numpy's
+    running last / next valid row."""
+    rng = np.random.default_rng(7)
+    n = (1 << 20) + 4_321
+    x = rng.normal(size=n)
+    x[rng.random(n) < 0.01] = np.nan
+    valid = rng.random(n) >= p
+    valid[500_000:503_000] = False
+    for c in (n // 2, n // 3, 2 * n // 3, n // 4, 3 * n // 4):
+        valid[c - 70:c + 5] = False
+    arr = pa.array(np.where(valid, x, 7.5), mask=~valid)
+    rows = np.arange(n)
+    last = np.maximum.accumulate(np.where(valid, rows, -1))
+    nxt = np.minimum.accumulate(np.where(valid, rows, n)[::-1])[::-1]
+    for w in (1, 16, 1000, 70_000):
+        start = np.maximum(rows - w + 1, 0)
+        for name, pick, ok in (("last_ignore_nulls", last, last >= start),
+                               ("first_ignore_nulls", nxt[start], nxt[start] <= rows)):
+            got = sw.rolling(arr, w, name)
+            got_ok = ~np.asarray(got.is_null())
+            np.testing.assert_array_equal(got_ok, ok, err_msg=f"{name} p={p} w={w}")
+            vals = got.to_numpy(zero_copy_only=False)[ok]
+            np.testing.assert_array_equal(vals, x[pick[ok]], err_msg=f"{name} p={p} w={w}")

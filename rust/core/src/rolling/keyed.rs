@@ -82,6 +82,7 @@ use crate::keys::{batch_ids, describe_key, gather, gather_nulls, on_threads, par
 use crate::engine::first_decrease;
 use crate::rolling::shape::{self, Shape};
 use crate::rolling::ends::{is_end, rolling_ends};
+use crate::rolling::Split;
 use crate::rolling::segments::restarts;
 use crate::{invalid, Error, Result};
 
@@ -137,6 +138,10 @@ pub(crate) const SHORT_ROWS: usize = 64;
 pub(crate) const RESTART_ROWS: usize = 1 << 12;
 /// Rows per batch: the padded column, its validity and output stay in L2.
 pub(crate) const BATCH_ROWS: usize = 1 << 14;
+
+/// Batches of short keys run on the thread that holds them (the keyed
+/// split already runs one batch a thread).
+const ONE_THREAD: Split = Split { threads: Some(1), min_rows: usize::MAX };
 
 impl Default for KeyedTuning {
     fn default() -> KeyedTuning {
@@ -378,7 +383,7 @@ pub fn rolling_keyed_dyn(
         let (run, rel) = run_of(&g, s0, s1);
         if is_end(agg) {
             // a gather within each key: no padding, any shape
-            return Ok(vec![rolling_ends(run.as_ref(), &rel, shape.row_offsets(window), agg, mp, 1)?]);
+            return Ok(vec![rolling_ends(run.as_ref(), &rel, shape.row_offsets(window), agg, mp, 1, ONE_THREAD)?]);
         }
         let out = if restarts(agg) {
             // None: values the variance kernel declines
@@ -659,7 +664,7 @@ pub fn rolling_many_keyed_dyn(
             match &pad {
                 _ if is_end(agg) => {
                     for &w in windows {
-                        outs.push(rolling_ends(run.as_ref(), &rel, Shape::default().row_offsets(w), agg, min_periods.unwrap_or(0), 1)?);
+                        outs.push(rolling_ends(run.as_ref(), &rel, Shape::default().row_offsets(w), agg, min_periods.unwrap_or(0), 1, ONE_THREAD)?);
                     }
                 }
                 Some((col, real)) if !restarts(agg) => {

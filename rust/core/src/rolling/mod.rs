@@ -307,7 +307,7 @@ pub fn rolling_split(
         return Ok(arrow_array::new_null_array(&out_type, n));
     }
     if algo == Algorithm::Auto && ends::is_end(agg) {
-        return ends::rolling_ends(values, &[0, n], Shape::default().row_offsets(window), agg, mp, 1);
+        return ends::rolling_ends(values, &[0, n], Shape::default().row_offsets(window), agg, mp, 1, split);
     }
     if algo == Algorithm::Auto {
         let out = crate::with_dtype!(dtype, |T| specialised::<T>(&<T as FromArrow>::column(values)?, window, mp, agg, split));

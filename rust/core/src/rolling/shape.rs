@@ -238,7 +238,7 @@ pub(crate) fn rolling_shaped(
     }
     if algo == Algorithm::Auto && super::ends::is_end(agg) {
         // a gather, whatever the shape and step
-        return super::ends::rolling_ends(values, &[0, n], (a, b), agg, mp, shape.step);
+        return super::ends::rolling_ends(values, &[0, n], (a, b), agg, mp, shape.step, super::Split::default());
     }
     // first / last (a named algorithm) see a padding null as a row; an
     // empty window has no kernel; a step far longer than the window would
