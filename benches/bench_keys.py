@@ -86,6 +86,37 @@ class KeyedRolling:
         self.run()
 
 
+class KeyedRollingSkewedMissing:
+    """Realistic keys (issue 36): 1,000 keys of Zipf(1.3) sizes (the largest
+    a quarter of the rows, most a few), interleaved as rows arrive, on a
+    clean column and on the same column with 1% nulls (polars gets the
+    nulls too). Checked against polars first."""
+
+    params = (["max", "mean", "std"], ["clean", "nulls"], ["slidewise", "polars"])
+    param_names = ["agg", "column", "library"]
+    timeout = 600
+
+    def setup(self, agg, column, library):
+        import polars as pl
+        import pyarrow as pa
+        import slidewise as sw
+
+        rng = np.random.default_rng(36)
+        k = (rng.zipf(1.3, N) - 1) % 1000
+        v = rng.normal(0.0, 1.0, N)
+        miss = rng.random(N) < 0.01 if column == "nulls" else None
+        ka, va = pa.array(k), pa.array(v, mask=miss)
+        df = pl.DataFrame({"k": k, "v": pl.Series(va)})
+        f = getattr(pl.col("v"), f"rolling_{agg}")
+        peer = lambda: df.select(f(100, min_samples=1).over("k"))  # noqa: E731
+        mine = lambda: sw.rolling(va, 100, agg, keys=ka)  # noqa: E731
+        self.run = mine if library == "slidewise" else peer
+        _check_keyed(f"KeyedRollingSkewedMissing({agg}, {column}, {library})", agg, v, 100, mine, peer, "polars")
+
+    def time_keyed_rolling(self, agg, column, library):
+        self.run()
+
+
 class KeyedRollingShaped:
     """Keyed rolling median / quantile (0.9, linear) and centred windows
     (`center=True`) against polars' `rolling_*(w, center=...).over(k)`;

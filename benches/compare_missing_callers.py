@@ -1,5 +1,7 @@
 """Missing values beyond the per-row kernel (issue 36, "the same for every
-caller"): keyed rolling, time windows, rolling_many and Stream pushes, each
+caller"): keyed rolling (keys of even size, and Zipf-skewed keys where one
+key holds a quarter of the rows; keys interleaved in the column, as rows
+arrive), time windows, rolling_many and Stream pushes, each
 on a clean float64 column and on the same column with 1% of its rows
 missing (Arrow nulls), against polars on the same data with nulls.
 
@@ -31,6 +33,7 @@ else:
 # Enough windows for the shared passes on a long column (rolling/many.rs
 # `min_shared`: sum and mean take them from 64 windows).
 MANY_64 = list(range(512, 32768 + 1, 512))
+SKEWED = "keyed rolling, 1,000 Zipf-skewed keys, 100 rows"
 
 
 def cases(rows: int, keys: int = 1000):
@@ -42,6 +45,8 @@ def cases(rows: int, keys: int = 1000):
     x = rng.normal(100.0, 5.0, rows).cumsum() / 100.0
     miss = rng.random(rows) < 0.01
     k = rng.integers(0, keys, rows)
+    # Zipf(1.3) key sizes: the largest key a quarter of the rows, most keys a few.
+    kz = (rng.zipf(1.3, rows) - 1) % keys
     ts = np.cumsum(rng.integers(1, 2000, rows)) * 1000  # us, ~1 row a second
     tcol = pa.array(ts, pa.timestamp("us"))
     out = []
@@ -49,13 +54,16 @@ def cases(rows: int, keys: int = 1000):
         for label, missing in (("clean", None), ("1% nulls", miss)):
             col = pa.array(x, mask=missing) if missing is not None else pa.array(x)
             s = pl.Series("v", col)
-            df = pl.DataFrame({"v": s, "k": k, "ts": pl.Series(tcol)})
+            df = pl.DataFrame({"v": s, "k": k, "kz": kz, "ts": pl.Series(tcol)})
             pl_keyed = getattr(pl.col("v"), f"rolling_{agg}")(100, min_samples=1).over("k")
+            pl_skew = getattr(pl.col("v"), f"rolling_{agg}")(100, min_samples=1).over("kz")
             pl_time = getattr(pl.col("v"), f"rolling_{agg}_by")("ts", window_size="60s")
-            kcol = pa.array(k)
+            kcol, kzcol = pa.array(k), pa.array(kz)
             run = {
                 ("keyed rolling, 1,000 keys, 100 rows", "slidewise"): lambda c=col, a=agg: sw.rolling(c, 100, a, keys=kcol),
                 ("keyed rolling, 1,000 keys, 100 rows", "polars"): lambda a=agg, d=df, e=pl_keyed: d.select(e),
+                (SKEWED, "slidewise"): lambda c=col, a=agg: sw.rolling(c, 100, a, keys=kzcol),
+                (SKEWED, "polars"): lambda a=agg, d=df, e=pl_skew: d.select(e),
                 ("time windows, 60 s", "slidewise"): lambda c=col, a=agg: sw.rolling(c, "60s", a, timestamps=tcol),
                 ("time windows, 60 s", "polars"): lambda d=df, e=pl_time: d.select(e),
                 ("rolling_many, 8 windows", "slidewise"):
@@ -101,6 +109,8 @@ def main(argv=None) -> None:
         sl = run[("keyed rolling, 1,000 keys, 100 rows", "slidewise")]()
         po = run[("keyed rolling, 1,000 keys, 100 rows", "polars")]().to_series()
         check(f"keyed {agg} {label}", sl, po, "polars", rtol=1e-9, atol=1e-9)
+        check(f"skewed keys {agg} {label}", run[(SKEWED, "slidewise")](), run[(SKEWED, "polars")]().to_series(), "polars",
+              rtol=1e-9, atol=1e-9)
         sl = run[("time windows, 60 s", "slidewise")]()
         po = run[("time windows, 60 s", "polars")]().to_series()
         check(f"time {agg} {label}", sl, po, "polars", rtol=1e-9, atol=1e-9)
