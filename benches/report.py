@@ -85,7 +85,7 @@ SECTIONS = [
               Run(["benches/compare_missing_callers.py", "--repeat", "3"])],
         quick=[Run(["benches/compare_rolling.py", "--missing", "--repeat", "2", "--aggs", "max,mean,std,count,first,first_ignore_nulls,last_ignore_nulls"]),
                Run(["benches/compare_rolling.py", "--missing", "--repeat", "2", "--threads", "1", "--aggs", "max,mean,std"]),
-               Run(["benches/compare_missing_callers.py", "--repeat", "2"])],
+               Run(["benches/compare_missing_callers.py", "--repeat", "3"])],
         check=[Run(["benches/compare_rolling.py", "--missing", "--quick"]),
                Run(["benches/compare_missing_callers.py", "--quick"])],
     ),
