@@ -268,17 +268,21 @@ fn with_nulls<N: Copy + Default + Send + Sync>(x: &[N], rows: &mut Rows, (s0, e)
 /// (issue 36: a branch a row on its validity ran these at a third of the
 /// null-free copy's speed with 10% nulls). Long stretches split over
 /// threads, each finding its own first carry in the words. Returns the
-/// last row's pick for `last` (`usize::MAX`: none).
+/// last row's pick for `last` (`usize::MAX`: none, and for `first`).
 fn fill_stretch<N: Copy + Default + Send + Sync, const FIRST: bool>(x: &[N], words: &[u64], from: usize, m: usize, w: usize, split: Split, out: &mut Vec<N>) -> usize {
     out.reserve(m);
     let dst = &mut out.spare_capacity_mut()[..m];
     let threads = split.threads(m);
     let carry = std::sync::atomic::AtomicUsize::new(usize::MAX);
-    super::par_ranges(dst, &super::cuts(m, threads, |r| Some(r - (from + r) % 64)), |k0, k1, o| {
+    super::par_ranges(dst, &super::cuts(m, threads, |r| Some(r.saturating_sub((from + r) % 64))), |k0, k1, o| {
         let (r0, r1) = (from + k0, from + k1);
-        let c = if FIRST { fill_first(x, words, r0, r1, w, o) } else { fill_last(x, words, r0, r1, w, o) };
-        if k1 == m {
-            carry.store(c, std::sync::atomic::Ordering::Relaxed);
+        if FIRST {
+            fill_first(x, words, r0, r1, w, o);
+        } else {
+            let c = fill_last(x, words, r0, r1, w, o);
+            if k1 == m {
+                carry.store(c, std::sync::atomic::Ordering::Relaxed);
+            }
         }
     });
     // SAFETY: every one of the `m` rows was written above.
@@ -320,7 +324,7 @@ fn fill_last<N: Copy + Default>(x: &[N], words: &[u64], r0: usize, r1: usize, w:
 /// the first valid row after them, in the word or (found once for the
 /// words it skips) after it. Forward, as `last`: a backward pass ran at
 /// half its speed.
-fn fill_first<N: Copy + Default>(x: &[N], words: &[u64], r0: usize, r1: usize, w: usize, o: &mut [std::mem::MaybeUninit<N>]) -> usize {
+fn fill_first<N: Copy + Default>(x: &[N], words: &[u64], r0: usize, r1: usize, w: usize, o: &mut [std::mem::MaybeUninit<N>]) {
     // The first valid row at or after `ahead_of` (`usize::MAX`: none), so
     // at or after any row up to it too.
     let (mut ahead, mut ahead_of) = (usize::MAX, usize::MAX);
@@ -349,7 +353,6 @@ fn fill_first<N: Copy + Default>(x: &[N], words: &[u64], r0: usize, r1: usize, w
         }
         r = e;
     }
-    ahead
 }
 
 /// `src` into the uninitialised `dst` (a memcpy).
