@@ -107,10 +107,14 @@ fn valid_top<Va: Valid>(x: &[f64], va: Va) -> Option<f64> {
 /// theirs ([`super::out_nulls`]); shared by every `rolling_many` pass. The
 /// windows' validity is built on up to `threads` threads, a share of the
 /// windows each (the first share here: keyed calls come here per batch of
-/// short keys, and one share spawns nothing).
+/// short keys, and one share spawns nothing; a column without nulls is one
+/// share).
 pub(super) fn columns<O: ToArrow>(outs: Vec<Vec<O>>, windows: &[usize], need: usize, nulls: Option<&NullBuffer>, threads: usize) -> Vec<ArrayRef> {
     let n = outs.first().map_or(0, Vec::len);
     let mut valid: Vec<Option<NullBuffer>> = vec![None; windows.len()];
+    // Without nulls each window's validity is its first `need - 1` rows:
+    // no work for a thread.
+    let threads = if nulls.is_some() { threads } else { 1 };
     let per = windows.len().div_ceil(threads.clamp(1, windows.len().max(1))).max(1);
     let each = move |vs: &mut [Option<NullBuffer>], ws: &[usize]| vs.iter_mut().zip(ws).for_each(|(v, &w)| *v = super::out_nulls(nulls, n, w, need));
     let (mine, rest) = valid.split_at_mut(per.min(windows.len()));
