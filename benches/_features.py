@@ -44,14 +44,16 @@ def names():
 
 
 def write_parquet(path: str, rows: int = ROWS, keys: int = KEYS, files: int = FILES, seed: int = 7,
-                  missing: float = 0.01) -> str:
+                  missing: float = 0.01, shuffled: bool = False) -> str:
     """``files`` Parquet files under ``path`` in time order (file i holds the
     i-th slice of rows sorted by (t, id)), ``missing`` of the values null;
-    written once (a ``_DONE`` marker names the parameters)."""
+    ``shuffled``: the same rows in random order (as files landed by many
+    writers are), so no file is in order; written once (a ``_DONE`` marker
+    names the parameters)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    tag = f"{rows} {keys} {files} {seed}" + (f" {missing}" if missing != 0.01 else "")
+    tag = f"{rows} {keys} {files} {seed}" + (f" {missing}" if missing != 0.01 else "") + (" shuffled" if shuffled else "")
     done = os.path.join(path, "_DONE")
     if os.path.exists(done) and open(done).read() == tag:
         return path
@@ -65,11 +67,15 @@ def write_parquet(path: str, rows: int = ROWS, keys: int = KEYS, files: int = FI
     v = rng.normal(50.0, 10.0, rows)
     v[rng.choice(rows, 5, replace=False)] = np.nan
     null = rng.random(rows) < missing
+    ids = np.arange(rows, dtype=np.int64)
+    if shuffled:  # the same rows (ids, values, nulls), in random order
+        p = np.random.default_rng(seed + 1).permutation(rows)
+        t, ids, k, v, null = t[p], ids[p], k[p], v[p], null[p]
     for i in range(files):
         a, b = i * rows // files, (i + 1) * rows // files
         pq.write_table(pa.table({
             "t": pa.array(t[a:b], pa.timestamp("us", tz="UTC")),
-            "id": pa.array(np.arange(a, b, dtype=np.int64)),
+            "id": pa.array(ids[a:b]),
             "k": pa.array(k[a:b]),
             "v": pa.array(v[a:b], mask=null[a:b]),
         }), os.path.join(path, f"part-{i:05d}.parquet"))

@@ -52,11 +52,14 @@ def main(argv=None) -> None:
     ap.add_argument("--rows", type=int, default=None, help="rows (default 2,000,000)")
     ap.add_argument("--window", type=int, default=1000, help="--job rolling: the window")
     ap.add_argument("--keys", type=int, default=100)
-    ap.add_argument("--missing", type=float, default=0.01, help="--job features: the share of null values "
-                    "(default 0.01; 0: a clean column)")
+    ap.add_argument("--missing", default="0.01", help="--job features: the shares of null values, comma-separated, "
+                    "a data set each (default 0.01; 0: a clean column)")
+    ap.add_argument("--shuffled", action="store_true", help="--job features: each data set also with its rows "
+                    "in random order across the files (the input a shuffle must sort)")
     ap.add_argument("--repeat", type=int, default=None, help="best of (default 2 for rolling, 3 for features)")
     ap.add_argument("--data", default=None, help="--job features: the Parquet directory "
-                    "(default: slidewise_features_<rows> under the temp directory, written once)")
+                    "(default: slidewise_features_<rows> under the temp directory, written once; with "
+                    "several data sets, each its own directory with this prefix)")
     ap.add_argument("--skip-default", action="store_true", help="skip the (slow) default frame")
     ap.add_argument("--warmup", type=int, default=2, help="untimed rounds of three jobs first")
     ap.add_argument("--connect", action="store_true",
@@ -83,8 +86,12 @@ def main(argv=None) -> None:
 
 
 def features(spark, args) -> None:
-    """The keyed feature job (``_features``): checked, then timed, the
-    jobs interleaved, best of ``--repeat``."""
+    """The keyed feature job (``_features``) on each of its data sets (each
+    ``--missing`` share of null values, in time order and with
+    ``--shuffled`` also in random order): checked, then timed, the jobs
+    interleaved, best of ``--repeat``; then one table of them all, each data
+    set's slidewise time also against its own on the clean column in the
+    same order when that was run."""
     import tempfile
 
     import slidewise.spark as ss
@@ -93,49 +100,68 @@ def features(spark, args) -> None:
     n = args.rows or fe.ROWS
     repeat = args.repeat or 3
     print("\n" + fe.assert_segment_tree(spark), flush=True)
-    tag = "" if args.missing == 0.01 else f"_{args.missing:g}"
-    path = fe.write_parquet(args.data or os.path.join(tempfile.gettempdir(), f"slidewise_features_{n}_{args.keys}{tag}"),
-                            n, args.keys, missing=args.missing)
-    df = spark.read.parquet(path)
-    jobs = fe.jobs(spark, df)
-    if args.skip_default:
-        del jobs["spark default frame"]
-    path_taken = ss.plan_rolling(df, "v", "t", list(fe.WINDOWS), list(fe.AGGS), partition_by="k",
-                                 tiebreak="id").path
-    # Before timing: slidewise's 9 columns against each Spark frame's.
-    got = fe.columns(jobs["slidewise"]())
-    for peer in [j for j in jobs if j.startswith("spark")]:
-        fe.check_features(got, fe.columns(jobs[peer]()), peer, n, args.keys)
-    del got
-    print(f"checked: slidewise's {len(fe.names())} columns equal to "
-          + " and ".join(j for j in jobs if j.startswith("spark")) + " (null and NaN apart; max exact, "
-          "mean/std to 1e-9 relative)", flush=True)
-    for _ in range(min(args.warmup, 1)):  # JIT, Python workers
-        for name in ("identity mapInArrow", "slidewise"):
-            jobs[name]().write.format("noop").mode("overwrite").save()
-    best = {name: float("inf") for name in jobs}
-    for r in range(repeat):
-        for name, make in jobs.items():
-            t0 = time.perf_counter()
-            make().write.format("noop").mode("overwrite").save()
-            dt = time.perf_counter() - t0
-            best[name] = min(best[name], dt)
-            print(f"  round {r + 1}: {name:<22}{dt:8.2f} s", flush=True)
-    spark.conf.unset(fe.SEGMENT_TREE)
-    print(f"\nkeyed feature job: {n:,} rows from {fe.FILES} Parquet files in time order "
-          f"({df.rdd.getNumPartitions()} partitions), {args.keys} keys, {args.missing:.0%} of the values null, "
-          f"windows {list(fe.WINDOWS)} rows x "
-          f"{list(fe.AGGS)}; local[2]; every column computed (noop write); best of {repeat}, interleaved")
-    print(f"slidewise path: {path_taken!r} (the job time includes its planning: for 'parquet-tails' reading the "
-          "scan's splits and the files' footers, for 'ordered' the check pass)")
-    for name, v in best.items():
-        print(f"  {name:<40}{v:8.2f} s")
-    sw = best["slidewise"]
-    print("ratios (targets in brackets)")
-    print(f"  Spark segment tree / slidewise        {best['spark segment tree'] / sw:6.2f}x  [>= 6]")
-    print(f"  slidewise / identity mapInArrow       {sw / best['identity mapInArrow']:6.2f}x  [<= 2]")
-    if "spark default frame" in best:
-        print(f"  Spark default frame / slidewise       {best['spark default frame'] / sw:6.2f}x")
+    shares = [float(m) for m in str(args.missing).split(",")]
+    sets = [(m, s) for s in ([False, True] if args.shuffled else [False]) for m in shares]
+    table = {}
+    for missing, shuffled in sets:
+        tag = ("" if missing == 0.01 else f"_{missing:g}") + ("_shuffled" if shuffled else "")
+        base = args.data or os.path.join(tempfile.gettempdir(), f"slidewise_features_{n}_{args.keys}")
+        path = fe.write_parquet(args.data if args.data and len(sets) == 1 else base + tag,
+                                n, args.keys, missing=missing, shuffled=shuffled)
+        df = spark.read.parquet(path)
+        jobs = fe.jobs(spark, df)
+        if args.skip_default:
+            del jobs["spark default frame"]
+        path_taken = ss.plan_rolling(df, "v", "t", list(fe.WINDOWS), list(fe.AGGS), partition_by="k",
+                                     tiebreak="id").path
+        order = "random order" if shuffled else "time order"
+        # Before timing: slidewise's 9 columns against each Spark frame's.
+        got = fe.columns(jobs["slidewise"]())
+        for peer in [j for j in jobs if j.startswith("spark")]:
+            fe.check_features(got, fe.columns(jobs[peer]()), peer, n, args.keys)
+        del got
+        print(f"\n{missing:.0%} null, files in {order}: checked slidewise's {len(fe.names())} columns equal to "
+              + " and ".join(j for j in jobs if j.startswith("spark")) + " (null and NaN apart; max exact, "
+              "mean/std to 1e-9 relative)", flush=True)
+        for _ in range(min(args.warmup, 1)):  # JIT, Python workers
+            for name in ("identity mapInArrow", "slidewise"):
+                jobs[name]().write.format("noop").mode("overwrite").save()
+        best = {name: float("inf") for name in jobs}
+        for r in range(repeat):
+            for name, make in jobs.items():
+                t0 = time.perf_counter()
+                make().write.format("noop").mode("overwrite").save()
+                dt = time.perf_counter() - t0
+                best[name] = min(best[name], dt)
+                if len(sets) == 1:  # (several: the table at the end says it)
+                    print(f"  round {r + 1}: {name:<22}{dt:8.2f} s", flush=True)
+        spark.conf.unset(fe.SEGMENT_TREE)
+        print(f"keyed feature job: {n:,} rows from {fe.FILES} Parquet files in {order} "
+              f"({df.rdd.getNumPartitions()} partitions), {args.keys} keys, {missing:.0%} of the values null, "
+              f"windows {list(fe.WINDOWS)} rows x "
+              f"{list(fe.AGGS)}; local[2]; every column computed (noop write); best of {repeat}, interleaved")
+        print(f"slidewise path: {path_taken!r} (the job time includes its planning: for 'parquet-tails' reading the "
+              "scan's splits and the files' footers, for 'ordered' the check pass)")
+        for name, v in best.items():
+            print(f"  {name:<40}{v:8.2f} s")
+        sw = best["slidewise"]
+        print("ratios (targets in brackets)")
+        print(f"  Spark segment tree / slidewise        {best['spark segment tree'] / sw:6.2f}x  [>= 6]")
+        print(f"  slidewise / identity mapInArrow       {sw / best['identity mapInArrow']:6.2f}x  [<= 2]")
+        if "spark default frame" in best:
+            print(f"  Spark default frame / slidewise       {best['spark default frame'] / sw:6.2f}x")
+        table[(missing, shuffled)] = (path_taken, best)
+    if len(table) > 1:
+        print(f"\nkeyed feature job, {n:,} rows, {args.keys} keys; seconds, best of {repeat}; ratios of times")
+        print("| nulls | files | slidewise path | slidewise s | Spark segment tree s | identity mapInArrow s "
+              "| segment tree / slidewise | slidewise / identity | slidewise clean / slidewise |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for (missing, shuffled), (path_taken, best) in table.items():
+            sw, seg, ident = best["slidewise"], best["spark segment tree"], best["identity mapInArrow"]
+            clean = table.get((0.0, shuffled))
+            vs_clean = f"{clean[1]['slidewise'] / sw:.2f}x" if clean is not None and missing != 0.0 else "-"
+            print(f"| {missing:.0%} | {'random order' if shuffled else 'time order'} | `{path_taken}` | {sw:.2f} "
+                  f"| {seg:.2f} | {ident:.2f} | {seg / sw:.1f}x | {sw / ident:.2f}x | {vs_clean} |")
 
 
 AGG_KEYS = 1000

@@ -127,12 +127,16 @@ SECTIONS = [
         "spark", "Spark: `slidewise.spark.rolling` against Spark's window frames",
         "Spark local[2]. A rolling max over 1,000 rows, unkeyed and keyed, against Spark's segment-tree "
         "frame and an identity `mapInArrow` pass (the floor for any job that hands every row to Python); "
-        "the full run adds the keyed feature job (3 windows x max / mean / std over 8 Parquet files). "
+        "then the keyed feature job (3 windows x max / mean / std over 8 Parquet files) on a clean column "
+        "and with nulls, the files in time order and in random order (the shuffle path). "
         "Seconds, best of the repeats.",
         full=[Run(["benches/compare_spark.py", "--job", "rolling", "--repeat", "5", "--skip-default"]),
-              Run(["benches/compare_spark.py", "--job", "features", "--repeat", "3", "--skip-default"])],
+              Run(["benches/compare_spark.py", "--job", "features", "--repeat", "3", "--skip-default",
+                   "--missing", "0,0.01,0.1", "--shuffled"])],
         quick=[Run(["benches/compare_spark.py", "--job", "rolling", "--repeat", "3", "--skip-default",
-                    "--warmup", "1"])],
+                    "--warmup", "1"]),
+               Run(["benches/compare_spark.py", "--job", "features", "--repeat", "2", "--skip-default",
+                    "--missing", "0,0.1", "--shuffled"])],
         check=[Run(["benches/compare_spark.py", "--quick", "--skip-default"])],
     ),
     Section(
