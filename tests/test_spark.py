@@ -450,6 +450,42 @@ def test_rolling_keyed_out_of_order_input_takes_the_shuffle(spark):
              [("sum_9", "ref_sum_9"), ("min_9", "ref_min_9")])
 
 
+def test_check_pass_stops_at_the_first_batch_out_of_order():
+    """_breaks with a limit: a batch of fewer new runs is cut into them; one
+    of the limit or more (rows in random order) gives None, the check
+    pass's "out of order", before a piece is built."""
+    t = pa.table({"t": pa.array([1, 2, 3, 1, 2, 0, 5, 6], pa.int64())})
+    fresh, pieces = _kernels._breaks(t, ["t"], None, limit=3)
+    assert not fresh and [(a, b) for a, b, _, _ in pieces] == [(0, 3), (3, 5), (5, 8)]
+    assert [(lo, hi) for _, _, lo, hi in pieces] == [((1,), (3,)), ((1,), (2,)), ((0,), (6,))]
+    assert _kernels._breaks(t, ["t"], None, limit=2) is None
+    assert _kernels._breaks(t, ["t"], (4,), limit=3) is None  # the first row starts a run too
+    assert _kernels._breaks(t, ["t"], (4,), limit=4)[0]
+
+
+@pytest.mark.parametrize("disorder", ["late", "random"])
+def test_rolling_keyed_out_of_order_in_a_later_batch(spark, disorder):
+    """The check pass reads 50-row batches: a partition whose first batches
+    are in order and whose order falls later ("late"), or whose rows are in
+    random order from the first (more than _MAX_RUNS runs): it stops there,
+    the shuffle path runs, equal to Spark's frames."""
+    sdf = _keyed_ordered_sdf(spark, 2400, 2, ties=2)
+    if disorder == "late":
+        sdf = sdf.withColumn("t", F.when(F.col("id") == 900, F.lit(-5)).otherwise(F.col("t")))
+    else:
+        sdf = sdf.withColumn("t", (F.col("id") * 7919) % 2400)
+    sdf = sdf.localCheckpoint()
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "50")
+    try:
+        plan = ss.plan_rolling(sdf, "v", "t", [30, 2], ["sum", "max"], partition_by="k", tiebreak="id")
+        got = plan.run().toArrow()
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    assert plan.path == "shuffle"
+    want = _spark_rows(sdf, [30, 2], ["sum", "max"], ["k"], ["t", "id"]).toArrow()
+    _compare(got, want, [(f"{a}_{w}", f"ref_{a}_{w}") for w in [30, 2] for a in ["sum", "max"]])
+
+
 @pytest.mark.parametrize("batch", ["50", None])
 def test_rolling_keyed_parquet_files_in_order(spark, monkeypatch, tmp_path, batch):
     """Parquet files each in (t, id) order and following one another, which

@@ -27,7 +27,7 @@ AGGS = ["sum", "max", "min", "mean", "std", "count"]
 
 
 def _write(path, n=3000, files=5, rows_per_group=150, seed=3, ties=3, rare=True, shuffle_inside=False,
-           float_keys=False, swap_boundary=False):
+           float_keys=False, swap_boundary=False, shuffled=False):
     """``files`` Parquet files in (t, id) order, keys 0..3 interleaved (int
     or, with a few NaN / -0.0, double keys) and a rare key 9 only in the
     first and the last file; v with nulls and NaN; t with runs of ``ties``
@@ -35,7 +35,8 @@ def _write(path, n=3000, files=5, rows_per_group=150, seed=3, ties=3, rare=True,
     places inside a row group (its statistics unchanged);
     ``swap_boundary``: the ids of the rows either side of the second
     file's start swap (equal times there: each file still sorted, the
-    boundary not)."""
+    boundary not). ``shuffled``: the same rows in random order across the
+    files (each row group then spans about all the times)."""
     os.makedirs(path, exist_ok=True)
     rng = np.random.default_rng(seed)
     t = np.arange(n) // ties
@@ -61,6 +62,9 @@ def _write(path, n=3000, files=5, rows_per_group=150, seed=3, ties=3, rare=True,
         kf[ids % 97 == 0] = np.nan
         kf[ids % 89 == 0] = -0.0
         keys = pa.array(kf, mask=ids % 83 == 0)
+    if shuffled:
+        p = rng.permutation(n)
+        t, ids, keys, v, null = t[p], ids[p], keys.take(pa.array(p)), v[p], null[p]
     for i in range(files):
         lo, hi = i * n // files, (i + 1) * n // files
         pq.write_table(pa.table({"t": pa.array(t[lo:hi], pa.int64()), "id": pa.array(ids[lo:hi], pa.int64()),
@@ -164,3 +168,31 @@ def test_parquet_tails_falls_back(spark, tmp_path):
                    f"{path}/part-003.parquet")
     plan = _check(spark, spark.read.parquet(path), [30], aggs=["sum", "max"])
     assert plan.path != "parquet-tails"
+
+
+def test_parquet_files_in_random_order_take_the_shuffle_without_a_check_pass(spark, tmp_path):
+    """Rows in random order across the files (every row group spans about
+    all the times): the footers show it, so planning runs no Spark job
+    (the check pass would read the input to find the same), and the
+    shuffle path gives Spark's frames. The same rows behind a filter (no
+    footers to read) cost a check pass: a job."""
+    df = spark.read.parquet(_write(str(tmp_path), n=2400, files=4, rows_per_group=200, shuffled=True))
+    windows, aggs = [40, 3], ["sum", "max", "std"]
+    sc = spark.sparkContext
+
+    def planned(frame, group):
+        sc.setJobGroup(group, "planning only")
+        try:
+            plan = ss.plan_rolling(frame, "v", "t", windows, aggs, partition_by="k", tiebreak="id")
+            return plan, sc.statusTracker().getJobIdsForGroup(group)
+        finally:
+            sc.setJobGroup("slidewise-tests", "")
+
+    planned(df, "slidewise-ship")  # the first call ships slidewise
+    plan, jobs = planned(df, "slidewise-footers")
+    assert (plan.path, jobs) == ("shuffle", [])
+    got = plan.run().toArrow()
+    _compare(got, _spark_rows(df, windows, aggs, ["k"], ["t", "id"]).toArrow(),
+             [(f"{a}_{w}", f"ref_{a}_{w}") for w in windows for a in aggs])
+    plan, jobs = planned(df.filter(F.col("id") >= 0), "slidewise-check-pass")
+    assert plan.path == "shuffle" and len(jobs) >= 1

@@ -629,13 +629,15 @@ def _order_step(table: pa.Table, keys: List[str], last: Optional[Tuple[Any, ...]
 
 
 def _breaks(table: pa.Table, keys: List[str], last: Optional[Tuple[Any, ...]], tag: Optional[str] = None,
-            last_tag=None):
+            last_tag=None, limit: Optional[int] = None):
     """One batch of the check pass, split into runs: a run starts where
     the (``keys``) order falls, or where the ``tag`` column (the input
     file split a row comes from) changes, also at the batch's first row
     against ``last`` / ``last_tag`` (the previous batch's last row).
     Returns (whether the first row starts a run, [(start, end, first key,
-    last key)] of the pieces); None for nulls or NaN in ``keys``."""
+    last key)] of the pieces); None for nulls or NaN in ``keys``, or where
+    ``limit`` or more runs start in the batch (rows in random order: a
+    run every other row, whose pieces would cost a Python tuple each)."""
     kc = [table.column(k).combine_chunks() for k in keys]
     if any(c.null_count for c in kc):
         return None
@@ -656,6 +658,8 @@ def _breaks(table: pa.Table, keys: List[str], last: Optional[Tuple[Any, ...]], t
         lt |= tc[1:] != tc[:-1]
         fresh = fresh or (last_tag is not None and tc[0] != last_tag)
     cuts = (np.flatnonzero(lt) + 1).tolist()
+    if limit is not None and len(cuts) + fresh >= limit:
+        return None
     bounds = [0] + cuts + [m]
     pieces = [(a, b, tuple(c[a].as_py() for c in kc), tuple(c[b - 1].as_py() for c in kc))
               for a, b in zip(bounds, bounds[1:])]
@@ -748,18 +752,22 @@ def _tail_fn(value, order, specs, tb, by: Sequence[str] = (), runs: bool = False
                 continue
             total += b.num_rows
             t = pa.Table.from_batches([b])
-            if not split:  # one run: its tail whatever the order (the range path reads it)
+            if not split:  # one run: its tail whatever the order (the unkeyed range path reads it)
                 if ok:
                     ok, lo, st["last"] = _order_step(t, keys, st["last"])
                     st["first"] = lo if st["first"] is None else st["first"]
+                if not ok and by:
+                    break  # keyed: out of order, the shuffle path runs; no tail needed
                 add(t)
                 continue
-            if not ok:
-                continue
-            got = _breaks(t, keys, st["last"], tag, st["tag"])
+            got = _breaks(t, keys, st["last"], tag, st["tag"], _MAX_RUNS - len(done))
             if got is None:
+                # Out of order: the shuffle path runs. The rest of the
+                # partition is not read (Spark stops the task's input when
+                # the function returns): rows in random order cost the
+                # first batch, not a pass.
                 ok = False
-                continue
+                break
             fresh, pieces = got
             if tag is not None:
                 st["tag"] = t.column(tag)[-1].as_py()
@@ -774,8 +782,11 @@ def _tail_fn(value, order, specs, tb, by: Sequence[str] = (), runs: bool = False
                 ok = False
         if not split:
             close()
-            n, payload, first, _ = done[0]
-            yield row(0, n, payload, (ok, first, st["last"]))
+            _, payload, first, _ = done[0]
+            # every row read counts (the break above leaves rows out of the
+            # tail): a partition of rows reads as empty, hence in order, only
+            # when it has none
+            yield row(0, total, payload, (ok, first, st["last"]))
             return
         if ok and (st["n"] or not done):
             close()

@@ -25,7 +25,10 @@ Each task (:func:`_parquet_udf_fn`, a scalar iterator ``arrow_udf`` over
 Anything else (a filter, a projection that computes, not Parquet, files
 overlapping in time, missing statistics, nulls in the order columns, types
 other than the ones below) returns None: the caller falls back to the check
-pass (``"ordered"``) or the shuffle.
+pass (``"ordered"``) or the shuffle. Row groups whose ranges of the order
+column overlap (rows in random order) raise :class:`_Overlapping`: the
+caller goes to the shuffle without a check pass (2M rows in random order,
+AMD EPYC, local[2]: the check pass cost 0.9-2 s of the job's 5).
 """
 
 from __future__ import annotations
@@ -48,6 +51,15 @@ if TYPE_CHECKING:
 # Plan nodes between the DataFrame and its Parquet scan that keep every
 # row in place (a ProjectExec only when it merely selects columns).
 _PASS_THROUGH = ("WholeStageCodegenExec", "ColumnarToRowExec", "InputAdapter")
+
+class _Overlapping(Exception):
+    """Raised by :func:`_parquet_layout` where two row groups' ranges of the
+    order column overlap (beyond a shared end): the rows are not a few
+    sorted runs one after another (files in random order), so the caller
+    takes the shuffle path without a check pass, which would find the same
+    after a Spark job. Were each row group several runs that interleave,
+    the check pass could have found an order; then only speed is lost."""
+
 
 # The driver's plan (:func:`_parquet_layout`): the files in the global order,
 # each (path, [rows per row group]), and per Spark partition its splits, each
@@ -111,7 +123,8 @@ def _parquet_layout(df: DataFrame, value: str, order_by: str, tb: List[str], key
     partition reads its splits (splits of no rows left out; ``tied``: its
     first order value equals the last one before it, so the task compares
     the two rows' tiebreak columns); None when the path does not apply
-    (see the module docstring)."""
+    (see the module docstring). Raises :class:`_Overlapping` where the
+    footers show the rows out of order."""
     import pyarrow.parquet as pq
 
     splits = _scan_splits(df)
@@ -169,9 +182,15 @@ def _parquet_layout(df: DataFrame, value: str, order_by: str, tb: List[str], key
             if not all(x.has_min_max for x in tbs):
                 return None
             rgs.append((rg.num_rows, start + size // 2, st.min_raw, st.max_raw, tuple(x.min_raw for x in tbs)))
-        if any(a[3] > b[2] for a, b in zip(rgs, rgs[1:])):
-            return None  # row groups out of order
         groups[path] = rgs
+    spans = sorted((g[2], g[3]) for rgs in groups.values() for g in rgs)
+    top = None  # the largest end of the spans before
+    for lo, hi in spans:
+        if top is not None and lo < top:
+            raise _Overlapping(f"order column {order_by!r}: row groups of the Parquet files overlap")
+        top = hi if top is None else max(top, hi)
+    if any(a[3] > b[2] for rgs in groups.values() for a, b in zip(rgs, rgs[1:])):
+        return None  # a file's row groups out of order
     # each split's row groups; every row group read exactly once
     where: Dict[Tuple[str, int], Tuple[int, int, int, int]] = {}
     seen = {p: 0 for p in groups}

@@ -15,7 +15,9 @@ chose; :func:`rolling` is ``plan_rolling(...).run()``. The paths:
   windows the rows within the longest range, as unkeyed, with their keys.
   One ``mapInArrow`` pass over the input as it is then runs the extension's
   keyed rolling over the interleaved keys: no shuffle, no sort. Otherwise
-  (input out of order, ``method="map"``, ``num_partitions``): ``"shuffle"``,
+  (input out of order, seen by the check pass in its first batch or by the
+  Parquet footers' overlapping row groups before it; ``method="map"``,
+  ``num_partitions``): ``"shuffle"``,
   repartition by key, sort within partitions, one ``mapInArrow`` pass whose
   state (the halo: the last ``w-1`` rows or the last ``range`` of time of the
   current key) is carried across Arrow batches and reset at key boundaries;
@@ -56,7 +58,7 @@ if TYPE_CHECKING:
 from ._kernels import _TAIL_SCHEMA, _apply_fn, _native_keys, _roll_fn, _roll_udf_fn, _tail_fn
 from ._order import (_check_pass, _count_halos, _forward_heads, _halos, _in_order, _plan_sorted,
                      _ranges_in_sequence, _run_sequence)
-from ._parquet import _parquet_layout, _parquet_udf_fn
+from ._parquet import _Overlapping, _parquet_layout, _parquet_udf_fn
 from ._ship import ship
 from ._specs import (_TB, _arrow_to_spark_type, _groupable, _listify, _make_specs, _parallelism, _schema_with,
                      _share, _spark_type_to_arrow, _arrow_udf, _functions)
@@ -208,9 +210,12 @@ def _plan(df, value, order_by, window, agg, partition_by, output, min_periods, a
         if c not in df.columns:
             raise ValueError(f"tiebreak column {c!r} is not in the DataFrame")
     if method == "auto" and num_partitions is None:
-        plan = _plan_parquet(df, specs, value, order_by, keys, tb)
-        if plan is None:
-            plan = _plan_keyed_ordered(df, specs, value, order_by, keys, tb)
+        try:
+            plan = _plan_parquet(df, specs, value, order_by, keys, tb)
+            if plan is None:
+                plan = _plan_keyed_ordered(df, specs, value, order_by, keys, tb)
+        except _Overlapping:  # Parquet files out of order: the shuffle, without a check pass
+            plan = None
         if plan is not None:
             return plan
     drop: List[str] = []
