@@ -186,7 +186,7 @@ def test_parquet_files_in_random_order_take_the_shuffle_without_a_check_pass(spa
             plan = ss.plan_rolling(frame, "v", "t", windows, aggs, partition_by="k", tiebreak="id")
             return plan, sc.statusTracker().getJobIdsForGroup(group)
         finally:
-            sc.setJobGroup("slidewise-tests", "")
+            sc.setLocalProperty("spark.jobGroup.id", None)  # no group for the tests after
 
     planned(df, "slidewise-ship")  # the first call ships slidewise
     plan, jobs = planned(df, "slidewise-footers")

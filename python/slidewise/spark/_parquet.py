@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 # row in place (a ProjectExec only when it merely selects columns).
 _PASS_THROUGH = ("WholeStageCodegenExec", "ColumnarToRowExec", "InputAdapter")
 
+
 class _Overlapping(Exception):
     """Raised by :func:`_parquet_layout` where two row groups' ranges of the
     order column overlap (beyond a shared end): the rows are not a few
