@@ -123,24 +123,30 @@ class SparkFeatures:
     Spark has the segment-tree frame (>= 4.2.0) and, for every job but the
     identity pass, unless slidewise's 9 columns equal Spark's (null and
     NaN apart; max exactly, mean / std to 1e-9 relative). Skipped without
-    pyspark. ``benches/compare_spark.py --job features`` prints the same
+    pyspark. ``files``: the files in time order, or the same rows in
+    random order (slidewise's shuffle path; Spark's default frame is not
+    run there). ``benches/compare_spark.py --job features`` prints the same
     jobs side by side with the ratios."""
 
-    params = ["slidewise", "spark_segment_tree", "spark_default", "identity_mapInArrow"]
-    param_names = ["method"]
+    params = [["slidewise", "spark_segment_tree", "spark_default", "identity_mapInArrow"], ["time", "random"]]
+    param_names = ["method", "files"]
     timeout = 1800
     number = 1
     repeat = 3
     warmup_time = 0
 
-    def setup(self, method):
+    def setup(self, method, files):
+        if method == "spark_default" and files == "random":
+            raise NotImplementedError  # (asv: skipped) minutes a run, and no path of slidewise's
         spark = _local_spark()
         import tempfile
 
         from . import _features as fe
 
         fe.assert_segment_tree(spark)
-        path = fe.write_parquet(os.path.join(tempfile.gettempdir(), f"slidewise_features_{fe.ROWS}_{fe.KEYS}"))
+        shuffled = files == "random"
+        path = fe.write_parquet(os.path.join(tempfile.gettempdir(), f"slidewise_features_{fe.ROWS}_{fe.KEYS}"
+                                             + ("_shuffled" if shuffled else "")), shuffled=shuffled)
         df = spark.read.parquet(path)
         jobs = fe.jobs(spark, df)
         name = {"slidewise": "slidewise", "spark_segment_tree": "spark segment tree",
@@ -152,7 +158,7 @@ class SparkFeatures:
         elif name.startswith("spark"):  # against slidewise
             fe.check_features(fe.columns(jobs["slidewise"]()), fe.columns(self.make()), name, fe.ROWS)
 
-    def time_feature_job(self, method):
+    def time_feature_job(self, method, files):
         self.make().write.format("noop").mode("overwrite").save()
 
 
