@@ -43,6 +43,17 @@ def names():
     return [f"{a}_{w}" for w in WINDOWS for a in AGGS]
 
 
+def data_path(rows: int = ROWS, keys: int = KEYS, missing: float = 0.01, shuffled: bool = False,
+              base: "str | None" = None) -> str:
+    """Where a data set's files go: ``base`` (default
+    ``slidewise_features_<rows>_<keys>`` under the temp directory) with
+    the parameters that differ from the default job's as a suffix."""
+    import tempfile
+
+    base = base or os.path.join(tempfile.gettempdir(), f"slidewise_features_{rows}_{keys}")
+    return base + ("" if missing == 0.01 else f"_{missing:g}") + ("_shuffled" if shuffled else "")
+
+
 def write_parquet(path: str, rows: int = ROWS, keys: int = KEYS, files: int = FILES, seed: int = 7,
                   missing: float = 0.01, shuffled: bool = False) -> str:
     """``files`` Parquet files under ``path`` in time order (file i holds the

@@ -139,14 +139,11 @@ class SparkFeatures:
         if method == "spark_default" and files == "random":
             raise NotImplementedError  # (asv: skipped) minutes a run, and no path of slidewise's
         spark = _local_spark()
-        import tempfile
-
         from . import _features as fe
 
         fe.assert_segment_tree(spark)
         shuffled = files == "random"
-        path = fe.write_parquet(os.path.join(tempfile.gettempdir(), f"slidewise_features_{fe.ROWS}_{fe.KEYS}"
-                                             + ("_shuffled" if shuffled else "")), shuffled=shuffled)
+        path = fe.write_parquet(fe.data_path(shuffled=shuffled), shuffled=shuffled)
         df = spark.read.parquet(path)
         jobs = fe.jobs(spark, df)
         name = {"slidewise": "slidewise", "spark_segment_tree": "spark segment tree",

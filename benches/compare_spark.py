@@ -92,8 +92,6 @@ def features(spark, args) -> None:
     interleaved, best of ``--repeat``; then one table of them all, each data
     set's slidewise time also against its own on the clean column in the
     same order when that was run."""
-    import tempfile
-
     import slidewise.spark as ss
 
     fe = _features
@@ -104,9 +102,8 @@ def features(spark, args) -> None:
     sets = [(m, s) for s in ([False, True] if args.shuffled else [False]) for m in shares]
     table = {}
     for missing, shuffled in sets:
-        tag = ("" if missing == 0.01 else f"_{missing:g}") + ("_shuffled" if shuffled else "")
-        base = args.data or os.path.join(tempfile.gettempdir(), f"slidewise_features_{n}_{args.keys}")
-        path = fe.write_parquet(args.data if args.data and len(sets) == 1 else base + tag,
+        path = fe.write_parquet(args.data if args.data and len(sets) == 1
+                                else fe.data_path(n, args.keys, missing, shuffled, base=args.data),
                                 n, args.keys, missing=missing, shuffled=shuffled)
         df = spark.read.parquet(path)
         jobs = fe.jobs(spark, df)
